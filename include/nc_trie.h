@@ -1,0 +1,317 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * nc_trie: the netchannels packet classifier.
+ *
+ * A rule is a 5-tuple of value/mask fields (destination and source prefix,
+ * destination and source port as a range or a contiguous mask, protocol)
+ * plus a priority. A lookup returns the id of the matching rule with the
+ * highest priority; among equal priorities the rule added first wins, so
+ * every lookup has exactly one answer.
+ *
+ * The structure is the netchannels patch's chain of per-field tries
+ * (daddr, saddr, dport, sport, proto) joined through wildcard points, with a
+ * backtracking search pruned by the best priority found so far, plus an
+ * exact-match front stage for fully specified rules.
+ *
+ * Concurrency: one writer (add, delete, reclaim) and any number of readers
+ * (lookup) that take no lock. Readers are tracked with rte_rcu_qsbr; memory
+ * a writer unlinks is reused only after every registered reader has passed
+ * a quiescent state. Without a registered QSBR variable the table is for
+ * single-threaded use and memory is reused at once.
+ *
+ * The core has no EAL dependency: it can be used (and unit tested) in a
+ * process that never calls rte_eal_init().
+ */
+#ifndef NC_TRIE_H
+#define NC_TRIE_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct rte_rcu_qsbr;
+
+/** Opaque classifier handle. */
+struct nc_trie;
+
+/** Lookup result when no rule matches. */
+#define NC_TRIE_NOMATCH UINT32_MAX
+
+/** Highest priority a rule may have. */
+#define NC_TRIE_PRIO_MAX 0xffffffu
+
+/** Longest name of a table, including the terminating NUL. */
+#define NC_TRIE_NAMESIZE 32
+
+/** Address families of keys and rules. */
+enum nc_trie_family {
+	NC_TRIE_AF_ANY = 0,   /**< rule only: no address constraint, both families */
+	NC_TRIE_AF_INET = 4,  /**< IPv4 */
+	NC_TRIE_AF_INET6 = 6, /**< IPv6 */
+};
+
+/** An IPv4 or IPv6 address in network byte order (IPv4 in the first 4 bytes). */
+union nc_trie_addr {
+	uint8_t a[16];    /**< bytes, network order */
+	uint32_t v4;      /**< IPv4 address, network order */
+};
+
+/** Key flags. */
+#define NC_TRIE_KEY_F_NOPORTS 0x01 /**< no L4 ports (fragment, or a protocol without ports) */
+
+/** A lookup key: the header fields of one packet. */
+struct nc_trie_key {
+	uint8_t family;          /**< NC_TRIE_AF_INET or NC_TRIE_AF_INET6 */
+	uint8_t proto;           /**< IP protocol (after IPv6 extension headers) */
+	uint8_t flags;           /**< NC_TRIE_KEY_F_* */
+	uint8_t reserved;        /**< set to 0 */
+	uint16_t sport;          /**< source port, host order */
+	uint16_t dport;          /**< destination port, host order */
+	union nc_trie_addr src;  /**< source address */
+	union nc_trie_addr dst;  /**< destination address */
+};
+
+/** How a port field is given. */
+enum nc_trie_port_kind {
+	NC_TRIE_PORT_ANY = 0, /**< any port (a zeroed field is a wildcard) */
+	NC_TRIE_PORT_RANGE,   /**< lo..hi inclusive, lo <= hi */
+	NC_TRIE_PORT_MASK,    /**< value lo under mask hi; the mask must be a contiguous prefix */
+};
+
+/** A port constraint. */
+struct nc_trie_port {
+	uint16_t lo;   /**< RANGE: first port; MASK: value */
+	uint16_t hi;   /**< RANGE: last port; MASK: mask */
+	uint8_t kind;  /**< enum nc_trie_port_kind */
+};
+
+/**
+ * A rule. A zero-initialised rule matches every packet of both families.
+ * Address bits past the prefix length are ignored (the value is masked).
+ */
+struct nc_trie_rule {
+	uint8_t family;          /**< NC_TRIE_AF_*; ANY requires both prefix lengths 0 */
+	uint8_t proto;           /**< protocol value */
+	uint8_t proto_mask;      /**< 0 = any protocol, 0xff = exactly proto; must be contiguous */
+	uint8_t dst_len;         /**< destination prefix length (0 = any) */
+	uint8_t src_len;         /**< source prefix length (0 = any) */
+	union nc_trie_addr dst;  /**< destination prefix */
+	union nc_trie_addr src;  /**< source prefix */
+	struct nc_trie_port dport; /**< destination port */
+	struct nc_trie_port sport; /**< source port */
+	uint32_t priority;       /**< 0..NC_TRIE_PRIO_MAX, higher wins */
+};
+
+/** Parameters of nc_trie_create(). */
+struct nc_trie_config {
+	const char *name;   /**< for logs and dumps; at most NC_TRIE_NAMESIZE - 1 chars */
+	int socket_id;      /**< NUMA node for the table's memory, or -1 for any */
+	uint32_t max_rules; /**< capacity: rule ids are 0..max_rules-1 */
+};
+
+/** Counters of a table (nc_trie_get_stats()). */
+struct nc_trie_stats {
+	uint32_t rules;        /**< rules in the table */
+	uint32_t exact_rules;  /**< of which in the exact-match front stage */
+	uint32_t tuples;       /**< front-stage tables (one per mask signature) in use */
+	uint32_t nodes;        /**< trie nodes in use (including deferred ones) */
+	uint32_t deferred;     /**< nodes and entries waiting for an RCU grace period */
+	uint64_t bytes;        /**< memory in use by the table */
+};
+
+/**
+ * Create a classifier table.
+ *
+ * @param cfg
+ *   Name, NUMA socket and capacity. Passing NULL is an error.
+ * @return
+ *   The table, or NULL with errno set: EINVAL (bad parameter: NULL, empty or
+ *   too long name, max_rules 0 or above 2^24), ENOMEM (out of memory).
+ */
+struct nc_trie *nc_trie_create(const struct nc_trie_config *cfg);
+
+/**
+ * Free a table and all its memory. No reader may be using it.
+ *
+ * @param t
+ *   The table; NULL is a no-op.
+ */
+void nc_trie_free(struct nc_trie *t);
+
+/**
+ * Check a rule without adding it.
+ *
+ * @param r
+ *   The rule.
+ * @return
+ *   0 if nc_trie_add() would accept its fields, -EINVAL otherwise (NULL, bad
+ *   family, prefix longer than the family's address, family ANY with an
+ *   address constraint, non-contiguous port or protocol mask, inverted port
+ *   range, unknown port kind, priority above NC_TRIE_PRIO_MAX).
+ */
+int nc_trie_rule_validate(const struct nc_trie_rule *r);
+
+/**
+ * The classifier's semantics: whether a valid rule matches a key.
+ *
+ * This is the reference every lookup answer must agree with (the
+ * differential tests and the benchmark's linear scan use it).
+ *
+ * @param r
+ *   A rule that passes nc_trie_rule_validate().
+ * @param k
+ *   The key.
+ * @return
+ *   1 if it matches, 0 if not.
+ */
+int nc_trie_rule_matches(const struct nc_trie_rule *r, const struct nc_trie_key *k);
+
+/**
+ * Add a rule. Writer side: not concurrent with another add, delete or
+ * reclaim on the same table.
+ *
+ * @param t
+ *   The table.
+ * @param r
+ *   The rule (copied).
+ * @return
+ *   The rule id (0..max_rules-1), or a negative errno: -EINVAL (NULL or a
+ *   rule nc_trie_rule_validate() refuses), -EEXIST (a rule with the same
+ *   fields and priority is in the table), -ENOSPC (max_rules rules, or the
+ *   table's node memory, is used up; the table is unchanged).
+ */
+int nc_trie_add(struct nc_trie *t, const struct nc_trie_rule *r);
+
+/**
+ * Delete a rule. Writer side. Memory it frees is reused after a grace period
+ * when a QSBR variable is registered.
+ *
+ * @param t
+ *   The table.
+ * @param id
+ *   A rule id from nc_trie_add().
+ * @return
+ *   0, -EINVAL (NULL table, id out of range), or -ENOENT (no such rule,
+ *   e.g. deleted twice).
+ */
+int nc_trie_delete(struct nc_trie *t, uint32_t id);
+
+/**
+ * Read back a rule.
+ *
+ * @param t
+ *   The table.
+ * @param id
+ *   The rule id.
+ * @param r
+ *   Receives the rule as stored (addresses masked to their prefix).
+ * @return
+ *   0, -EINVAL (NULL argument, id out of range) or -ENOENT.
+ */
+int nc_trie_get_rule(const struct nc_trie *t, uint32_t id, struct nc_trie_rule *r);
+
+/**
+ * Look up one key. Reader side: lock-free, safe against a concurrent writer
+ * when the calling thread is registered and online with the table's QSBR
+ * variable.
+ *
+ * @param t
+ *   The table.
+ * @param k
+ *   The key.
+ * @return
+ *   The id of the best matching rule, or NC_TRIE_NOMATCH.
+ */
+uint32_t nc_trie_lookup(const struct nc_trie *t, const struct nc_trie_key *k);
+
+/**
+ * Look up n keys. Reader side, as nc_trie_lookup().
+ *
+ * @param t
+ *   The table.
+ * @param keys
+ *   Array of n keys.
+ * @param results
+ *   Receives n results: rule ids or NC_TRIE_NOMATCH.
+ * @param n
+ *   Number of keys.
+ * @return
+ *   The number of keys that matched a rule.
+ */
+unsigned int nc_trie_lookup_bulk(const struct nc_trie *t, const struct nc_trie_key *keys,
+				 uint32_t *results, unsigned int n);
+
+/**
+ * Register the QSBR variable that the table's readers report to. From then
+ * on, memory unlinked by delete is reused only after a grace period.
+ *
+ * @param t
+ *   The table.
+ * @param v
+ *   An initialised QSBR variable, or NULL to go back to immediate reuse
+ *   (after reclaiming everything deferred, waiting for readers if needed).
+ * @return
+ *   0, -EINVAL (NULL table), -EEXIST (a variable is already registered).
+ */
+int nc_trie_rcu_qsbr_add(struct nc_trie *t, struct rte_rcu_qsbr *v);
+
+/**
+ * Reuse the memory whose grace period has ended. Writer side. Add and
+ * delete call it too; call it from the control thread when idle.
+ *
+ * @param t
+ *   The table.
+ * @param wait
+ *   Non-zero: wait until every deferred object can be reused.
+ * @return
+ *   The number of objects made reusable, or -EINVAL.
+ */
+int nc_trie_reclaim(struct nc_trie *t, int wait);
+
+/**
+ * Read the table's counters. Writer side (not concurrent with updates).
+ *
+ * @param t
+ *   The table.
+ * @param s
+ *   Receives the counters.
+ * @return
+ *   0 or -EINVAL.
+ */
+int nc_trie_get_stats(const struct nc_trie *t, struct nc_trie_stats *s);
+
+/**
+ * Write a human-readable dump of the table's structure, for debugging.
+ *
+ * @param t
+ *   The table.
+ * @param f
+ *   Output stream.
+ * @return
+ *   0 or -EINVAL.
+ */
+int nc_trie_dump(const struct nc_trie *t, FILE *f);
+
+/**
+ * Format a rule as text, in the config's match syntax.
+ *
+ * @param r
+ *   The rule.
+ * @param buf
+ *   Output buffer.
+ * @param size
+ *   Its size.
+ * @return
+ *   The length snprintf() would have written, or -EINVAL.
+ */
+int nc_trie_rule_format(const struct nc_trie_rule *r, char *buf, size_t size);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* NC_TRIE_H */

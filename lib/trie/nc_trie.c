@@ -1,0 +1,1164 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The netchannels classifier: a chain of per-field tries, in the seed's order
+ * daddr -> saddr -> dport -> sport -> proto.
+ *
+ * Each field has a path-compressed binary trie over its bits. A node holds
+ * the full prefix it stands for, so a link may skip any number of bits and a
+ * lookup checks the prefix at every node. A node where a rule's prefix for
+ * this field ends has "next": the root of the next field's trie holding the
+ * rules that share this prefix (the seed's wildcard point). Below the last
+ * field, "next" is the head of a list of rule entries sorted best first.
+ *
+ * Lookup walks the key's path in the first field and, at every node with a
+ * "next", searches the next field's trie (the seed's backtracking). Every
+ * node carries maxrank, the best rank anywhere beneath it, so the search
+ * skips whatever cannot beat the best match found so far.
+ *
+ * A rank is (priority << 40) | (2^40 - 1 - sequence): higher priority wins,
+ * then the older rule. Ranks are unique, so answers are deterministic.
+ *
+ * Port ranges are expanded to prefixes; a rule with several prefixes (and a
+ * family-agnostic rule, which lives under both roots) has several entries.
+ *
+ * Memory: all nodes live in one array reserved up front (MAP_NORESERVE, so
+ * only what is used is backed), addressed by 32-bit index; index 0 is nil.
+ * Nodes never move, which keeps readers lock-free: the writer publishes a
+ * fully built node with a release store, and an unlinked node keeps its
+ * contents until an RCU grace period has passed.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <arpa/inet.h>
+
+#include <numa.h>
+#include <rte_rcu_qsbr.h>
+
+#include "nc_trie.h"
+
+#define NIL 0u
+
+enum field { F_DST, F_SRC, F_DPORT, F_SPORT, F_PROTO, F_NUM, F_RULE = F_NUM };
+
+struct node {
+	uint64_t maxrank;     /* best rank beneath; for an entry, its rank */
+	uint64_t hi, lo;      /* prefix bits, left aligned, zero past len */
+	uint32_t child[2];    /* entry: child[0] is the next entry */
+	uint32_t next;        /* next field's root; for an entry, the rule id */
+	uint8_t len;          /* prefix length */
+	uint8_t field;        /* enum field */
+	uint16_t unused;
+};
+
+struct pool {
+	struct node *base;
+	size_t map_size;
+	uint32_t cap;         /* nodes reserved, index 0 included */
+	uint32_t hwm;         /* nodes ever handed out, index 0 included */
+	uint32_t free_head;   /* free list through child[0] */
+	uint32_t nfree;
+};
+
+struct deferred {
+	uint32_t idx;
+	uint64_t token;
+};
+
+struct rule_slot {
+	struct nc_trie_rule rule;
+	uint64_t rank;
+	uint8_t used;
+};
+
+struct nc_trie {
+	char name[NC_TRIE_NAMESIZE];
+	int socket_id;
+	uint32_t max_rules;
+	uint32_t root[2];             /* dst trie of IPv4, of IPv6 */
+	struct pool pool;
+	struct rule_slot *rules;
+	uint32_t *free_ids;           /* stack of unused rule ids */
+	uint32_t nfree_ids;
+	uint64_t seq;
+	struct rte_rcu_qsbr *qsbr;
+	struct deferred *dq;          /* FIFO of nodes waiting for a grace period */
+	uint32_t dq_head, dq_len, dq_cap;
+	uint32_t *scratch;            /* nodes unlinked by the current delete */
+	uint32_t nscratch, scratch_cap;
+};
+
+/* Each entry adds at most a branch and a leaf per field, plus its list entry. */
+#define NODES_PER_ENTRY (2 * F_NUM + 1)
+#define MAX_PORT_PREFIXES 30
+#define SEQ_BITS 40
+#define SEQ_MAX ((UINT64_C(1) << SEQ_BITS) - 1)
+#define MAX_RULES (UINT32_C(1) << 24)
+#define NODES_PER_RULE 64
+
+struct prefix {
+	uint64_t hi, lo;
+	uint8_t len;
+};
+
+/* One entry of a rule: its family root and one prefix per field. */
+struct entry {
+	unsigned int fam;
+	struct prefix p[F_NUM];
+};
+
+static inline struct node *
+N(const struct nc_trie *t, uint32_t idx)
+{
+	return &t->pool.base[idx];
+}
+
+static inline uint64_t
+mask_hi(unsigned int len)
+{
+	return len >= 64 ? UINT64_MAX : ~(UINT64_MAX >> len);
+}
+
+static inline uint64_t
+mask_lo(unsigned int len)
+{
+	if (len <= 64)
+		return 0;
+	return len >= 128 ? UINT64_MAX : ~(UINT64_MAX >> (len - 64));
+}
+
+static inline unsigned int
+bit_at(uint64_t hi, uint64_t lo, unsigned int pos)
+{
+	return pos < 64 ? (hi >> (63 - pos)) & 1 : (lo >> (127 - pos)) & 1;
+}
+
+static inline bool
+prefix_eq(uint64_t hi, uint64_t lo, const struct node *n)
+{
+	return (((hi ^ n->hi) & mask_hi(n->len)) | ((lo ^ n->lo) & mask_lo(n->len))) == 0;
+}
+
+static unsigned int
+common_len(uint64_t ahi, uint64_t alo, uint64_t bhi, uint64_t blo)
+{
+	if (ahi != bhi)
+		return __builtin_clzll(ahi ^ bhi);
+	if (alo != blo)
+		return 64 + __builtin_clzll(alo ^ blo);
+	return 128;
+}
+
+static uint64_t
+load64(const uint8_t *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return be64toh(v);
+}
+
+static void
+addr_bits(const union nc_trie_addr *a, unsigned int fam, uint64_t *hi, uint64_t *lo)
+{
+	if (fam == NC_TRIE_AF_INET6) {
+		*hi = load64(a->a);
+		*lo = load64(a->a + 8);
+	} else {
+		*hi = (uint64_t)ntohl(a->v4) << 32;
+		*lo = 0;
+	}
+}
+
+static unsigned int
+addr_width(unsigned int fam)
+{
+	return fam == NC_TRIE_AF_INET6 ? 128 : 32;
+}
+
+/* ---- semantics ---------------------------------------------------------- */
+
+static bool
+mask8_ok(uint8_t m)
+{
+	uint8_t inv = (uint8_t)~m;
+
+	return (inv & (uint8_t)(inv + 1)) == 0;
+}
+
+static bool
+mask16_ok(uint16_t m)
+{
+	uint16_t inv = (uint16_t)~m;
+
+	return (inv & (uint16_t)(inv + 1)) == 0;
+}
+
+static void
+port_range(const struct nc_trie_port *p, uint16_t *lo, uint16_t *hi)
+{
+	switch (p->kind) {
+	case NC_TRIE_PORT_RANGE:
+		*lo = p->lo;
+		*hi = p->hi;
+		break;
+	case NC_TRIE_PORT_MASK:
+		*lo = p->lo & p->hi;
+		*hi = *lo | (uint16_t)~p->hi;
+		break;
+	default:
+		*lo = 0;
+		*hi = UINT16_MAX;
+	}
+}
+
+int
+nc_trie_rule_validate(const struct nc_trie_rule *r)
+{
+	unsigned int w;
+
+	if (r == NULL)
+		return -EINVAL;
+	switch (r->family) {
+	case NC_TRIE_AF_ANY:
+		if (r->dst_len || r->src_len)
+			return -EINVAL;
+		break;
+	case NC_TRIE_AF_INET:
+	case NC_TRIE_AF_INET6:
+		w = addr_width(r->family);
+		if (r->dst_len > w || r->src_len > w)
+			return -EINVAL;
+		break;
+	default:
+		return -EINVAL;
+	}
+	if (!mask8_ok(r->proto_mask))
+		return -EINVAL;
+	for (int i = 0; i < 2; i++) {
+		const struct nc_trie_port *p = i ? &r->sport : &r->dport;
+
+		switch (p->kind) {
+		case NC_TRIE_PORT_ANY:
+			break;
+		case NC_TRIE_PORT_RANGE:
+			if (p->lo > p->hi)
+				return -EINVAL;
+			break;
+		case NC_TRIE_PORT_MASK:
+			if (!mask16_ok(p->hi))
+				return -EINVAL;
+			break;
+		default:
+			return -EINVAL;
+		}
+	}
+	if (r->priority > NC_TRIE_PRIO_MAX)
+		return -EINVAL;
+	return 0;
+}
+
+static bool
+addr_match(const union nc_trie_addr *pfx, unsigned int len, const union nc_trie_addr *a,
+	   unsigned int fam)
+{
+	uint64_t ph, pl, ah, al;
+
+	addr_bits(pfx, fam, &ph, &pl);
+	addr_bits(a, fam, &ah, &al);
+	return (((ph ^ ah) & mask_hi(len)) | ((pl ^ al) & mask_lo(len))) == 0;
+}
+
+static bool
+port_match(const struct nc_trie_port *p, uint16_t port, bool noports)
+{
+	uint16_t lo, hi;
+
+	port_range(p, &lo, &hi);
+	if (lo == 0 && hi == UINT16_MAX)
+		return true;
+	return !noports && port >= lo && port <= hi;
+}
+
+int
+nc_trie_rule_matches(const struct nc_trie_rule *r, const struct nc_trie_key *k)
+{
+	bool noports = k->flags & NC_TRIE_KEY_F_NOPORTS;
+
+	if (r->family != NC_TRIE_AF_ANY && r->family != k->family)
+		return 0;
+	if (((r->proto ^ k->proto) & r->proto_mask) != 0)
+		return 0;
+	if (r->family != NC_TRIE_AF_ANY &&
+	    (!addr_match(&r->dst, r->dst_len, &k->dst, k->family) ||
+	     !addr_match(&r->src, r->src_len, &k->src, k->family)))
+		return 0;
+	return port_match(&r->dport, k->dport, noports) &&
+	       port_match(&r->sport, k->sport, noports);
+}
+
+/* Copy a valid rule with its values masked, so equal rules compare equal. */
+static void
+rule_normalize(struct nc_trie_rule *out, const struct nc_trie_rule *r)
+{
+	memset(out, 0, sizeof(*out));
+	out->family = r->family;
+	out->proto_mask = r->proto_mask;
+	out->proto = r->proto & r->proto_mask;
+	out->dst_len = r->dst_len;
+	out->src_len = r->src_len;
+	for (int i = 0; i < 2; i++) {
+		const union nc_trie_addr *a = i ? &r->src : &r->dst;
+		union nc_trie_addr *o = i ? &out->src : &out->dst;
+		unsigned int len = i ? r->src_len : r->dst_len;
+		unsigned int bytes = r->family == NC_TRIE_AF_INET6 ? 16 : 4;
+
+		for (unsigned int b = 0; b < bytes && b * 8 < len; b++) {
+			unsigned int keep = len - b * 8 >= 8 ? 8 : len - b * 8;
+
+			o->a[b] = a->a[b] & (uint8_t)(0xff << (8 - keep));
+		}
+	}
+	for (int i = 0; i < 2; i++) {
+		const struct nc_trie_port *p = i ? &r->sport : &r->dport;
+		struct nc_trie_port *o = i ? &out->sport : &out->dport;
+
+		o->kind = p->kind;
+		if (p->kind == NC_TRIE_PORT_RANGE) {
+			o->lo = p->lo;
+			o->hi = p->hi;
+		} else if (p->kind == NC_TRIE_PORT_MASK) {
+			o->lo = p->lo & p->hi;
+			o->hi = p->hi;
+		}
+	}
+	out->priority = r->priority;
+}
+
+static bool
+rule_same(const struct nc_trie_rule *a, const struct nc_trie_rule *b)
+{
+	uint16_t alo, ahi, blo, bhi;
+
+	if (a->family != b->family || a->proto != b->proto || a->proto_mask != b->proto_mask ||
+	    a->dst_len != b->dst_len || a->src_len != b->src_len || a->priority != b->priority ||
+	    memcmp(&a->dst, &b->dst, sizeof(a->dst)) || memcmp(&a->src, &b->src, sizeof(a->src)))
+		return false;
+	for (int i = 0; i < 2; i++) {
+		port_range(i ? &a->sport : &a->dport, &alo, &ahi);
+		port_range(i ? &b->sport : &b->dport, &blo, &bhi);
+		if (alo != blo || ahi != bhi)
+			return false;
+	}
+	return true;
+}
+
+/* Split an inclusive range into the fewest aligned prefixes. */
+static unsigned int
+port_prefixes(const struct nc_trie_port *p, struct prefix *out)
+{
+	uint16_t lo16, hi16;
+	uint32_t lo, hi;
+	unsigned int n = 0;
+
+	port_range(p, &lo16, &hi16);
+	lo = lo16;
+	hi = hi16;
+	while (lo <= hi) {
+		unsigned int k = lo ? (unsigned int)__builtin_ctz(lo) : 16;
+
+		if (k > 16)
+			k = 16;
+		while (k > 0 && lo + (UINT32_C(1) << k) - 1 > hi)
+			k--;
+		out[n].hi = (uint64_t)lo << 48;
+		out[n].lo = 0;
+		out[n].len = (uint8_t)(16 - k);
+		n++;
+		lo += UINT32_C(1) << k;
+	}
+	return n;
+}
+
+/*
+ * Call fn for every entry of a rule (families x dport prefixes x sport
+ * prefixes). Stops at the first non-zero return and returns it.
+ */
+static int
+rule_foreach_entry(const struct nc_trie_rule *r, int (*fn)(void *, const struct entry *),
+		   void *arg)
+{
+	struct prefix dp[MAX_PORT_PREFIXES], sp[MAX_PORT_PREFIXES];
+	unsigned int nd = port_prefixes(&r->dport, dp);
+	unsigned int ns = port_prefixes(&r->sport, sp);
+	struct entry e;
+	int ret;
+
+	for (unsigned int fam = 0; fam < 2; fam++) {
+		unsigned int af = fam ? NC_TRIE_AF_INET6 : NC_TRIE_AF_INET;
+
+		if (r->family != NC_TRIE_AF_ANY && r->family != af)
+			continue;
+		e.fam = fam;
+		addr_bits(&r->dst, af, &e.p[F_DST].hi, &e.p[F_DST].lo);
+		e.p[F_DST].len = r->dst_len;
+		addr_bits(&r->src, af, &e.p[F_SRC].hi, &e.p[F_SRC].lo);
+		e.p[F_SRC].len = r->src_len;
+		e.p[F_PROTO].hi = (uint64_t)r->proto << 56;
+		e.p[F_PROTO].lo = 0;
+		e.p[F_PROTO].len = (uint8_t)__builtin_popcount(r->proto_mask);
+		for (unsigned int i = 0; i < nd; i++) {
+			e.p[F_DPORT] = dp[i];
+			for (unsigned int j = 0; j < ns; j++) {
+				e.p[F_SPORT] = sp[j];
+				ret = fn(arg, &e);
+				if (ret)
+					return ret;
+			}
+		}
+	}
+	return 0;
+}
+
+static unsigned int
+rule_nentries(const struct nc_trie_rule *r)
+{
+	struct prefix tmp[MAX_PORT_PREFIXES];
+	unsigned int fams = r->family == NC_TRIE_AF_ANY ? 2 : 1;
+
+	return fams * port_prefixes(&r->dport, tmp) * port_prefixes(&r->sport, tmp);
+}
+
+/* ---- node pool and deferred reuse -------------------------------------- */
+
+static int
+pool_init(struct pool *p, uint32_t cap, int socket_id)
+{
+	p->map_size = (size_t)cap * sizeof(struct node);
+	p->base = mmap(NULL, p->map_size, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p->base == MAP_FAILED)
+		return -ENOMEM;
+	if (socket_id >= 0 && numa_available() >= 0)
+		numa_tonode_memory(p->base, p->map_size, socket_id);
+	p->cap = cap;
+	p->hwm = 1; /* index 0 is nil */
+	p->free_head = NIL;
+	p->nfree = 0;
+	return 0;
+}
+
+static inline uint32_t
+pool_avail(const struct pool *p)
+{
+	return p->cap - p->hwm + p->nfree;
+}
+
+/* Callers have checked pool_avail(). */
+static uint32_t
+node_alloc(struct nc_trie *t, unsigned int field, uint64_t hi, uint64_t lo, unsigned int len)
+{
+	struct pool *p = &t->pool;
+	uint32_t idx;
+	struct node *n;
+
+	if (p->free_head != NIL) {
+		idx = p->free_head;
+		p->free_head = N(t, idx)->child[0];
+		p->nfree--;
+	} else {
+		idx = p->hwm++;
+	}
+	n = N(t, idx);
+	n->maxrank = 0;
+	n->hi = hi & mask_hi(len);
+	n->lo = lo & mask_lo(len);
+	n->child[0] = n->child[1] = NIL;
+	n->next = NIL;
+	n->len = (uint8_t)len;
+	n->field = (uint8_t)field;
+	return idx;
+}
+
+static void
+node_release(struct nc_trie *t, uint32_t idx)
+{
+	N(t, idx)->child[0] = t->pool.free_head;
+	t->pool.free_head = idx;
+	t->pool.nfree++;
+}
+
+/* Readers load links with acquire: a node is fully built before it is linked. */
+static inline uint32_t
+link_load(const uint32_t *link)
+{
+	return __atomic_load_n(link, __ATOMIC_ACQUIRE);
+}
+
+/* Release: the node's contents are visible before any reader can reach it. */
+static inline void
+link_store(uint32_t *link, uint32_t idx)
+{
+	__atomic_store_n(link, idx, __ATOMIC_RELEASE);
+}
+
+/*
+ * maxrank only prunes: a stale value makes a reader miss a rule that is being
+ * added, or search a little more, never lose an unchanged rule. Relaxed.
+ */
+static inline uint64_t
+rank_load(const uint64_t *r)
+{
+	return __atomic_load_n(r, __ATOMIC_RELAXED);
+}
+
+static inline void
+rank_store(uint64_t *r, uint64_t v)
+{
+	__atomic_store_n(r, v, __ATOMIC_RELAXED);
+}
+
+/* Room for every node a delete may unlink, taken before it touches anything. */
+static int
+scratch_reserve(struct nc_trie *t, uint64_t need)
+{
+	uint32_t *s;
+
+	if (need <= t->scratch_cap)
+		return 0;
+	s = realloc(t->scratch, need * sizeof(*s));
+	if (s == NULL)
+		return -ENOMEM;
+	t->scratch = s;
+	t->scratch_cap = (uint32_t)need;
+	return 0;
+}
+
+static int
+dq_reserve(struct nc_trie *t, uint32_t more)
+{
+	uint32_t cap = t->dq_cap ? t->dq_cap : 256;
+	struct deferred *q;
+
+	if (t->dq_len + more <= t->dq_cap)
+		return 0;
+	while (cap < t->dq_len + more)
+		cap *= 2;
+	q = malloc(cap * sizeof(*q));
+	if (q == NULL)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < t->dq_len; i++)
+		q[i] = t->dq[(t->dq_head + i) % t->dq_cap];
+	free(t->dq);
+	t->dq = q;
+	t->dq_head = 0;
+	t->dq_cap = cap;
+	return 0;
+}
+
+int
+nc_trie_reclaim(struct nc_trie *t, int wait)
+{
+	int n = 0;
+
+	if (t == NULL)
+		return -EINVAL;
+	while (t->dq_len > 0) {
+		struct deferred *d = &t->dq[t->dq_head];
+
+		if (t->qsbr != NULL && rte_rcu_qsbr_check(t->qsbr, d->token, wait != 0) != 1)
+			break;
+		node_release(t, d->idx);
+		t->dq_head = (t->dq_head + 1) % t->dq_cap;
+		t->dq_len--;
+		n++;
+	}
+	return n;
+}
+
+/* Hand the nodes the current delete unlinked to the pool, after a grace period. */
+static void
+scratch_retire(struct nc_trie *t)
+{
+	uint64_t token;
+
+	if (t->nscratch == 0)
+		return;
+	if (t->qsbr == NULL || dq_reserve(t, t->nscratch) != 0) {
+		/* No readers to wait for, or no memory to queue: wait now. */
+		if (t->qsbr != NULL)
+			rte_rcu_qsbr_synchronize(t->qsbr, RTE_QSBR_THRID_INVALID);
+		for (uint32_t i = 0; i < t->nscratch; i++)
+			node_release(t, t->scratch[i]);
+	} else {
+		token = rte_rcu_qsbr_start(t->qsbr);
+		for (uint32_t i = 0; i < t->nscratch; i++) {
+			struct deferred *d = &t->dq[(t->dq_head + t->dq_len) % t->dq_cap];
+
+			d->idx = t->scratch[i];
+			d->token = token;
+			t->dq_len++;
+		}
+	}
+	t->nscratch = 0;
+}
+
+/* ---- create / free ------------------------------------------------------ */
+
+struct nc_trie *
+nc_trie_create(const struct nc_trie_config *cfg)
+{
+	struct nc_trie *t;
+	uint64_t cap;
+
+	if (cfg == NULL || cfg->name == NULL || cfg->name[0] == '\0' ||
+	    strlen(cfg->name) >= NC_TRIE_NAMESIZE || cfg->max_rules == 0 ||
+	    cfg->max_rules > MAX_RULES) {
+		errno = EINVAL;
+		return NULL;
+	}
+	t = calloc(1, sizeof(*t));
+	if (t == NULL)
+		goto out_nomem;
+	snprintf(t->name, sizeof(t->name), "%s", cfg->name);
+	t->socket_id = cfg->socket_id;
+	t->max_rules = cfg->max_rules;
+	t->rules = calloc(cfg->max_rules, sizeof(*t->rules));
+	t->free_ids = malloc(cfg->max_rules * sizeof(*t->free_ids));
+	if (t->rules == NULL || t->free_ids == NULL)
+		goto out_free_tables;
+	/* Lowest ids first: the stack pops its top. */
+	for (uint32_t i = 0; i < cfg->max_rules; i++)
+		t->free_ids[i] = cfg->max_rules - 1 - i;
+	t->nfree_ids = cfg->max_rules;
+	cap = (uint64_t)cfg->max_rules * NODES_PER_RULE + 4096;
+	if (pool_init(&t->pool, (uint32_t)cap, cfg->socket_id) != 0)
+		goto out_free_tables;
+	return t;
+
+out_free_tables:
+	free(t->free_ids);
+	free(t->rules);
+	free(t);
+out_nomem:
+	errno = ENOMEM;
+	return NULL;
+}
+
+void
+nc_trie_free(struct nc_trie *t)
+{
+	if (t == NULL)
+		return;
+	munmap(t->pool.base, t->pool.map_size);
+	free(t->dq);
+	free(t->scratch);
+	free(t->free_ids);
+	free(t->rules);
+	free(t);
+}
+
+int
+nc_trie_rcu_qsbr_add(struct nc_trie *t, struct rte_rcu_qsbr *v)
+{
+	if (t == NULL)
+		return -EINVAL;
+	if (v == NULL) {
+		nc_trie_reclaim(t, 1);
+		t->qsbr = NULL;
+		return 0;
+	}
+	if (t->qsbr != NULL)
+		return -EEXIST;
+	t->qsbr = v;
+	return 0;
+}
+
+/* ---- insertion ---------------------------------------------------------- */
+
+/* Find or create the node for prefix p in the trie hanging from *link. */
+static uint32_t
+field_insert(struct nc_trie *t, unsigned int field, uint32_t *link, const struct prefix *p)
+{
+	for (;;) {
+		uint32_t idx = *link;
+		struct node *n;
+		unsigned int c;
+
+		if (idx == NIL) {
+			uint32_t m = node_alloc(t, field, p->hi, p->lo, p->len);
+
+			link_store(link, m);
+			return m;
+		}
+		n = N(t, idx);
+		c = common_len(p->hi, p->lo, n->hi, n->lo);
+		if (c > p->len)
+			c = p->len;
+		if (c >= n->len) {
+			if (p->len == n->len)
+				return idx;
+			link = &n->child[bit_at(p->hi, p->lo, n->len)];
+			continue;
+		}
+		/* p and n diverge above n: a new node takes n's place. */
+		if (c == p->len) {
+			uint32_t m = node_alloc(t, field, p->hi, p->lo, p->len);
+
+			N(t, m)->child[bit_at(n->hi, n->lo, c)] = idx;
+			N(t, m)->maxrank = n->maxrank;
+			link_store(link, m);
+			return m;
+		} else {
+			uint32_t b = node_alloc(t, field, p->hi, p->lo, c);
+			uint32_t leaf = node_alloc(t, field, p->hi, p->lo, p->len);
+
+			N(t, b)->child[bit_at(n->hi, n->lo, c)] = idx;
+			N(t, b)->child[bit_at(p->hi, p->lo, c)] = leaf;
+			N(t, b)->maxrank = n->maxrank;
+			link_store(link, b);
+			return leaf;
+		}
+	}
+}
+
+/* The node for prefix p in the trie hanging from link, or NIL. */
+static uint32_t
+field_find(const struct nc_trie *t, uint32_t link, const struct prefix *p)
+{
+	while (link != NIL) {
+		const struct node *n = N(t, link);
+
+		if (n->len > p->len || !prefix_eq(p->hi, p->lo, n))
+			return NIL;
+		if (n->len == p->len)
+			return link;
+		link = n->child[bit_at(p->hi, p->lo, n->len)];
+	}
+	return NIL;
+}
+
+struct add_ctx {
+	struct nc_trie *t;
+	uint32_t id;
+	uint64_t rank;
+};
+
+static int
+entry_insert(void *arg, const struct entry *e)
+{
+	struct add_ctx *a = arg;
+	struct nc_trie *t = a->t;
+	uint32_t *link = &t->root[e->fam];
+	uint32_t idx = NIL, m;
+
+	for (unsigned int f = 0; f < F_NUM; f++) {
+		idx = field_insert(t, f, link, &e->p[f]);
+		link = &N(t, idx)->next;
+	}
+	while (*link != NIL && N(t, *link)->maxrank > a->rank)
+		link = &N(t, *link)->child[0];
+	m = node_alloc(t, F_RULE, 0, 0, 0);
+	N(t, m)->maxrank = a->rank;
+	N(t, m)->next = a->id;
+	N(t, m)->child[0] = *link;
+	link_store(link, m);
+
+	/* Raise maxrank along the path, now that the entry is reachable. */
+	idx = t->root[e->fam];
+	for (unsigned int f = 0; f < F_NUM; f++) {
+		for (;;) {
+			struct node *n = N(t, idx);
+
+			if (n->maxrank < a->rank)
+				rank_store(&n->maxrank, a->rank);
+			if (n->len == e->p[f].len)
+				break;
+			idx = n->child[bit_at(e->p[f].hi, e->p[f].lo, n->len)];
+		}
+		idx = N(t, idx)->next;
+	}
+	return 0;
+}
+
+/* -EEXIST if a rule with the same fields and priority is in the table. */
+static int
+entry_check_dup(void *arg, const struct entry *e)
+{
+	struct add_ctx *a = arg;
+	const struct nc_trie *t = a->t;
+	uint32_t idx = t->root[e->fam];
+
+	for (unsigned int f = 0; f < F_NUM && idx != NIL; f++) {
+		idx = field_find(t, idx, &e->p[f]);
+		if (idx == NIL)
+			return 0;
+		idx = N(t, idx)->next;
+	}
+	for (; idx != NIL; idx = N(t, idx)->child[0])
+		if (rule_same(&t->rules[N(t, idx)->next].rule, &t->rules[a->id].rule))
+			return -EEXIST;
+	/* The first entry decides: equal rules have equal first entries. */
+	return 1;
+}
+
+int
+nc_trie_add(struct nc_trie *t, const struct nc_trie_rule *r)
+{
+	struct add_ctx a;
+	uint64_t need;
+	int ret;
+
+	if (t == NULL || nc_trie_rule_validate(r) != 0)
+		return -EINVAL;
+	if (t->nfree_ids == 0 || t->seq > SEQ_MAX)
+		return -ENOSPC;
+	need = (uint64_t)rule_nentries(r) * NODES_PER_ENTRY;
+	if (need > pool_avail(&t->pool))
+		nc_trie_reclaim(t, 0);
+	if (need > pool_avail(&t->pool) && t->dq_len > 0)
+		nc_trie_reclaim(t, 1);
+	if (need > pool_avail(&t->pool))
+		return -ENOSPC;
+
+	a.t = t;
+	a.id = t->free_ids[t->nfree_ids - 1];
+	rule_normalize(&t->rules[a.id].rule, r);
+	ret = rule_foreach_entry(&t->rules[a.id].rule, entry_check_dup, &a);
+	if (ret < 0)
+		return ret;
+	t->nfree_ids--;
+	a.rank = ((uint64_t)r->priority << SEQ_BITS) | (SEQ_MAX - t->seq);
+	t->seq++;
+	t->rules[a.id].rank = a.rank;
+	t->rules[a.id].used = 1;
+	rule_foreach_entry(&t->rules[a.id].rule, entry_insert, &a);
+	return (int)a.id;
+}
+
+/* ---- deletion ----------------------------------------------------------- */
+
+/* Longest path: every bit of every field, plus a root per field. */
+#define MAX_PATH (129 + 129 + 17 + 17 + 9)
+
+struct path_step {
+	uint32_t *link;
+	uint32_t idx;
+	bool gone;
+};
+
+static uint64_t
+node_best(const struct nc_trie *t, const struct node *n)
+{
+	uint64_t m = 0;
+
+	for (int i = 0; i < 2; i++)
+		if (n->child[i] != NIL && N(t, n->child[i])->maxrank > m)
+			m = N(t, n->child[i])->maxrank;
+	/* Below the last field, next is the best entry; above, a subtrie root. */
+	if (n->next != NIL && N(t, n->next)->maxrank > m)
+		m = N(t, n->next)->maxrank;
+	return m;
+}
+
+static int
+entry_remove(void *arg, const struct entry *e)
+{
+	struct add_ctx *a = arg;
+	struct nc_trie *t = a->t;
+	struct path_step path[MAX_PATH];
+	unsigned int np = 0;
+	uint32_t *link = &t->root[e->fam];
+	struct node *n = NULL;
+
+	for (unsigned int f = 0; f < F_NUM; f++) {
+		for (;;) {
+			n = N(t, *link);
+			path[np++] = (struct path_step){ link, *link, false };
+			if (n->len == e->p[f].len)
+				break;
+			link = &n->child[bit_at(e->p[f].hi, e->p[f].lo, n->len)];
+		}
+		link = &n->next;
+	}
+	while (N(t, *link)->next != a->id)
+		link = &N(t, *link)->child[0];
+	t->scratch[t->nscratch++] = *link;
+	link_store(link, N(t, *link)->child[0]);
+
+	/* Bottom up: unlink nodes that hold no rule and no longer branch. */
+	for (unsigned int i = np; i-- > 0;) {
+		n = N(t, path[i].idx);
+		if (n->next != NIL || (n->child[0] != NIL && n->child[1] != NIL))
+			continue;
+		link_store(path[i].link, n->child[0] != NIL ? n->child[0] : n->child[1]);
+		path[i].gone = true;
+		t->scratch[t->nscratch++] = path[i].idx;
+	}
+	for (unsigned int i = np; i-- > 0;)
+		if (!path[i].gone) {
+			n = N(t, path[i].idx);
+			rank_store(&n->maxrank, node_best(t, n));
+		}
+	return 0;
+}
+
+int
+nc_trie_delete(struct nc_trie *t, uint32_t id)
+{
+	struct add_ctx a;
+
+	if (t == NULL || id >= t->max_rules)
+		return -EINVAL;
+	if (!t->rules[id].used)
+		return -ENOENT;
+	if (scratch_reserve(t, (uint64_t)rule_nentries(&t->rules[id].rule) * NODES_PER_ENTRY))
+		return -ENOMEM;
+	a.t = t;
+	a.id = id;
+	a.rank = t->rules[id].rank;
+	rule_foreach_entry(&t->rules[id].rule, entry_remove, &a);
+	scratch_retire(t);
+	t->rules[id].used = 0;
+	t->free_ids[t->nfree_ids++] = id;
+	nc_trie_reclaim(t, 0);
+	return 0;
+}
+
+int
+nc_trie_get_rule(const struct nc_trie *t, uint32_t id, struct nc_trie_rule *r)
+{
+	if (t == NULL || r == NULL || id >= t->max_rules)
+		return -EINVAL;
+	if (!t->rules[id].used)
+		return -ENOENT;
+	*r = t->rules[id].rule;
+	return 0;
+}
+
+/* ---- lookup ------------------------------------------------------------- */
+
+struct ikey {
+	uint64_t hi[F_NUM];
+	uint64_t lo[2];
+	uint8_t lim[F_NUM];   /* longest prefix this key can match, per field */
+};
+
+struct best {
+	uint64_t rank;
+	uint32_t rule;
+};
+
+static void
+search(const struct nc_trie *t, unsigned int f, uint32_t idx, const struct ikey *k,
+       struct best *b)
+{
+	const uint64_t hi = k->hi[f], lo = f < 2 ? k->lo[f] : 0;
+	const unsigned int lim = k->lim[f];
+
+	while (idx != NIL) {
+		const struct node *n = N(t, idx);
+		uint32_t nx;
+
+		if (rank_load(&n->maxrank) <= b->rank || n->len > lim || !prefix_eq(hi, lo, n))
+			return;
+		nx = link_load(&n->next);
+		if (nx != NIL) {
+			if (f == F_PROTO) {
+				const struct node *e = N(t, nx);
+
+				if (e->maxrank > b->rank) {
+					b->rank = e->maxrank;
+					b->rule = e->next;
+				}
+			} else {
+				search(t, f + 1, nx, k, b);
+			}
+		}
+		if (n->len >= lim)
+			return;
+		idx = link_load(&n->child[bit_at(hi, lo, n->len)]);
+	}
+}
+
+static inline void
+key_convert(const struct nc_trie_key *key, struct ikey *k)
+{
+	unsigned int w = addr_width(key->family);
+	uint8_t plim = (key->flags & NC_TRIE_KEY_F_NOPORTS) ? 0 : 16;
+
+	addr_bits(&key->dst, key->family, &k->hi[F_DST], &k->lo[F_DST]);
+	addr_bits(&key->src, key->family, &k->hi[F_SRC], &k->lo[F_SRC]);
+	k->hi[F_DPORT] = (uint64_t)key->dport << 48;
+	k->hi[F_SPORT] = (uint64_t)key->sport << 48;
+	k->hi[F_PROTO] = (uint64_t)key->proto << 56;
+	k->lim[F_DST] = k->lim[F_SRC] = (uint8_t)w;
+	k->lim[F_DPORT] = k->lim[F_SPORT] = plim;
+	k->lim[F_PROTO] = 8;
+}
+
+uint32_t
+nc_trie_lookup(const struct nc_trie *t, const struct nc_trie_key *key)
+{
+	struct ikey k;
+	struct best b = { 0, NC_TRIE_NOMATCH };
+
+	if (key->family != NC_TRIE_AF_INET && key->family != NC_TRIE_AF_INET6)
+		return NC_TRIE_NOMATCH;
+	key_convert(key, &k);
+	search(t, F_DST, link_load(&t->root[key->family == NC_TRIE_AF_INET6]), &k, &b);
+	return b.rule;
+}
+
+unsigned int
+nc_trie_lookup_bulk(const struct nc_trie *t, const struct nc_trie_key *keys, uint32_t *results,
+		    unsigned int n)
+{
+	unsigned int hits = 0;
+
+	for (unsigned int i = 0; i < n; i++) {
+		results[i] = nc_trie_lookup(t, &keys[i]);
+		hits += results[i] != NC_TRIE_NOMATCH;
+	}
+	return hits;
+}
+
+/* ---- introspection ------------------------------------------------------ */
+
+int
+nc_trie_get_stats(const struct nc_trie *t, struct nc_trie_stats *s)
+{
+	if (t == NULL || s == NULL)
+		return -EINVAL;
+	memset(s, 0, sizeof(*s));
+	s->rules = t->max_rules - t->nfree_ids;
+	s->nodes = t->pool.hwm - 1 - t->pool.nfree;
+	s->deferred = t->dq_len;
+	s->bytes = sizeof(*t) + (uint64_t)t->pool.hwm * sizeof(struct node) +
+		   (uint64_t)t->max_rules * (sizeof(*t->rules) + sizeof(*t->free_ids)) +
+		   (uint64_t)t->dq_cap * sizeof(*t->dq) + (uint64_t)t->scratch_cap * sizeof(uint32_t);
+	return 0;
+}
+
+static const char *const field_names[] = { "dst", "src", "dport", "sport", "proto" };
+
+static void
+format_prefix(const struct node *n, char *buf, size_t size, unsigned int fam)
+{
+	uint8_t a[16];
+	uint64_t hi = htobe64(n->hi), lo = htobe64(n->lo);
+
+	switch (n->field) {
+	case F_DST:
+	case F_SRC:
+		memcpy(a, &hi, 8);
+		memcpy(a + 8, &lo, 8);
+		inet_ntop(fam ? AF_INET6 : AF_INET, a, buf, (socklen_t)size);
+		snprintf(buf + strlen(buf), size - strlen(buf), "/%u", n->len);
+		break;
+	case F_DPORT:
+	case F_SPORT:
+		snprintf(buf, size, "%u/%u", (unsigned int)(n->hi >> 48), n->len);
+		break;
+	default:
+		snprintf(buf, size, "%u/%u", (unsigned int)(n->hi >> 56), n->len);
+	}
+}
+
+static void
+dump_trie(const struct nc_trie *t, FILE *f, uint32_t idx, unsigned int depth, unsigned int fam)
+{
+	const struct node *n;
+	char buf[64];
+
+	if (idx == NIL)
+		return;
+	n = N(t, idx);
+	format_prefix(n, buf, sizeof(buf), fam);
+	fprintf(f, "%*s%s %s maxrank=%#" PRIx64 "%s\n", (int)depth * 2, "", field_names[n->field],
+		buf, n->maxrank, n->next != NIL ? " *" : "");
+	if (n->field == F_PROTO)
+		for (uint32_t e = n->next; e != NIL; e = N(t, e)->child[0])
+			fprintf(f, "%*srule %u rank=%#" PRIx64 "\n", (int)(depth + 1) * 2, "",
+				N(t, e)->next, N(t, e)->maxrank);
+	else
+		dump_trie(t, f, n->next, depth + 1, fam);
+	dump_trie(t, f, n->child[0], depth + 1, fam);
+	dump_trie(t, f, n->child[1], depth + 1, fam);
+}
+
+int
+nc_trie_dump(const struct nc_trie *t, FILE *f)
+{
+	struct nc_trie_stats s;
+
+	if (t == NULL || f == NULL)
+		return -EINVAL;
+	nc_trie_get_stats(t, &s);
+	fprintf(f, "nc_trie %s: %u rules, %u nodes, %" PRIu64 " bytes, %u deferred\n", t->name,
+		s.rules, s.nodes, s.bytes, s.deferred);
+	for (unsigned int fam = 0; fam < 2; fam++) {
+		fprintf(f, "%s:\n", fam ? "ipv6" : "ipv4");
+		dump_trie(t, f, t->root[fam], 1, fam);
+	}
+	return 0;
+}
+
+static int
+format_port(char *buf, size_t size, const char *name, const struct nc_trie_port *p)
+{
+	switch (p->kind) {
+	case NC_TRIE_PORT_RANGE:
+		if (p->lo == p->hi)
+			return snprintf(buf, size, " %s %u", name, p->lo);
+		return snprintf(buf, size, " %s %u-%u", name, p->lo, p->hi);
+	case NC_TRIE_PORT_MASK:
+		return snprintf(buf, size, " %s %u/%#x", name, p->lo, p->hi);
+	default:
+		return 0;
+	}
+}
+
+int
+nc_trie_rule_format(const struct nc_trie_rule *r, char *buf, size_t size)
+{
+	char a[INET6_ADDRSTRLEN];
+	size_t len = 0;
+	int af;
+
+	if (r == NULL || (buf == NULL && size > 0))
+		return -EINVAL;
+#define APPEND(...)                                                                       \
+	do {                                                                              \
+		int w_ = snprintf(len < size ? buf + len : NULL, len < size ? size - len : 0, \
+				  __VA_ARGS__);                                           \
+		if (w_ > 0)                                                               \
+			len += (size_t)w_;                                                \
+	} while (0)
+	af = r->family == NC_TRIE_AF_INET6 ? AF_INET6 : AF_INET;
+	APPEND("%s", r->family == NC_TRIE_AF_INET6 ? "ipv6" :
+		     r->family == NC_TRIE_AF_INET ? "ipv4" : "any");
+	if (r->proto_mask == 0xff)
+		APPEND(" proto %u", r->proto);
+	else if (r->proto_mask != 0)
+		APPEND(" proto %u/%#x", r->proto, r->proto_mask);
+	if (r->dst_len) {
+		inet_ntop(af, r->dst.a, a, sizeof(a));
+		APPEND(" dst %s/%u", a, r->dst_len);
+	}
+	if (r->src_len) {
+		inet_ntop(af, r->src.a, a, sizeof(a));
+		APPEND(" src %s/%u", a, r->src_len);
+	}
+	for (int i = 0; i < 2; i++) {
+		int w = format_port(len < size ? buf + len : NULL, len < size ? size - len : 0,
+				    i ? "sport" : "dport", i ? &r->sport : &r->dport);
+		len += (size_t)w;
+	}
+	APPEND(" priority %u", r->priority);
+#undef APPEND
+	return (int)len;
+}

@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Helpers for the classifier's tests and benchmarks (not installed): the
+ * linear-scan reference, the ClassBench reader, and trace generation.
+ */
+#ifndef NC_TRIE_TOOLS_H
+#define NC_TRIE_TOOLS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "nc_trie.h"
+
+/** Deterministic PRNG (xorshift64*), so every failing case can be replayed from its seed. */
+static inline uint64_t
+nc_rand(uint64_t *s)
+{
+	*s ^= *s >> 12;
+	*s ^= *s << 25;
+	*s ^= *s >> 27;
+	return *s * UINT64_C(2685821657736338717);
+}
+
+/** Linear-scan classifier: rules kept sorted best first; the first match is the answer. */
+struct nc_linear;
+
+/**
+ * Create a linear-scan table for ids 0..cap-1.
+ * @return the table, or NULL with errno set (ENOMEM).
+ */
+struct nc_linear *nc_linear_create(uint32_t cap);
+
+/** Free a linear-scan table (NULL is a no-op). */
+void nc_linear_free(struct nc_linear *l);
+
+/**
+ * Add a rule under a caller-chosen id. Ties of priority go to the rule added first.
+ * @return 0, -EINVAL (id out of range or in use).
+ */
+int nc_linear_add(struct nc_linear *l, uint32_t id, const struct nc_trie_rule *r);
+
+/**
+ * Remove the rule with this id.
+ * @return 0 or -ENOENT.
+ */
+int nc_linear_delete(struct nc_linear *l, uint32_t id);
+
+/** The id of the best matching rule, or NC_TRIE_NOMATCH. */
+uint32_t nc_linear_lookup(const struct nc_linear *l, const struct nc_trie_key *k);
+
+/** Number of rules in the table. */
+uint32_t nc_linear_count(const struct nc_linear *l);
+
+/**
+ * Read a ClassBench rule file. Accepts the 6-column (with flags) and
+ * 5-column forms, tabs or spaces, "lo : hi" or "lo:hi", and CRLF. Priority
+ * follows line order: the first rule gets the highest priority.
+ *
+ * @param path   file to read
+ * @param rules  receives a malloc'ed array (free() it)
+ * @param n      receives the number of rules
+ * @param err    receives "PATH:LINE: message" on failure
+ * @param errlen size of err
+ * @return 0, or -errno (-EINVAL for a syntax error, with err set)
+ */
+int nc_classbench_read(const char *path, struct nc_trie_rule **rules, uint32_t *n, char *err,
+		       size_t errlen);
+
+/**
+ * Read a trace: one packet a line, at least five decimal columns SA DA SP DP PROTO
+ * (further columns ignored).
+ * @return 0 or -errno, with err set as for nc_classbench_read().
+ */
+int nc_classbench_read_trace(const char *path, struct nc_trie_key **keys, uint32_t *n, char *err,
+			     size_t errlen);
+
+/**
+ * Fill keys with IPv4 headers: about half are a random point inside a random
+ * rule's box, the rest uniform random.
+ */
+void nc_trace_generate(const struct nc_trie_rule *rules, uint32_t nrules, struct nc_trie_key *keys,
+		       uint32_t n, uint64_t seed);
+
+/** A random key inside rule r's box (for family ANY, the key's family is random). */
+void nc_key_inside(const struct nc_trie_rule *r, struct nc_trie_key *k, uint64_t *seed);
+
+#endif /* NC_TRIE_TOOLS_H */

@@ -1,0 +1,291 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The ClassBench reader, and the classifier on the shipped ClassBench sets
+ * against a linear first-match scan, in-process and through nctrie-bench.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+
+#include <check.h>
+
+#include "nc_trie.h"
+#include "nc_trie_tools.h"
+
+static const char *const sets[] = { "acl1_1k", "fw1_1k", "ipc1_1k", "acl1_10k", "fw1_10k",
+				    "ipc1_10k" };
+
+static char tmpdir[] = "/tmp/nc_cb_XXXXXX";
+
+static const char *
+data_dir(void)
+{
+	const char *d = getenv("NC_CLASSBENCH_DIR");
+
+	ck_assert_msg(d != NULL, "NC_CLASSBENCH_DIR is not set (meson test sets it)");
+	return d;
+}
+
+static void
+set_path(char *buf, size_t size, const char *set)
+{
+	snprintf(buf, size, "%s/%s", data_dir(), set);
+	ck_assert_msg(access(buf, R_OK) == 0, "ClassBench set %s not readable: %s "
+		      "(configure with -Dclassbench_dir=DIR)", buf, strerror(errno));
+}
+
+static const char *
+write_tmp(const char *name, const char *text)
+{
+	static char path[256];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", tmpdir, name);
+	f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs(text, f);
+	fclose(f);
+	return path;
+}
+
+START_TEST(reader_formats)
+{
+	struct nc_trie_rule *r;
+	uint32_t n;
+	char err[256];
+	const char *p = write_tmp("fmt",
+		/* 6 columns, tabs */
+		"@10.0.0.0/8\t192.168.1.0/24\t0 : 65535\t80 : 80\t0x06/0xFF\t0x1000/0x1000\t\n"
+		/* 5 columns, CRLF */
+		"@1.2.3.4/32\t5.6.7.8/32\t1024 : 65535\t53 : 53\t0x11/0xFF\r\n"
+		/* spaces, no spaces around ':', blank line */
+		"\n@0.0.0.0/0 0.0.0.0/0 0:65535 0:65535 0x00/0x00\n");
+
+	ck_assert_int_eq(nc_classbench_read(p, &r, &n, err, sizeof(err)), 0);
+	ck_assert_uint_eq(n, 3);
+	/* Line order is priority order. */
+	ck_assert_uint_gt(r[0].priority, r[1].priority);
+	ck_assert_uint_gt(r[1].priority, r[2].priority);
+	ck_assert_uint_eq(r[0].family, NC_TRIE_AF_INET);
+	ck_assert_uint_eq(r[0].src_len, 8);
+	ck_assert_uint_eq(r[0].src.v4, htonl(0x0a000000));
+	ck_assert_uint_eq(r[0].dst_len, 24);
+	ck_assert_uint_eq(r[0].dport.lo, 80);
+	ck_assert_uint_eq(r[0].dport.hi, 80);
+	ck_assert_uint_eq(r[0].sport.hi, 65535);
+	ck_assert_uint_eq(r[0].proto, 6);
+	ck_assert_uint_eq(r[0].proto_mask, 0xff);
+	ck_assert_uint_eq(r[1].sport.lo, 1024);
+	ck_assert_uint_eq(r[1].proto, 17);
+	ck_assert_uint_eq(r[2].proto_mask, 0);
+	free(r);
+}
+END_TEST
+
+START_TEST(reader_errors)
+{
+	static const struct {
+		const char *text, *msg;
+	} bad[] = {
+		{ "@1.2.3.4/33\t1.2.3.4/32\t0 : 1\t0 : 1\t0x06/0xFF\n", ":1: bad source prefix" },
+		{ "@1.2.3.4/32\t1.2.3/32\t0 : 1\t0 : 1\t0x06/0xFF\n", ":1: bad destination prefix" },
+		{ "\n@1.2.3.4/32\t1.2.3.4/32\t0 - 1\t0 : 1\t0x06/0xFF\n", ":2: bad source port range" },
+		{ "@1.2.3.4/32\t1.2.3.4/32\t0 : 1\t0 : 70000\t0x06/0xFF\n", ":1: bad destination port" },
+		{ "@1.2.3.4/32\t1.2.3.4/32\t0 : 1\t0 : 1\t0x06\n", ":1: bad protocol" },
+		{ "@1.2.3.4/32\t1.2.3.4/32\t0 : 1\t0 : 1\t0x06/0x0F\n", ":1: bad rule" },
+		{ "@1.2.3.4/32\t1.2.3.4/32\t9 : 1\t0 : 1\t0x06/0xFF\n", ":1: bad rule" },
+		{ "@1.2.3.4/32\t1.2.3.4/32\t0 : 1\t0 : 1\t0x06/0xFF\tjunk\n", ":1: bad flags" },
+	};
+	struct nc_trie_rule *r = NULL;
+	uint32_t n;
+	char err[256];
+
+	for (unsigned int i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		const char *p = write_tmp("bad", bad[i].text);
+
+		ck_assert_int_eq(nc_classbench_read(p, &r, &n, err, sizeof(err)), -EINVAL);
+		ck_assert_msg(strstr(err, bad[i].msg) != NULL, "case %u: '%s' lacks '%s'", i, err,
+			      bad[i].msg);
+	}
+	ck_assert_int_eq(nc_classbench_read("/nonexistent/x", &r, &n, err, sizeof(err)), -ENOENT);
+	ck_assert_ptr_nonnull(strstr(err, "/nonexistent/x"));
+}
+END_TEST
+
+START_TEST(trace_reader)
+{
+	struct nc_trie_key *k;
+	uint32_t n;
+	char err[256];
+	const char *p = write_tmp("trace", "167772161 3232235777 1000 80 6 0 12\r\n"
+					   "1 2 3 4 17\n");
+
+	ck_assert_int_eq(nc_classbench_read_trace(p, &k, &n, err, sizeof(err)), 0);
+	ck_assert_uint_eq(n, 2);
+	ck_assert_uint_eq(k[0].src.v4, htonl(167772161));
+	ck_assert_uint_eq(k[0].dst.v4, htonl(3232235777u));
+	ck_assert_uint_eq(k[0].sport, 1000);
+	ck_assert_uint_eq(k[0].dport, 80);
+	ck_assert_uint_eq(k[0].proto, 6);
+	ck_assert_uint_eq(k[1].proto, 17);
+	free(k);
+	p = write_tmp("trace", "1 2 3 4\n");
+	ck_assert_int_eq(nc_classbench_read_trace(p, &k, &n, err, sizeof(err)), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, ":1: bad trace line"));
+}
+END_TEST
+
+/*
+ * In-process: the trie against the first-match scan on each shipped set,
+ * whole and without its catch-all rules (both address prefixes /1 or
+ * shorter), so that misses occur too.
+ */
+START_TEST(shipped_sets)
+{
+	const char *set = sets[_i / 2];
+	int drop_default = _i % 2;
+	uint32_t nkeys = strstr(set, "10k") ? 50000 : 200000;
+	struct nc_trie_rule *rules;
+	struct nc_trie_key *keys;
+	struct nc_linear *l;
+	struct nc_trie *t;
+	struct nc_trie_config cfg = { .name = "cb", .socket_id = -1 };
+	uint32_t n, *res, bad = 0, hits = 0, distinct = 0;
+	uint8_t *seen;
+	char path[512], err[512];
+
+	set_path(path, sizeof(path), set);
+	ck_assert_msg(nc_classbench_read(path, &rules, &n, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_uint_gt(n, 500);
+	if (drop_default) {
+		uint32_t kept = 0;
+
+		for (uint32_t i = 0; i < n; i++)
+			if (rules[i].src_len + rules[i].dst_len >= 2)
+				rules[kept++] = rules[i];
+		n = kept;
+	}
+	seen = calloc(n, 1);
+	cfg.max_rules = n;
+	t = nc_trie_create(&cfg);
+	l = nc_linear_create(n);
+	ck_assert_ptr_nonnull(t);
+	for (uint32_t i = 0; i < n; i++) {
+		ck_assert_int_eq(nc_trie_add(t, &rules[i]), (int)i);
+		ck_assert_int_eq(nc_linear_add(l, i, &rules[i]), 0);
+	}
+	keys = malloc(nkeys * sizeof(*keys));
+	res = malloc(nkeys * sizeof(*res));
+	nc_trace_generate(rules, n, keys, nkeys, 0x4001 + (uint64_t)_i);
+	nc_trie_lookup_bulk(t, keys, res, nkeys);
+	for (uint32_t i = 0; i < nkeys; i++) {
+		/* First match in line order, independently of priorities. */
+		uint32_t want = NC_TRIE_NOMATCH;
+
+		for (uint32_t j = 0; j < n; j++)
+			if (nc_trie_rule_matches(&rules[j], &keys[i])) {
+				want = j;
+				break;
+			}
+		hits += want != NC_TRIE_NOMATCH;
+		if (want != NC_TRIE_NOMATCH && !seen[want]) {
+			seen[want] = 1;
+			distinct++;
+		}
+		if (res[i] != want && bad++ < 5)
+			fprintf(stderr, "%s: key %u: trie %d, first match %d\n", set, i, (int)res[i],
+				(int)want);
+	}
+	fprintf(stderr, "%s%s: %u rules, %u keys, %u hits on %u distinct rules, %u mismatches\n",
+		set, drop_default ? " (no catch-alls)" : "", n, nkeys, hits, distinct, bad);
+	ck_assert_uint_eq(bad, 0);
+	/* The trace reaches much of the set, and misses only without the catch-all. */
+	ck_assert_uint_gt(distinct, n / 4);
+	if (drop_default) {
+		ck_assert_uint_gt(hits, nkeys / 3);
+		ck_assert_uint_lt(hits, nkeys);
+	} else {
+		ck_assert_uint_eq(hits, nkeys);
+	}
+	free(seen);
+	free(res);
+	free(keys);
+	nc_linear_free(l);
+	nc_trie_free(t);
+	free(rules);
+}
+END_TEST
+
+static int
+run(const char *cmd)
+{
+	int st = system(cmd);
+
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* The command-line contract: nctrie-bench classify against its linear scan. */
+START_TEST(bench_classify)
+{
+	const char *bench = getenv("NCTRIE_BENCH");
+	const char *set = sets[_i];
+	char path[512], cmd[2048];
+
+	ck_assert_msg(bench != NULL, "NCTRIE_BENCH is not set (meson test sets it)");
+	set_path(path, sizeof(path), set);
+	/* The whole set, and the set without its catch-alls (so that -1 appears). */
+	snprintf(cmd, sizeof(cmd),
+		 "cd %s && awk -F'\\t' '{ split($1, s, \"/\"); split($2, d, \"/\"); "
+		 "if (s[2] + d[2] >= 2) print }' '%s' > nodefault && "
+		 "'%s' gen-trace --rules '%s' --count 20000 --seed 7 --out t && "
+		 "for r in '%s' nodefault; do "
+		 "'%s' classify --rules \"$r\" --trace t --out trie && "
+		 "'%s' classify --rules \"$r\" --trace t --algo linear --out lin && "
+		 "test $(wc -l < trie) -eq 20000 && cmp trie lin && "
+		 "test $(sort -u trie | wc -l) -gt 100 || exit 1; done && grep -q -- '^-1$' trie",
+		 tmpdir, path, bench, path, path, bench, bench);
+	ck_assert_int_eq(run(cmd), 0);
+	/* Usage errors exit 2; a bad file exits 1 with a message. */
+	snprintf(cmd, sizeof(cmd), "'%s' classify --rules '%s' 2>/dev/null", bench, path);
+	ck_assert_int_eq(run(cmd), 2);
+	snprintf(cmd, sizeof(cmd), "'%s' classify --rules /nonexistent --trace %s/t 2>/dev/null",
+		 bench, tmpdir);
+	ck_assert_int_eq(run(cmd), 1);
+}
+END_TEST
+
+int
+main(void)
+{
+	Suite *s = suite_create("classbench");
+	TCase *tc = tcase_create("reader");
+	SRunner *sr;
+	int failed;
+	char cmd[64];
+
+	if (mkdtemp(tmpdir) == NULL) {
+		perror("mkdtemp");
+		return EXIT_FAILURE;
+	}
+	tcase_add_test(tc, reader_formats);
+	tcase_add_test(tc, reader_errors);
+	tcase_add_test(tc, trace_reader);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("sets");
+	tcase_set_timeout(tc, 600);
+	tcase_add_loop_test(tc, shipped_sets, 0, 12);
+	tcase_add_loop_test(tc, bench_classify, 0, 6);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", tmpdir);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,919 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * nc_trie: the seed's semantics, the API's errors, a differential test
+ * against the linear scan, and lock-free readers under a writer.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+
+#include <check.h>
+#include <rte_rcu_qsbr.h>
+
+#include "nc_trie.h"
+#include "nc_trie_tools.h"
+
+/* ---- helpers ------------------------------------------------------------ */
+
+static struct nc_trie *
+mk(uint32_t cap)
+{
+	struct nc_trie_config cfg = { .name = "test", .socket_id = -1, .max_rules = cap };
+	struct nc_trie *t = nc_trie_create(&cfg);
+
+	ck_assert_ptr_nonnull(t);
+	return t;
+}
+
+static void
+addr(union nc_trie_addr *a, const char *s)
+{
+	memset(a, 0, sizeof(*a));
+	ck_assert_int_eq(inet_pton(strchr(s, ':') ? AF_INET6 : AF_INET, s, a->a), 1);
+}
+
+/* A rule on addresses ("any" or "a/len"), protocol, dport and priority. */
+static struct nc_trie_rule
+R(const char *dst, const char *src, int proto, struct nc_trie_port dport, uint32_t prio)
+{
+	struct nc_trie_rule r;
+	char buf[64];
+
+	memset(&r, 0, sizeof(r));
+	for (int i = 0; i < 2; i++) {
+		const char *s = i ? src : dst;
+		char *slash;
+
+		if (s == NULL)
+			continue;
+		snprintf(buf, sizeof(buf), "%s", s);
+		slash = strchr(buf, '/');
+		ck_assert_ptr_nonnull(slash);
+		*slash = '\0';
+		addr(i ? &r.src : &r.dst, buf);
+		r.family = strchr(buf, ':') ? NC_TRIE_AF_INET6 : NC_TRIE_AF_INET;
+		if (i)
+			r.src_len = (uint8_t)atoi(slash + 1);
+		else
+			r.dst_len = (uint8_t)atoi(slash + 1);
+	}
+	if (proto >= 0) {
+		r.proto = (uint8_t)proto;
+		r.proto_mask = 0xff;
+	}
+	r.dport = dport;
+	r.priority = prio;
+	return r;
+}
+
+static const struct nc_trie_port ANY = { 0, 0, NC_TRIE_PORT_ANY };
+
+static struct nc_trie_port
+P(uint16_t lo, uint16_t hi)
+{
+	return (struct nc_trie_port){ lo, hi, NC_TRIE_PORT_RANGE };
+}
+
+static struct nc_trie_port
+PM(uint16_t v, uint16_t m)
+{
+	return (struct nc_trie_port){ v, m, NC_TRIE_PORT_MASK };
+}
+
+static struct nc_trie_key
+K(const char *dst, const char *src, uint8_t proto, uint16_t sport, uint16_t dport)
+{
+	struct nc_trie_key k;
+
+	memset(&k, 0, sizeof(k));
+	addr(&k.dst, dst);
+	addr(&k.src, src);
+	k.family = strchr(dst, ':') ? NC_TRIE_AF_INET6 : NC_TRIE_AF_INET;
+	k.proto = proto;
+	k.sport = sport;
+	k.dport = dport;
+	return k;
+}
+
+static int
+add_ok(struct nc_trie *t, struct nc_trie_rule r)
+{
+	int id = nc_trie_add(t, &r);
+
+	ck_assert_msg(id >= 0, "nc_trie_add: %s", strerror(-id));
+	return id;
+}
+
+#define LOOKUP(t, ...) ({ struct nc_trie_key k_ = K(__VA_ARGS__); nc_trie_lookup((t), &k_); })
+
+/* ---- semantics ---------------------------------------------------------- */
+
+/* The seed refused (val & mask) == 0: "any source" was impossible. */
+START_TEST(wildcard_source)
+{
+	struct nc_trie *t = mk(16);
+	int dns = add_ok(t, R("192.0.2.1/32", NULL, IPPROTO_UDP, P(53, 53), 10));
+
+	ck_assert_uint_eq(LOOKUP(t, "192.0.2.1", "203.0.113.9", IPPROTO_UDP, 4000, 53), dns);
+	ck_assert_uint_eq(LOOKUP(t, "192.0.2.1", "0.0.0.0", IPPROTO_UDP, 0, 53), dns);
+	ck_assert_uint_eq(LOOKUP(t, "192.0.2.1", "255.255.255.255", IPPROTO_UDP, 65535, 53), dns);
+	ck_assert_uint_eq(LOOKUP(t, "192.0.2.2", "203.0.113.9", IPPROTO_UDP, 4000, 53),
+			  NC_TRIE_NOMATCH);
+	ck_assert_uint_eq(LOOKUP(t, "192.0.2.1", "203.0.113.9", IPPROTO_TCP, 4000, 53),
+			  NC_TRIE_NOMATCH);
+	ck_assert_uint_eq(LOOKUP(t, "192.0.2.1", "203.0.113.9", IPPROTO_UDP, 4000, 54),
+			  NC_TRIE_NOMATCH);
+	nc_trie_free(t);
+}
+END_TEST
+
+/* A match on a short prefix must not hide a better rule on a longer one, and vice versa. */
+START_TEST(overlapping_prefixes)
+{
+	struct nc_trie *t = mk(16);
+	int p8 = add_ok(t, R("10.0.0.0/8", NULL, -1, ANY, 1));
+	int p16 = add_ok(t, R("10.1.0.0/16", NULL, -1, ANY, 5));
+	int p24 = add_ok(t, R("10.1.2.0/24", NULL, -1, ANY, 3));
+	int p32 = add_ok(t, R("10.1.2.3/32", NULL, -1, ANY, 9));
+	int src = add_ok(t, R("10.0.0.0/8", "172.16.0.0/12", -1, ANY, 7));
+
+	ck_assert_uint_eq(LOOKUP(t, "10.1.2.4", "1.1.1.1", 6, 1, 2), p16);  /* /16 beats /24 */
+	ck_assert_uint_eq(LOOKUP(t, "10.1.2.3", "1.1.1.1", 6, 1, 2), p32);
+	ck_assert_uint_eq(LOOKUP(t, "10.2.0.1", "1.1.1.1", 6, 1, 2), p8);
+	ck_assert_uint_eq(LOOKUP(t, "10.2.0.1", "172.20.0.1", 6, 1, 2), src);
+	ck_assert_uint_eq(LOOKUP(t, "10.1.0.1", "172.20.0.1", 6, 1, 2), src); /* 7 beats 5 */
+	ck_assert_uint_eq(LOOKUP(t, "11.0.0.1", "172.20.0.1", 6, 1, 2), NC_TRIE_NOMATCH);
+	ck_assert_int_eq(nc_trie_delete(t, (uint32_t)p16), 0);
+	ck_assert_uint_eq(LOOKUP(t, "10.1.2.4", "1.1.1.1", 6, 1, 2), p24);
+	ck_assert_int_eq(nc_trie_delete(t, (uint32_t)p24), 0);
+	ck_assert_uint_eq(LOOKUP(t, "10.1.2.4", "1.1.1.1", 6, 1, 2), p8);
+	nc_trie_free(t);
+}
+END_TEST
+
+START_TEST(priority_ties)
+{
+	struct nc_trie *t = mk(16);
+	int a = add_ok(t, R("192.0.2.0/24", NULL, -1, ANY, 4));
+	int b = add_ok(t, R("192.0.2.0/25", NULL, -1, ANY, 4));
+	int c;
+
+	/* Equal priority: the older rule wins, whatever its prefix length. */
+	ck_assert_uint_eq(LOOKUP(t, "192.0.2.1", "1.2.3.4", 6, 1, 1), a);
+	ck_assert_int_eq(nc_trie_delete(t, (uint32_t)a), 0);
+	ck_assert_uint_eq(LOOKUP(t, "192.0.2.1", "1.2.3.4", 6, 1, 1), b);
+	/* Re-added, it is now the younger one, even if it reuses its old id. */
+	c = add_ok(t, R("192.0.2.0/24", NULL, -1, ANY, 4));
+	ck_assert_uint_eq(LOOKUP(t, "192.0.2.1", "1.2.3.4", 6, 1, 1), b);
+	ck_assert_uint_eq(LOOKUP(t, "192.0.2.200", "1.2.3.4", 6, 1, 1), c);
+	/* A later rule of higher priority wins. */
+	int d = add_ok(t, R("192.0.2.0/28", NULL, -1, ANY, 5));
+	ck_assert_uint_eq(LOOKUP(t, "192.0.2.1", "1.2.3.4", 6, 1, 1), d);
+	nc_trie_free(t);
+}
+END_TEST
+
+START_TEST(port_masks_and_ranges)
+{
+	struct nc_trie *t = mk(16);
+	int m = add_ok(t, R("192.0.2.1/32", NULL, IPPROTO_TCP, PM(0x1000, 0xf000), 1));
+	int r = add_ok(t, R("192.0.2.2/32", NULL, IPPROTO_TCP, P(1000, 2000), 1));
+	int odd = add_ok(t, R("192.0.2.3/32", NULL, IPPROTO_TCP, P(1, 65534), 1));
+	struct nc_trie_rule s = R("192.0.2.4/32", NULL, IPPROTO_TCP, ANY, 1);
+	int sp;
+
+	s.sport = P(1024, 65535);
+	sp = add_ok(t, s);
+	ck_assert_uint_eq(LOOKUP(t, "192.0.2.1", "1.1.1.1", 6, 9, 0x1000), m);
+	ck_assert_uint_eq(LOOKUP(t, "192.0.2.1", "1.1.1.1", 6, 9, 0x1fff), m);
+	ck_assert_uint_eq(LOOKUP(t, "192.0.2.1", "1.1.1.1", 6, 9, 0x0fff), NC_TRIE_NOMATCH);
+	ck_assert_uint_eq(LOOKUP(t, "192.0.2.1", "1.1.1.1", 6, 9, 0x2000), NC_TRIE_NOMATCH);
+	ck_assert_uint_eq(LOOKUP(t, "192.0.2.2", "1.1.1.1", 6, 9, 1000), r);
+	ck_assert_uint_eq(LOOKUP(t, "192.0.2.2", "1.1.1.1", 6, 9, 2000), r);
+	ck_assert_uint_eq(LOOKUP(t, "192.0.2.2", "1.1.1.1", 6, 9, 1500), r);
+	ck_assert_uint_eq(LOOKUP(t, "192.0.2.2", "1.1.1.1", 6, 9, 999), NC_TRIE_NOMATCH);
+	ck_assert_uint_eq(LOOKUP(t, "192.0.2.2", "1.1.1.1", 6, 9, 2001), NC_TRIE_NOMATCH);
+	ck_assert_uint_eq(LOOKUP(t, "192.0.2.3", "1.1.1.1", 6, 9, 1), odd);
+	ck_assert_uint_eq(LOOKUP(t, "192.0.2.3", "1.1.1.1", 6, 9, 65534), odd);
+	ck_assert_uint_eq(LOOKUP(t, "192.0.2.3", "1.1.1.1", 6, 9, 0), NC_TRIE_NOMATCH);
+	ck_assert_uint_eq(LOOKUP(t, "192.0.2.3", "1.1.1.1", 6, 9, 65535), NC_TRIE_NOMATCH);
+	ck_assert_uint_eq(LOOKUP(t, "192.0.2.4", "1.1.1.1", 6, 1024, 7), sp);
+	ck_assert_uint_eq(LOOKUP(t, "192.0.2.4", "1.1.1.1", 6, 1023, 7), NC_TRIE_NOMATCH);
+	/* A range is one rule, whatever number of prefixes it takes. */
+	struct nc_trie_stats st;
+	ck_assert_int_eq(nc_trie_get_stats(t, &st), 0);
+	ck_assert_uint_eq(st.rules, 4);
+	nc_trie_free(t);
+}
+END_TEST
+
+START_TEST(families)
+{
+	struct nc_trie *t = mk(16);
+	int v4 = add_ok(t, R("0.0.0.0/0", NULL, IPPROTO_UDP, ANY, 5));
+	int v6 = add_ok(t, R("2001:db8::/32", NULL, IPPROTO_UDP, ANY, 5));
+	int any = add_ok(t, R(NULL, NULL, IPPROTO_ICMPV6, ANY, 1));
+	struct nc_trie_rule r = R(NULL, NULL, IPPROTO_TCP, P(22, 22), 1);
+	int ssh = add_ok(t, r);
+
+	ck_assert_uint_eq(LOOKUP(t, "192.0.2.1", "1.1.1.1", IPPROTO_UDP, 1, 1), v4);
+	/* An IPv4 rule, even 0.0.0.0/0, never matches an IPv6 key. */
+	ck_assert_uint_eq(LOOKUP(t, "2001:db9::1", "::1", IPPROTO_UDP, 1, 1), NC_TRIE_NOMATCH);
+	ck_assert_uint_eq(LOOKUP(t, "2001:db8::1", "::1", IPPROTO_UDP, 1, 1), v6);
+	/* Same leading bytes, other family. */
+	ck_assert_uint_eq(LOOKUP(t, "32.1.13.184", "1.1.1.1", IPPROTO_TCP, 1, 1), NC_TRIE_NOMATCH);
+	/* No address constraint: both families. */
+	ck_assert_uint_eq(LOOKUP(t, "2001:db8::1", "::1", IPPROTO_ICMPV6, 0, 0), any);
+	ck_assert_uint_eq(LOOKUP(t, "192.0.2.1", "1.1.1.1", IPPROTO_ICMPV6, 0, 0), any);
+	ck_assert_uint_eq(LOOKUP(t, "192.0.2.1", "1.1.1.1", IPPROTO_TCP, 5, 22), ssh);
+	ck_assert_uint_eq(LOOKUP(t, "fe80::1", "fe80::2", IPPROTO_TCP, 5, 22), ssh);
+	nc_trie_free(t);
+}
+END_TEST
+
+START_TEST(ipv6_prefixes)
+{
+	struct nc_trie *t = mk(16);
+	int a = add_ok(t, R("2001:db8:1::/48", NULL, IPPROTO_TCP, ANY, 1));
+	int b = add_ok(t, R("2001:db8:1:2::/64", "fe80::/10", IPPROTO_TCP, ANY, 2));
+	int c = add_ok(t, R("2001:db8:1:2:3:4:5:6/128", NULL, IPPROTO_TCP, P(443, 443), 3));
+	int d = add_ok(t, R("2001:db8:1:2:3:4:5:7/127", NULL, IPPROTO_TCP, ANY, 3));
+
+	ck_assert_uint_eq(LOOKUP(t, "2001:db8:1:ffff::1", "::1", 6, 1, 1), a);
+	ck_assert_uint_eq(LOOKUP(t, "2001:db8:1:2::1", "fe80::99", 6, 1, 1), b);
+	ck_assert_uint_eq(LOOKUP(t, "2001:db8:1:2::1", "fec0::99", 6, 1, 1), a);
+	ck_assert_uint_eq(LOOKUP(t, "2001:db8:1:2:3:4:5:6", "::1", 6, 1, 443), c);
+	ck_assert_uint_eq(LOOKUP(t, "2001:db8:1:2:3:4:5:6", "::1", 6, 1, 80), d);
+	ck_assert_uint_eq(LOOKUP(t, "2001:db8:1:2:3:4:5:7", "::1", 6, 1, 443), d);
+	ck_assert_uint_eq(LOOKUP(t, "2001:db8:1:2:3:4:5:8", "::1", 6, 1, 443), a);
+	ck_assert_uint_eq(LOOKUP(t, "2001:db8:2::", "::1", 6, 1, 443), NC_TRIE_NOMATCH);
+	nc_trie_free(t);
+}
+END_TEST
+
+/* Fragments and protocols without ports match only rules whose port fields are wildcards. */
+START_TEST(no_ports)
+{
+	struct nc_trie *t = mk(16);
+	int dns = add_ok(t, R("192.0.2.1/32", NULL, IPPROTO_UDP, P(53, 53), 5));
+	int low = add_ok(t, R("192.0.2.1/32", NULL, -1, P(0, 1023), 4));
+	int any = add_ok(t, R("192.0.2.1/32", NULL, IPPROTO_UDP, ANY, 1));
+	struct nc_trie_key k = K("192.0.2.1", "1.1.1.1", IPPROTO_UDP, 0, 53);
+
+	ck_assert_uint_eq(nc_trie_lookup(t, &k), dns);
+	k.flags = NC_TRIE_KEY_F_NOPORTS;
+	ck_assert_uint_eq(nc_trie_lookup(t, &k), any);
+	k.proto = IPPROTO_ICMP;
+	k.dport = 0;
+	ck_assert_uint_eq(nc_trie_lookup(t, &k), NC_TRIE_NOMATCH);
+	k.flags = 0;
+	ck_assert_uint_eq(nc_trie_lookup(t, &k), low);
+	nc_trie_free(t);
+}
+END_TEST
+
+START_TEST(proto_and_host_bits)
+{
+	struct nc_trie *t = mk(16);
+	struct nc_trie_rule r = R("10.1.2.3/8", NULL, -1, ANY, 1);
+	struct nc_trie_rule back;
+	int id = add_ok(t, r);
+
+	/* Bits past the prefix are ignored (the seed's val & mask). */
+	ck_assert_uint_eq(LOOKUP(t, "10.200.0.1", "1.1.1.1", 99, 1, 1), id);
+	ck_assert_int_eq(nc_trie_get_rule(t, (uint32_t)id, &back), 0);
+	ck_assert_uint_eq(back.dst.a[1], 0);
+	/* So the same prefix with other host bits is the same rule. */
+	r = R("10.9.9.9/8", NULL, -1, ANY, 1);
+	ck_assert_int_eq(nc_trie_add(t, &r), -EEXIST);
+	/* Protocol prefix mask: 0xf0 matches 0x10..0x1f. */
+	r = R("10.0.0.0/8", NULL, 0x11, ANY, 2);
+	r.proto_mask = 0xf0;
+	int pm = add_ok(t, r);
+	ck_assert_uint_eq(LOOKUP(t, "10.0.0.1", "1.1.1.1", 0x1f, 1, 1), pm);
+	ck_assert_uint_eq(LOOKUP(t, "10.0.0.1", "1.1.1.1", 0x20, 1, 1), id);
+	nc_trie_free(t);
+}
+END_TEST
+
+START_TEST(bulk_matches_single)
+{
+	struct nc_trie *t = mk(64);
+	struct nc_trie_key keys[40];
+	uint32_t res[40];
+	unsigned int hits = 0;
+
+	add_ok(t, R("192.0.2.0/24", NULL, IPPROTO_UDP, ANY, 1));
+	add_ok(t, R("192.0.2.128/25", NULL, IPPROTO_UDP, P(100, 200), 2));
+	add_ok(t, R("2001:db8::/32", NULL, -1, ANY, 1));
+	for (unsigned int i = 0; i < 40; i++) {
+		char a[64];
+
+		snprintf(a, sizeof(a), i % 2 ? "192.0.2.%u" : "2001:db%x::1", i % 2 ? (i * 7) % 256 : 8 + i % 3);
+		keys[i] = K(a, i % 2 ? "1.1.1.1" : "::2", IPPROTO_UDP, 1, (uint16_t)(i * 10));
+	}
+	ck_assert_uint_eq(nc_trie_lookup_bulk(t, keys, res, 40), ({
+		for (unsigned int i = 0; i < 40; i++) {
+			ck_assert_uint_eq(res[i], nc_trie_lookup(t, &keys[i]));
+			hits += res[i] != NC_TRIE_NOMATCH;
+		}
+		hits;
+	}));
+	ck_assert_uint_gt(hits, 0);
+	ck_assert_uint_lt(hits, 40);
+	nc_trie_free(t);
+}
+END_TEST
+
+/* ---- API errors --------------------------------------------------------- */
+
+START_TEST(create_errors)
+{
+	struct nc_trie_config cfg = { .name = "x", .socket_id = -1, .max_rules = 0 };
+	char longname[NC_TRIE_NAMESIZE + 1];
+
+	errno = 0;
+	ck_assert_ptr_null(nc_trie_create(NULL));
+	ck_assert_int_eq(errno, EINVAL);
+	errno = 0;
+	ck_assert_ptr_null(nc_trie_create(&cfg));
+	ck_assert_int_eq(errno, EINVAL);
+	cfg.max_rules = (1u << 24) + 1;
+	ck_assert_ptr_null(nc_trie_create(&cfg));
+	cfg.max_rules = 4;
+	cfg.name = NULL;
+	ck_assert_ptr_null(nc_trie_create(&cfg));
+	cfg.name = "";
+	ck_assert_ptr_null(nc_trie_create(&cfg));
+	memset(longname, 'a', sizeof(longname) - 1);
+	longname[sizeof(longname) - 1] = '\0';
+	cfg.name = longname;
+	errno = 0;
+	ck_assert_ptr_null(nc_trie_create(&cfg));
+	ck_assert_int_eq(errno, EINVAL);
+	cfg.name = "ok";
+	cfg.socket_id = 0;
+	struct nc_trie *t = nc_trie_create(&cfg);
+	ck_assert_ptr_nonnull(t);
+	nc_trie_free(t);
+	nc_trie_free(NULL);
+}
+END_TEST
+
+START_TEST(add_errors)
+{
+	struct nc_trie *t = mk(4);
+	struct nc_trie_rule good = R("192.0.2.0/24", NULL, IPPROTO_TCP, P(1, 2), 1), r;
+	struct nc_trie_stats st;
+
+	ck_assert_int_eq(nc_trie_add(NULL, &good), -EINVAL);
+	ck_assert_int_eq(nc_trie_add(t, NULL), -EINVAL);
+	r = good; r.family = 5;
+	ck_assert_int_eq(nc_trie_add(t, &r), -EINVAL);
+	r = good; r.dst_len = 33;
+	ck_assert_int_eq(nc_trie_add(t, &r), -EINVAL);
+	r = good; r.family = NC_TRIE_AF_INET6; r.src_len = 129;
+	ck_assert_int_eq(nc_trie_add(t, &r), -EINVAL);
+	r = good; r.family = NC_TRIE_AF_ANY;     /* address constraint without a family */
+	ck_assert_int_eq(nc_trie_add(t, &r), -EINVAL);
+	r = good; r.proto_mask = 0x0f;           /* not a prefix: the seed took ffs() */
+	ck_assert_int_eq(nc_trie_add(t, &r), -EINVAL);
+	r = good; r.dport = PM(80, 0xff0f);
+	ck_assert_int_eq(nc_trie_add(t, &r), -EINVAL);
+	r = good; r.sport = PM(80, 0x0001);
+	ck_assert_int_eq(nc_trie_add(t, &r), -EINVAL);
+	r = good; r.dport = P(2000, 1000);       /* inverted range */
+	ck_assert_int_eq(nc_trie_add(t, &r), -EINVAL);
+	r = good; r.dport.kind = 7;
+	ck_assert_int_eq(nc_trie_add(t, &r), -EINVAL);
+	r = good; r.priority = NC_TRIE_PRIO_MAX + 1;
+	ck_assert_int_eq(nc_trie_add(t, &r), -EINVAL);
+	ck_assert_int_eq(nc_trie_rule_validate(NULL), -EINVAL);
+	ck_assert_int_eq(nc_trie_rule_validate(&good), 0);
+	/* Nothing was added by the refused calls. */
+	ck_assert_int_eq(nc_trie_get_stats(t, &st), 0);
+	ck_assert_uint_eq(st.rules, 0);
+	ck_assert_uint_eq(st.nodes, 0);
+
+	/* Duplicates: same fields and priority. The same fields at another priority are fine. */
+	int id = add_ok(t, good);
+	ck_assert_int_eq(nc_trie_add(t, &good), -EEXIST);
+	r = good; r.dport = PM(0, 0xfffe);       /* the same range 0..1? no: 0-1 differs from 1-2 */
+	add_ok(t, r);
+	r = good; r.priority = 2;
+	add_ok(t, r);
+	r = good; r.dport = PM(2, 0xfffe);       /* 2..3 */
+	add_ok(t, r);
+	/* Full table. */
+	r = good; r.priority = 3;
+	ck_assert_int_eq(nc_trie_add(t, &r), -ENOSPC);
+	ck_assert_int_eq(nc_trie_delete(t, (uint32_t)id), 0);
+	ck_assert_int_eq(nc_trie_add(t, &r), id);
+	/* Deletes. */
+	ck_assert_int_eq(nc_trie_delete(t, (uint32_t)id), 0);
+	ck_assert_int_eq(nc_trie_delete(t, (uint32_t)id), -ENOENT);
+	ck_assert_int_eq(nc_trie_delete(t, 4), -EINVAL);
+	ck_assert_int_eq(nc_trie_delete(NULL, 0), -EINVAL);
+	ck_assert_int_eq(nc_trie_get_rule(t, (uint32_t)id, &r), -ENOENT);
+	ck_assert_int_eq(nc_trie_get_rule(t, 99, &r), -EINVAL);
+	ck_assert_int_eq(nc_trie_get_rule(t, 1, NULL), -EINVAL);
+	ck_assert_int_eq(nc_trie_get_stats(NULL, &st), -EINVAL);
+	ck_assert_int_eq(nc_trie_dump(NULL, stdout), -EINVAL);
+	ck_assert_int_eq(nc_trie_reclaim(NULL, 0), -EINVAL);
+	ck_assert_int_eq(nc_trie_rcu_qsbr_add(NULL, NULL), -EINVAL);
+	/* Everything deleted: no node is left behind. */
+	for (uint32_t i = 0; i < 4; i++)
+		nc_trie_delete(t, i);
+	ck_assert_int_eq(nc_trie_get_stats(t, &st), 0);
+	ck_assert_uint_eq(st.rules, 0);
+	ck_assert_uint_eq(st.nodes, 0);
+	nc_trie_free(t);
+}
+END_TEST
+
+START_TEST(dump_and_format)
+{
+	struct nc_trie *t = mk(4);
+	struct nc_trie_rule r = R("192.0.2.0/24", "2.0.0.0/8", IPPROTO_UDP, P(53, 53), 7);
+	char buf[256], *mem = NULL;
+	size_t memlen = 0;
+	FILE *f;
+
+	r.sport = P(1024, 65535);
+	add_ok(t, r);
+	ck_assert_int_gt(nc_trie_rule_format(&r, buf, sizeof(buf)), 0);
+	ck_assert_str_eq(buf, "ipv4 proto 17 dst 192.0.2.0/24 src 2.0.0.0/8 dport 53 "
+			      "sport 1024-65535 priority 7");
+	/* Truncation reports the full length, as snprintf does. */
+	ck_assert_int_eq(nc_trie_rule_format(&r, buf, 8), (int)strlen("ipv4 proto 17 dst 192.0.2.0/24 "
+		"src 2.0.0.0/8 dport 53 sport 1024-65535 priority 7"));
+	ck_assert_str_eq(buf, "ipv4 pr");
+	f = open_memstream(&mem, &memlen);
+	ck_assert_int_eq(nc_trie_dump(t, f), 0);
+	fclose(f);
+	ck_assert_ptr_nonnull(strstr(mem, "1 rules"));
+	ck_assert_ptr_nonnull(strstr(mem, "dst 192.0.2.0/24"));
+	ck_assert_ptr_nonnull(strstr(mem, "rule 0"));
+	free(mem);
+	nc_trie_free(t);
+}
+END_TEST
+
+/* ---- differential against the linear scan ------------------------------- */
+
+struct world {
+	union nc_trie_addr v4[16], v6[16];
+	uint16_t ports[8];
+};
+
+static void
+world_init(struct world *w, uint64_t *s)
+{
+	for (int i = 0; i < 16; i++) {
+		memset(&w->v4[i], 0, sizeof(w->v4[i]));
+		w->v4[i].v4 = (uint32_t)nc_rand(s);
+		for (int b = 0; b < 16; b++)
+			w->v6[i].a[b] = (uint8_t)nc_rand(s);
+	}
+	for (int i = 0; i < 8; i++)
+		w->ports[i] = (uint16_t)nc_rand(s);
+	w->ports[0] = 53;
+	w->ports[1] = 80;
+}
+
+/* An address near one of the world's, so rules and keys overlap a lot. */
+static void
+near_addr(const struct world *w, unsigned int fam, union nc_trie_addr *a, uint64_t *s)
+{
+	unsigned int bytes = fam == NC_TRIE_AF_INET6 ? 16 : 4;
+
+	*a = fam == NC_TRIE_AF_INET6 ? w->v6[nc_rand(s) % 16] : w->v4[nc_rand(s) % 16];
+	if (nc_rand(s) % 2)
+		a->a[bytes - 1 - nc_rand(s) % 2] ^= (uint8_t)nc_rand(s);
+}
+
+static uint8_t
+rand_len(unsigned int width, uint64_t *s)
+{
+	switch (nc_rand(s) % 4) {
+	case 0: return 0;
+	case 1: return (uint8_t)width;
+	default: return (uint8_t)(nc_rand(s) % (width + 1));
+	}
+}
+
+static void
+rand_port(const struct world *w, struct nc_trie_port *p, uint64_t *s)
+{
+	uint16_t base = w->ports[nc_rand(s) % 8];
+	unsigned int len;
+
+	switch (nc_rand(s) % 6) {
+	case 0: case 1:
+		*p = ANY;
+		break;
+	case 2: case 3:
+		*p = P(base, base);
+		break;
+	case 4: {
+		uint16_t a = (uint16_t)(base - nc_rand(s) % 300), b = (uint16_t)(base + nc_rand(s) % 300);
+		*p = a <= b ? P(a, b) : P(b, a);
+		break;
+	}
+	default:
+		len = (unsigned int)(nc_rand(s) % 17);
+		*p = PM(base, len ? (uint16_t)(0xffff << (16 - len)) : 0);
+	}
+}
+
+static void
+rand_rule(const struct world *w, struct nc_trie_rule *r, uint64_t *s)
+{
+	static const uint8_t protos[] = { IPPROTO_TCP, IPPROTO_UDP, IPPROTO_SCTP, IPPROTO_ICMP };
+	unsigned int fam = nc_rand(s) % 10;
+
+	memset(r, 0, sizeof(*r));
+	r->family = fam < 5 ? NC_TRIE_AF_INET : fam < 8 ? NC_TRIE_AF_INET6 : NC_TRIE_AF_ANY;
+	if (r->family != NC_TRIE_AF_ANY) {
+		unsigned int width = r->family == NC_TRIE_AF_INET6 ? 128 : 32;
+
+		near_addr(w, r->family, &r->dst, s);
+		near_addr(w, r->family, &r->src, s);
+		r->dst_len = rand_len(width, s);
+		r->src_len = rand_len(width, s);
+	}
+	switch (nc_rand(s) % 3) {
+	case 0: break;
+	case 1: r->proto = protos[nc_rand(s) % 4]; r->proto_mask = 0xff; break;
+	default: r->proto = (uint8_t)nc_rand(s); r->proto_mask = (uint8_t)(0xff << (nc_rand(s) % 9)); break;
+	}
+	rand_port(w, &r->dport, s);
+	rand_port(w, &r->sport, s);
+	r->priority = (uint32_t)(nc_rand(s) % 8);
+}
+
+static void
+rand_key(const struct world *w, struct nc_trie_key *k, uint64_t *s)
+{
+	memset(k, 0, sizeof(*k));
+	k->family = nc_rand(s) % 2 ? NC_TRIE_AF_INET : NC_TRIE_AF_INET6;
+	near_addr(w, k->family, &k->dst, s);
+	near_addr(w, k->family, &k->src, s);
+	k->proto = (uint8_t)(nc_rand(s) % 4 ? (nc_rand(s) % 2 ? IPPROTO_TCP : IPPROTO_UDP) : nc_rand(s));
+	k->dport = nc_rand(s) % 2 ? w->ports[nc_rand(s) % 8] : (uint16_t)nc_rand(s);
+	k->sport = nc_rand(s) % 2 ? w->ports[nc_rand(s) % 8] : (uint16_t)nc_rand(s);
+	if (nc_rand(s) % 10 == 0)
+		k->flags = NC_TRIE_KEY_F_NOPORTS;
+}
+
+static void
+report_mismatch(const struct nc_trie *t, const struct nc_linear *l, const struct nc_trie_key *k,
+		uint32_t got, uint32_t want)
+{
+	char a[64], b[64], rb[256];
+	struct nc_trie_rule r;
+
+	(void)l;
+	inet_ntop(k->family == NC_TRIE_AF_INET6 ? AF_INET6 : AF_INET, k->dst.a, a, sizeof(a));
+	inet_ntop(k->family == NC_TRIE_AF_INET6 ? AF_INET6 : AF_INET, k->src.a, b, sizeof(b));
+	fprintf(stderr, "mismatch: key dst %s src %s proto %u sport %u dport %u flags %u: "
+		"trie %d, linear %d\n", a, b, k->proto, k->sport, k->dport, k->flags, (int)got,
+		(int)want);
+	for (int i = 0; i < 2; i++) {
+		uint32_t id = i ? want : got;
+
+		if (id != NC_TRIE_NOMATCH && nc_trie_get_rule(t, id, &r) == 0) {
+			nc_trie_rule_format(&r, rb, sizeof(rb));
+			fprintf(stderr, "  %s rule %u: %s\n", i ? "linear" : "trie", id, rb);
+		}
+	}
+}
+
+/* Keys: random ones, and points inside live rules. Returns the number of mismatches. */
+static unsigned int
+differential(const struct nc_trie *t, const struct nc_linear *l, const struct world *w,
+	     const struct nc_trie_rule *rules, const uint32_t *live, uint32_t nlive, uint32_t nkeys,
+	     uint64_t *s)
+{
+	struct nc_trie_key keys[64];
+	uint32_t res[64];
+	unsigned int bad = 0;
+
+	for (uint32_t done = 0; done < nkeys; done += 64) {
+		for (unsigned int i = 0; i < 64; i++) {
+			if (nlive > 0 && nc_rand(s) % 2) {
+				nc_key_inside(&rules[live[nc_rand(s) % nlive]], &keys[i], s);
+				if (nc_rand(s) % 10 == 0)
+					keys[i].flags = NC_TRIE_KEY_F_NOPORTS;
+			} else {
+				rand_key(w, &keys[i], s);
+			}
+		}
+		nc_trie_lookup_bulk(t, keys, res, 64);
+		for (unsigned int i = 0; i < 64; i++) {
+			uint32_t want = nc_linear_lookup(l, &keys[i]);
+
+			if (res[i] != want) {
+				if (bad < 5)
+					report_mismatch(t, l, &keys[i], res[i], want);
+				bad++;
+			}
+		}
+	}
+	return bad;
+}
+
+static void
+random_set(uint32_t nrules, uint32_t nkeys, uint64_t seed)
+{
+	struct nc_trie *t = mk(nrules);
+	struct nc_linear *l = nc_linear_create(nrules);
+	struct nc_trie_rule *rules = calloc(nrules, sizeof(*rules));
+	uint32_t *live = calloc(nrules, sizeof(*live)), nlive = 0;
+	struct world w;
+	uint64_t s = seed;
+	unsigned int bad;
+
+	ck_assert_ptr_nonnull(l);
+	ck_assert_ptr_nonnull(rules);
+	world_init(&w, &s);
+	while (nlive < nrules) {
+		struct nc_trie_rule r;
+		int id;
+
+		rand_rule(&w, &r, &s);
+		id = nc_trie_add(t, &r);
+		if (id == -EEXIST)
+			continue;
+		ck_assert_int_ge(id, 0);
+		ck_assert_int_eq(nc_linear_add(l, (uint32_t)id, &r), 0);
+		rules[id] = r;
+		live[nlive++] = (uint32_t)id;
+	}
+	bad = differential(t, l, &w, rules, live, nlive, nkeys, &s);
+	ck_assert_msg(bad == 0, "%u of %u keys differ (rules %u, seed %#lx)", bad, nkeys, nrules,
+		      (unsigned long)seed);
+	free(live);
+	free(rules);
+	nc_linear_free(l);
+	nc_trie_free(t);
+}
+
+/* Over a million keys in all: many on small sets, fewer on the 10,000-rule set. */
+START_TEST(diff_100) { random_set(100, 600000, 0x1001); }
+END_TEST
+START_TEST(diff_1000) { random_set(1000, 300000, 0x1002); }
+END_TEST
+START_TEST(diff_10000) { random_set(10000, 120000, 0x1003); }
+END_TEST
+
+/* Random add/delete sequences, checked against the scan after every batch. */
+START_TEST(diff_updates)
+{
+	const uint32_t cap = 3000, ops = 120000, batch = 1000;
+	struct nc_trie *t = mk(cap);
+	struct nc_linear *l = nc_linear_create(cap);
+	struct nc_trie_rule *rules = calloc(cap, sizeof(*rules));
+	uint32_t *live = calloc(cap, sizeof(*live)), nlive = 0;
+	struct nc_trie_stats st;
+	struct world w;
+	uint64_t s = 0x2001;
+	unsigned int bad = 0;
+
+	world_init(&w, &s);
+	for (uint32_t op = 1; op <= ops; op++) {
+		/* Drift the target size so the table grows, shrinks and empties. */
+		uint32_t target = (op / 20000) % 2 ? 200 : cap;
+
+		if (nlive > 0 && (nlive >= target || nc_rand(&s) % 2)) {
+			uint32_t i = (uint32_t)(nc_rand(&s) % nlive), id = live[i];
+
+			ck_assert_int_eq(nc_trie_delete(t, id), 0);
+			ck_assert_int_eq(nc_linear_delete(l, id), 0);
+			live[i] = live[--nlive];
+		} else {
+			struct nc_trie_rule r;
+			int id;
+
+			rand_rule(&w, &r, &s);
+			id = nc_trie_add(t, &r);
+			if (id == -EEXIST)
+				continue;
+			ck_assert_int_ge(id, 0);
+			ck_assert_int_eq(nc_linear_add(l, (uint32_t)id, &r), 0);
+			rules[id] = r;
+			live[nlive++] = (uint32_t)id;
+		}
+		if (op % batch == 0) {
+			bad += differential(t, l, &w, rules, live, nlive, 1024, &s);
+			ck_assert_int_eq(nc_trie_get_stats(t, &st), 0);
+			ck_assert_uint_eq(st.rules, nlive);
+		}
+	}
+	ck_assert_msg(bad == 0, "%u mismatches over %u operations", bad, ops);
+	while (nlive > 0)
+		ck_assert_int_eq(nc_trie_delete(t, live[--nlive]), 0);
+	ck_assert_int_eq(nc_trie_get_stats(t, &st), 0);
+	ck_assert_uint_eq(st.rules, 0);
+	ck_assert_uint_eq(st.nodes, 0);
+	free(live);
+	free(rules);
+	nc_linear_free(l);
+	nc_trie_free(t);
+}
+END_TEST
+
+/* ---- lock-free readers under a writer ----------------------------------- */
+
+#define STABLE_RULES 300
+#define STABLE_KEYS 4096
+#define CHURN_MAX 600
+
+struct rcu_test {
+	struct nc_trie *t;
+	struct rte_rcu_qsbr *v;
+	struct nc_trie_key keys[STABLE_KEYS];
+	uint32_t want[STABLE_KEYS];
+	atomic_int stop;
+	atomic_ulong lookups, wrong;
+	unsigned int thread_id;
+};
+
+static void *
+reader(void *arg)
+{
+	struct rcu_test *rt = arg;
+	unsigned int id = __atomic_fetch_add(&rt->thread_id, 1, __ATOMIC_RELAXED);
+	unsigned long n = 0, wrong = 0;
+	uint32_t res[32];
+
+	rte_rcu_qsbr_thread_register(rt->v, id);
+	rte_rcu_qsbr_thread_online(rt->v, id);
+	while (!atomic_load_explicit(&rt->stop, memory_order_relaxed)) {
+		unsigned int base = (unsigned int)(n % (STABLE_KEYS / 32)) * 32;
+
+		nc_trie_lookup_bulk(rt->t, &rt->keys[base], res, 32);
+		for (unsigned int i = 0; i < 32; i++)
+			wrong += res[i] != rt->want[base + i];
+		n++;
+		rte_rcu_qsbr_quiescent(rt->v, id);
+	}
+	rte_rcu_qsbr_thread_offline(rt->v, id);
+	rte_rcu_qsbr_thread_unregister(rt->v, id);
+	atomic_fetch_add(&rt->lookups, n * 32);
+	atomic_fetch_add(&rt->wrong, wrong);
+	return NULL;
+}
+
+START_TEST(rcu_readers_and_writer)
+{
+	struct rcu_test *rt = calloc(1, sizeof(*rt));
+	struct nc_trie_rule stable[STABLE_RULES];
+	uint32_t churn[CHURN_MAX], nchurn = 0, sids[STABLE_RULES];
+	struct nc_linear *l = nc_linear_create(STABLE_RULES + CHURN_MAX);
+	size_t sz = rte_rcu_qsbr_get_memsize(2);
+	struct nc_trie_stats before, after;
+	unsigned long updates = 0;
+	pthread_t th;
+	struct world w;
+	uint64_t s = 0x3001;
+	struct timespec t0, now;
+
+	ck_assert_ptr_nonnull(rt);
+	rt->v = aligned_alloc(64, (sz + 63) & ~(size_t)63);
+	ck_assert_int_eq(rte_rcu_qsbr_init(rt->v, 2), 0);
+	rt->t = mk(STABLE_RULES + CHURN_MAX);
+	ck_assert_int_eq(nc_trie_rcu_qsbr_add(rt->t, rt->v), 0);
+	ck_assert_int_eq(nc_trie_rcu_qsbr_add(rt->t, rt->v), -EEXIST);
+	world_init(&w, &s);
+	/* Stable rules outrank every churning one, so their keys' answers never change. */
+	for (uint32_t i = 0; i < STABLE_RULES;) {
+		int id;
+
+		rand_rule(&w, &stable[i], &s);
+		stable[i].priority = 1000 + (uint32_t)(nc_rand(&s) % 8);
+		id = nc_trie_add(rt->t, &stable[i]);
+		if (id == -EEXIST)
+			continue;
+		ck_assert_int_ge(id, 0);
+		sids[i] = (uint32_t)id;
+		nc_linear_add(l, (uint32_t)id, &stable[i]);
+		i++;
+	}
+	for (uint32_t i = 0; i < STABLE_KEYS; i++) {
+		nc_key_inside(&stable[nc_rand(&s) % STABLE_RULES], &rt->keys[i], &s);
+		rt->want[i] = nc_linear_lookup(l, &rt->keys[i]);
+		ck_assert_uint_ne(rt->want[i], NC_TRIE_NOMATCH);
+	}
+	nc_trie_get_stats(rt->t, &before);
+	ck_assert_int_eq(pthread_create(&th, NULL, reader, rt), 0);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		for (int i = 0; i < 100; i++, updates++) {
+			if (nchurn > 0 && (nchurn == CHURN_MAX || nc_rand(&s) % 2)) {
+				uint32_t j = (uint32_t)(nc_rand(&s) % nchurn);
+
+				ck_assert_int_eq(nc_trie_delete(rt->t, churn[j]), 0);
+				churn[j] = churn[--nchurn];
+			} else {
+				struct nc_trie_rule r;
+				int id;
+
+				/* Near the stable keys' paths, to split and merge their nodes. */
+				if (nc_rand(&s) % 2) {
+					r = stable[nc_rand(&s) % STABLE_RULES];
+					r.dst_len = (uint8_t)(r.dst_len + (r.dst_len < 32 && r.family));
+					r.dport = ANY;
+				} else {
+					rand_rule(&w, &r, &s);
+				}
+				r.priority = (uint32_t)(nc_rand(&s) % 1000);
+				id = nc_trie_add(rt->t, &r);
+				if (id == -EEXIST)
+					continue;
+				ck_assert_int_ge(id, 0);
+				churn[nchurn++] = (uint32_t)id;
+			}
+		}
+		clock_gettime(CLOCK_MONOTONIC, &now);
+	} while (now.tv_sec - t0.tv_sec < 3);
+	atomic_store(&rt->stop, 1);
+	pthread_join(th, NULL);
+	fprintf(stderr, "rcu: %lu lookups, %lu updates, %lu wrong\n",
+		atomic_load(&rt->lookups), updates, atomic_load(&rt->wrong));
+	ck_assert_uint_gt(atomic_load(&rt->lookups), 0);
+	ck_assert_uint_gt(updates, 1000);
+	ck_assert_uint_eq(atomic_load(&rt->wrong), 0);
+	while (nchurn > 0)
+		ck_assert_int_eq(nc_trie_delete(rt->t, churn[--nchurn]), 0);
+	ck_assert_int_ge(nc_trie_reclaim(rt->t, 1), 0);
+	nc_trie_get_stats(rt->t, &after);
+	ck_assert_uint_eq(after.deferred, 0);
+	ck_assert_uint_eq(after.nodes, before.nodes);
+	for (uint32_t i = 0; i < STABLE_RULES; i++)
+		ck_assert_int_eq(nc_trie_delete(rt->t, sids[i]), 0);
+	ck_assert_int_eq(nc_trie_rcu_qsbr_add(rt->t, NULL), 0);
+	nc_trie_get_stats(rt->t, &after);
+	ck_assert_uint_eq(after.nodes, 0);
+	nc_trie_free(rt->t);
+	nc_linear_free(l);
+	free(rt->v);
+	free(rt);
+}
+END_TEST
+
+static Suite *
+trie_suite(void)
+{
+	Suite *s = suite_create("trie");
+	TCase *tc = tcase_create("semantics");
+
+	tcase_add_test(tc, wildcard_source);
+	tcase_add_test(tc, overlapping_prefixes);
+	tcase_add_test(tc, priority_ties);
+	tcase_add_test(tc, port_masks_and_ranges);
+	tcase_add_test(tc, families);
+	tcase_add_test(tc, ipv6_prefixes);
+	tcase_add_test(tc, no_ports);
+	tcase_add_test(tc, proto_and_host_bits);
+	tcase_add_test(tc, bulk_matches_single);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("api");
+	tcase_add_test(tc, create_errors);
+	tcase_add_test(tc, add_errors);
+	tcase_add_test(tc, dump_and_format);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("differential");
+	tcase_set_timeout(tc, 600);
+	tcase_add_test(tc, diff_100);
+	tcase_add_test(tc, diff_1000);
+	tcase_add_test(tc, diff_10000);
+	tcase_add_test(tc, diff_updates);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("rcu");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, rcu_readers_and_writer);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int
+main(void)
+{
+	SRunner *sr = srunner_create(trie_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
