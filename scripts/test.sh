@@ -14,7 +14,7 @@ builds=(build)
 passed=0 failed=0 skipped=0 status=0
 for b in "${builds[@]}"; do
 	opts=()
-	[ "$b" = build-asan ] && opts=(-Dsanitize=true -Dbuildtype=debug)
+	[ "$b" = build-asan ] && opts=(-Dsanitize=true -Dbuildtype=debugoptimized)
 	if ! scripts/setup.sh "$b" "${opts[@]}"; then
 		echo "test: setup of $b failed" >&2
 		exit 1

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -629,6 +630,25 @@ differential(const struct nc_trie *t, const struct nc_linear *l, const struct wo
 	return bad;
 }
 
+/* Add a random rule to the trie and the scan alike; false if it duplicated one. */
+static bool
+add_random(struct nc_trie *t, struct nc_linear *l, const struct world *w,
+	   struct nc_trie_rule *rules, uint32_t *live, uint32_t *nlive, uint64_t *s)
+{
+	struct nc_trie_rule r;
+	int id;
+
+	rand_rule(w, &r, s);
+	id = nc_trie_add(t, &r);
+	if (id == -EEXIST)
+		return false;
+	ck_assert_int_ge(id, 0);
+	ck_assert_int_eq(nc_linear_add(l, (uint32_t)id, &r), 0);
+	rules[id] = r;
+	live[(*nlive)++] = (uint32_t)id;
+	return true;
+}
+
 static void
 random_set(uint32_t nrules, uint32_t nkeys, uint64_t seed)
 {
@@ -643,19 +663,8 @@ random_set(uint32_t nrules, uint32_t nkeys, uint64_t seed)
 	ck_assert_ptr_nonnull(l);
 	ck_assert_ptr_nonnull(rules);
 	world_init(&w, &s);
-	while (nlive < nrules) {
-		struct nc_trie_rule r;
-		int id;
-
-		rand_rule(&w, &r, &s);
-		id = nc_trie_add(t, &r);
-		if (id == -EEXIST)
-			continue;
-		ck_assert_int_ge(id, 0);
-		ck_assert_int_eq(nc_linear_add(l, (uint32_t)id, &r), 0);
-		rules[id] = r;
-		live[nlive++] = (uint32_t)id;
-	}
+	while (nlive < nrules)
+		add_random(t, l, &w, rules, live, &nlive, &s);
 	bad = differential(t, l, &w, rules, live, nlive, nkeys, &s);
 	ck_assert_msg(bad == 0, "%u of %u keys differ (rules %u, seed %#lx)", bad, nkeys, nrules,
 		      (unsigned long)seed);
@@ -697,18 +706,8 @@ START_TEST(diff_updates)
 			ck_assert_int_eq(nc_trie_delete(t, id), 0);
 			ck_assert_int_eq(nc_linear_delete(l, id), 0);
 			live[i] = live[--nlive];
-		} else {
-			struct nc_trie_rule r;
-			int id;
-
-			rand_rule(&w, &r, &s);
-			id = nc_trie_add(t, &r);
-			if (id == -EEXIST)
-				continue;
-			ck_assert_int_ge(id, 0);
-			ck_assert_int_eq(nc_linear_add(l, (uint32_t)id, &r), 0);
-			rules[id] = r;
-			live[nlive++] = (uint32_t)id;
+		} else if (!add_random(t, l, &w, rules, live, &nlive, &s)) {
+			continue;
 		}
 		if (op % batch == 0) {
 			bad += differential(t, l, &w, rules, live, nlive, 1024, &s);
