@@ -195,8 +195,9 @@ int nc_trie_add(struct nc_trie *t, const struct nc_trie_rule *r);
  * @param id
  *   A rule id from nc_trie_add().
  * @return
- *   0, -EINVAL (NULL table, id out of range), or -ENOENT (no such rule,
- *   e.g. deleted twice).
+ *   0, -EINVAL (NULL table, id out of range), -ENOENT (no such rule, e.g.
+ *   deleted twice), or -ENOMEM (no memory for the delete's bookkeeping; the
+ *   rule stays in the table).
  */
 int nc_trie_delete(struct nc_trie *t, uint32_t id);
 
@@ -208,7 +209,8 @@ int nc_trie_delete(struct nc_trie *t, uint32_t id);
  * @param id
  *   The rule id.
  * @param r
- *   Receives the rule as stored (addresses masked to their prefix).
+ *   Receives the rule as stored: addresses masked to their prefix, and for a
+ *   rule of the exact-match front stage, exact ports as one-port ranges.
  * @return
  *   0, -EINVAL (NULL argument, id out of range) or -ENOENT.
  */

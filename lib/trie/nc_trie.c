@@ -21,6 +21,13 @@
  * Port ranges are expanded to prefixes; a rule with several prefixes (and a
  * family-agnostic rule, which lives under both roots) has several entries.
  *
+ * Front stage (tuple space search, as in OVS): rules of netchanneld's two
+ * common shapes, a connected socket (exact 5-tuple) and a listener (exact
+ * destination, dport and protocol, any source), go to one exact-match hash
+ * table per shape and family instead of the trie. A lookup probes the tables
+ * whose best rank can still win, then searches the trie with that best rank
+ * as its pruning bound, so the answer is the same as with the trie alone.
+ *
  * Memory: all nodes live in one array reserved up front (MAP_NORESERVE, so
  * only what is used is backed), addressed by 32-bit index; index 0 is nil.
  * Nodes never move, which keeps readers lock-free: the writer publishes a
@@ -68,11 +75,40 @@ struct deferred {
 	uint64_t token;
 };
 
-struct rule_slot {
-	struct nc_trie_rule rule;
+/* Front-stage entry: the masked key, its rank and rule, and the hash chain. */
+struct tentry {
+	uint64_t w[5];        /* dst hi, dst lo, src hi, src lo, proto|dport|sport */
 	uint64_t rank;
-	uint8_t used;
+	uint32_t rule;
+	uint32_t next;
 };
+
+enum { TUPLE_CONNECTED, TUPLE_LISTENER, TUPLE_SHAPES };
+#define NTUPLES (2 * TUPLE_SHAPES)   /* per family */
+
+struct tuple {
+	uint32_t *buckets;    /* chain heads, entry indices */
+	uint32_t mask;
+	uint32_t count;
+	uint64_t maxrank;     /* upper bound of the ranks in the table */
+};
+
+/*
+ * A trie rule keeps its full copy (needed to find its entries again); a
+ * front-stage rule is rebuilt from its entry, which keeps slots small.
+ */
+struct rule_slot {
+	uint64_t rank;
+	union {
+		struct nc_trie_rule *full;
+		uint32_t entry;
+	} u;
+	uint8_t used;
+	uint8_t tuple;        /* NTUPLES: in the trie */
+};
+
+/* Deferred objects: nodes, or front-stage entries with this bit set. */
+#define DQ_ENTRY 0x80000000u
 
 struct nc_trie {
 	char name[NC_TRIE_NAMESIZE];
@@ -89,6 +125,11 @@ struct nc_trie {
 	uint32_t dq_head, dq_len, dq_cap;
 	uint32_t *scratch;            /* nodes unlinked by the current delete */
 	uint32_t nscratch, scratch_cap;
+	struct tuple tuples[NTUPLES];
+	struct tentry *entries;       /* front-stage entries, index 0 is nil */
+	size_t entries_map_size;
+	uint32_t ent_hwm, ent_free;   /* free list through next */
+	uint32_t ntrie_rules;
 };
 
 /* Each entry adds at most a branch and a leaf per field, plus its list entry. */
@@ -491,6 +532,13 @@ node_release(struct nc_trie *t, uint32_t idx)
 	t->pool.nfree++;
 }
 
+static void
+entry_release(struct nc_trie *t, uint32_t idx)
+{
+	t->entries[idx].next = t->ent_free;
+	t->ent_free = idx;
+}
+
 /* Readers load links with acquire: a node is fully built before it is linked. */
 static inline uint32_t
 link_load(const uint32_t *link)
@@ -571,7 +619,10 @@ nc_trie_reclaim(struct nc_trie *t, int wait)
 
 		if (t->qsbr != NULL && rte_rcu_qsbr_check(t->qsbr, d->token, wait != 0) != 1)
 			break;
-		node_release(t, d->idx);
+		if (d->idx & DQ_ENTRY)
+			entry_release(t, d->idx & ~DQ_ENTRY);
+		else
+			node_release(t, d->idx);
 		t->dq_head = (t->dq_head + 1) % t->dq_cap;
 		t->dq_len--;
 		n++;
@@ -592,7 +643,10 @@ scratch_retire(struct nc_trie *t)
 		if (t->qsbr != NULL)
 			rte_rcu_qsbr_synchronize(t->qsbr, RTE_QSBR_THRID_INVALID);
 		for (uint32_t i = 0; i < t->nscratch; i++)
-			node_release(t, t->scratch[i]);
+			if (t->scratch[i] & DQ_ENTRY)
+				entry_release(t, t->scratch[i] & ~DQ_ENTRY);
+			else
+				node_release(t, t->scratch[i]);
 	} else {
 		token = rte_rcu_qsbr_start(t->qsbr);
 		for (uint32_t i = 0; i < t->nscratch; i++) {
@@ -637,8 +691,19 @@ nc_trie_create(const struct nc_trie_config *cfg)
 	cap = (uint64_t)cfg->max_rules * NODES_PER_RULE + 4096;
 	if (pool_init(&t->pool, (uint32_t)cap, cfg->socket_id) != 0)
 		goto out_free_tables;
+	/* Like the node pool: reserved, backed as it is used. */
+	t->entries_map_size = ((size_t)cfg->max_rules + 1) * sizeof(*t->entries);
+	t->entries = mmap(NULL, t->entries_map_size, PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (t->entries == MAP_FAILED)
+		goto out_unmap_pool;
+	if (cfg->socket_id >= 0 && numa_available() >= 0)
+		numa_tonode_memory(t->entries, t->entries_map_size, cfg->socket_id);
+	t->ent_hwm = 1;
 	return t;
 
+out_unmap_pool:
+	munmap(t->pool.base, t->pool.map_size);
 out_free_tables:
 	free(t->free_ids);
 	free(t->rules);
@@ -653,6 +718,12 @@ nc_trie_free(struct nc_trie *t)
 {
 	if (t == NULL)
 		return;
+	for (unsigned int i = 0; i < NTUPLES; i++)
+		free(t->tuples[i].buckets);
+	for (uint32_t i = 0; i < t->max_rules; i++)
+		if (t->rules[i].used && t->rules[i].tuple == NTUPLES)
+			free(t->rules[i].u.full);
+	munmap(t->entries, t->entries_map_size);
 	munmap(t->pool.base, t->pool.map_size);
 	free(t->dq);
 	free(t->scratch);
@@ -743,6 +814,7 @@ field_find(const struct nc_trie *t, uint32_t link, const struct prefix *p)
 
 struct add_ctx {
 	struct nc_trie *t;
+	const struct nc_trie_rule *rule;
 	uint32_t id;
 	uint64_t rank;
 };
@@ -799,16 +871,198 @@ entry_check_dup(void *arg, const struct entry *e)
 		idx = N(t, idx)->next;
 	}
 	for (; idx != NIL; idx = N(t, idx)->child[0])
-		if (rule_same(&t->rules[N(t, idx)->next].rule, &t->rules[a->id].rule))
+		if (rule_same(t->rules[N(t, idx)->next].u.full, a->rule))
 			return -EEXIST;
 	/* The first entry decides: equal rules have equal first entries. */
 	return 1;
 }
 
+/* ---- front stage -------------------------------------------------------- */
+
+/* The rank of the rule being added: priority first, then age (t->seq moves on after it). */
+static inline uint64_t
+next_rank(const struct nc_trie *t, uint32_t priority)
+{
+	return ((uint64_t)priority << SEQ_BITS) | (SEQ_MAX - t->seq);
+}
+
+/* Which front-stage table takes a (normalized) rule, or NTUPLES for the trie. */
+static unsigned int
+rule_tuple(const struct nc_trie_rule *r)
+{
+	unsigned int w = addr_width(r->family), fam = r->family == NC_TRIE_AF_INET6;
+	uint16_t lo, hi, slo, shi;
+
+	if (r->family == NC_TRIE_AF_ANY || r->dst_len != w || r->proto_mask != 0xff)
+		return NTUPLES;
+	port_range(&r->dport, &lo, &hi);
+	if (lo != hi)
+		return NTUPLES;
+	port_range(&r->sport, &slo, &shi);
+	if (r->src_len == w && slo == shi)
+		return fam * TUPLE_SHAPES + TUPLE_CONNECTED;
+	if (r->src_len == 0 && slo == 0 && shi == UINT16_MAX)
+		return fam * TUPLE_SHAPES + TUPLE_LISTENER;
+	return NTUPLES;
+}
+
+static inline uint64_t
+tuple_ports(uint8_t proto, uint16_t dport, uint16_t sport)
+{
+	return (uint64_t)proto << 32 | (uint32_t)dport << 16 | sport;
+}
+
+static void
+rule_words(const struct nc_trie_rule *r, unsigned int tuple, uint64_t w[5])
+{
+	uint16_t dport, sport, hi;
+
+	addr_bits(&r->dst, r->family, &w[0], &w[1]);
+	port_range(&r->dport, &dport, &hi);
+	if (tuple % TUPLE_SHAPES == TUPLE_CONNECTED) {
+		addr_bits(&r->src, r->family, &w[2], &w[3]);
+		port_range(&r->sport, &sport, &hi);
+	} else {
+		w[2] = w[3] = 0;
+		sport = 0;
+	}
+	w[4] = tuple_ports(r->proto, dport, sport);
+}
+
+static inline uint64_t
+hash_step(uint64_t h, uint64_t w)
+{
+#ifdef __SSE4_2__
+	return __builtin_ia32_crc32di(h, w);
+#else
+	return ((h ^ w) * UINT64_C(0x9e3779b97f4a7c15)) >> 17 ^ h;
+#endif
+}
+
+/* The low words of IPv4 addresses are always zero: skip them (same hash per table). */
+static inline uint32_t
+tuple_hash(const uint64_t w[5])
+{
+	uint64_t h = hash_step(hash_step(0, w[0]), w[2]);
+
+	if ((w[1] | w[3]) != 0)
+		h = hash_step(hash_step(h, w[1]), w[3]);
+	return (uint32_t)hash_step(h, w[4]);
+}
+
+static inline bool
+words_eq(const uint64_t a[5], const uint64_t b[5])
+{
+	return ((a[0] ^ b[0]) | (a[1] ^ b[1]) | (a[2] ^ b[2]) | (a[3] ^ b[3]) | (a[4] ^ b[4])) == 0;
+}
+
+/* Rebuild the rule a front-stage entry stands for. */
+static void
+entry_rule(const struct nc_trie *t, uint32_t id, struct nc_trie_rule *r)
+{
+	const struct rule_slot *sl = &t->rules[id];
+	const struct tentry *e = &t->entries[sl->u.entry];
+	unsigned int fam = sl->tuple / TUPLE_SHAPES;
+	uint64_t hi;
+
+	memset(r, 0, sizeof(*r));
+	r->family = fam ? NC_TRIE_AF_INET6 : NC_TRIE_AF_INET;
+	for (int i = 0; i < 2; i++) {
+		union nc_trie_addr *a = i ? &r->src : &r->dst;
+
+		if (i && sl->tuple % TUPLE_SHAPES == TUPLE_LISTENER)
+			break;
+		if (fam) {
+			hi = htobe64(e->w[2 * i]);
+			memcpy(a->a, &hi, 8);
+			hi = htobe64(e->w[2 * i + 1]);
+			memcpy(a->a + 8, &hi, 8);
+		} else {
+			a->v4 = htonl((uint32_t)(e->w[2 * i] >> 32));
+		}
+		*(i ? &r->src_len : &r->dst_len) = (uint8_t)addr_width(r->family);
+		if (i) {
+			r->sport.kind = NC_TRIE_PORT_RANGE;
+			r->sport.lo = r->sport.hi = (uint16_t)e->w[4];
+		}
+	}
+	r->proto = (uint8_t)(e->w[4] >> 32);
+	r->proto_mask = 0xff;
+	r->dport.kind = NC_TRIE_PORT_RANGE;
+	r->dport.lo = r->dport.hi = (uint16_t)(e->w[4] >> 16);
+	r->priority = (uint32_t)(sl->rank >> SEQ_BITS);
+}
+
+static int
+tuple_add(struct nc_trie *t, unsigned int ti, const struct nc_trie_rule *r, uint32_t id,
+	  uint64_t *rank_out)
+{
+	struct tuple *tp = &t->tuples[ti];
+	uint64_t w[5];
+	uint32_t b, idx;
+	struct tentry *e;
+
+	rule_words(r, ti, w);
+	if (tp->buckets == NULL) {
+		uint32_t n = 1;
+
+		while (n < t->max_rules)
+			n <<= 1;
+		uint32_t *bk = calloc(n, sizeof(*bk));
+
+		if (bk == NULL)
+			return -ENOSPC;
+		tp->mask = n - 1;
+		/* Release: readers that see the array see its mask and zeroed heads. */
+		__atomic_store_n(&tp->buckets, bk, __ATOMIC_RELEASE);
+	}
+	b = tuple_hash(w) & tp->mask;
+	for (idx = tp->buckets[b]; idx != NIL; idx = t->entries[idx].next)
+		if (words_eq(t->entries[idx].w, w) &&
+		    t->entries[idx].rank >> SEQ_BITS == r->priority)
+			return -EEXIST;
+	if (t->ent_free != NIL) {
+		idx = t->ent_free;
+		t->ent_free = t->entries[idx].next;
+	} else {
+		idx = t->ent_hwm++;
+	}
+	*rank_out = next_rank(t, r->priority);
+	e = &t->entries[idx];
+	memcpy(e->w, w, sizeof(e->w));
+	e->rank = *rank_out;
+	e->rule = id;
+	e->next = tp->buckets[b];
+	link_store(&tp->buckets[b], idx);
+	if (tp->maxrank < e->rank)
+		rank_store(&tp->maxrank, e->rank);
+	tp->count++;
+	t->rules[id].u.entry = idx;
+	return 0;
+}
+
+static void
+tuple_delete(struct nc_trie *t, uint32_t id)
+{
+	struct rule_slot *sl = &t->rules[id];
+	struct tuple *tp = &t->tuples[sl->tuple];
+	uint32_t *link = &tp->buckets[tuple_hash(t->entries[sl->u.entry].w) & tp->mask];
+
+	while (*link != sl->u.entry)
+		link = &t->entries[*link].next;
+	link_store(link, t->entries[*link].next);
+	t->scratch[t->nscratch++] = sl->u.entry | DQ_ENTRY;
+	/* maxrank stays an upper bound; it is exact again once the table empties. */
+	if (--tp->count == 0)
+		rank_store(&tp->maxrank, 0);
+}
+
 int
 nc_trie_add(struct nc_trie *t, const struct nc_trie_rule *r)
 {
+	struct nc_trie_rule nr;
 	struct add_ctx a;
+	unsigned int ti;
 	uint64_t need;
 	int ret;
 
@@ -816,26 +1070,39 @@ nc_trie_add(struct nc_trie *t, const struct nc_trie_rule *r)
 		return -EINVAL;
 	if (t->nfree_ids == 0 || t->seq > SEQ_MAX)
 		return -ENOSPC;
-	need = (uint64_t)rule_nentries(r) * NODES_PER_ENTRY;
-	if (need > pool_avail(&t->pool))
-		nc_trie_reclaim(t, 0);
-	if (need > pool_avail(&t->pool) && t->dq_len > 0)
-		nc_trie_reclaim(t, 1);
-	if (need > pool_avail(&t->pool))
-		return -ENOSPC;
-
+	rule_normalize(&nr, r);
 	a.t = t;
 	a.id = t->free_ids[t->nfree_ids - 1];
-	rule_normalize(&t->rules[a.id].rule, r);
-	ret = rule_foreach_entry(&t->rules[a.id].rule, entry_check_dup, &a);
-	if (ret < 0)
-		return ret;
+	a.rule = &nr;
+	ti = rule_tuple(&nr);
+	if (ti < NTUPLES) {
+		ret = tuple_add(t, ti, &nr, a.id, &a.rank);
+		if (ret)
+			return ret;
+	} else {
+		need = (uint64_t)rule_nentries(&nr) * NODES_PER_ENTRY;
+		if (need > pool_avail(&t->pool))
+			nc_trie_reclaim(t, 0);
+		if (need > pool_avail(&t->pool) && t->dq_len > 0)
+			nc_trie_reclaim(t, 1);
+		if (need > pool_avail(&t->pool))
+			return -ENOSPC;
+		ret = rule_foreach_entry(&nr, entry_check_dup, &a);
+		if (ret < 0)
+			return ret;
+		t->rules[a.id].u.full = malloc(sizeof(nr));
+		if (t->rules[a.id].u.full == NULL)
+			return -ENOSPC;
+		*t->rules[a.id].u.full = nr;
+		a.rank = next_rank(t, r->priority);
+		rule_foreach_entry(&nr, entry_insert, &a);
+		t->ntrie_rules++;
+	}
 	t->nfree_ids--;
-	a.rank = ((uint64_t)r->priority << SEQ_BITS) | (SEQ_MAX - t->seq);
 	t->seq++;
 	t->rules[a.id].rank = a.rank;
+	t->rules[a.id].tuple = (uint8_t)ti;
 	t->rules[a.id].used = 1;
-	rule_foreach_entry(&t->rules[a.id].rule, entry_insert, &a);
 	return (int)a.id;
 }
 
@@ -909,20 +1176,30 @@ entry_remove(void *arg, const struct entry *e)
 int
 nc_trie_delete(struct nc_trie *t, uint32_t id)
 {
+	struct rule_slot *sl;
 	struct add_ctx a;
+	uint64_t need;
 
 	if (t == NULL || id >= t->max_rules)
 		return -EINVAL;
-	if (!t->rules[id].used)
+	sl = &t->rules[id];
+	if (!sl->used)
 		return -ENOENT;
-	if (scratch_reserve(t, (uint64_t)rule_nentries(&t->rules[id].rule) * NODES_PER_ENTRY))
+	need = sl->tuple < NTUPLES ? 1 : (uint64_t)rule_nentries(sl->u.full) * NODES_PER_ENTRY;
+	if (scratch_reserve(t, need))
 		return -ENOMEM;
-	a.t = t;
-	a.id = id;
-	a.rank = t->rules[id].rank;
-	rule_foreach_entry(&t->rules[id].rule, entry_remove, &a);
+	if (sl->tuple < NTUPLES) {
+		tuple_delete(t, id);
+	} else {
+		a.t = t;
+		a.id = id;
+		a.rank = sl->rank;
+		rule_foreach_entry(sl->u.full, entry_remove, &a);
+		free(sl->u.full);
+		t->ntrie_rules--;
+	}
 	scratch_retire(t);
-	t->rules[id].used = 0;
+	sl->used = 0;
 	t->free_ids[t->nfree_ids++] = id;
 	nc_trie_reclaim(t, 0);
 	return 0;
@@ -935,7 +1212,10 @@ nc_trie_get_rule(const struct nc_trie *t, uint32_t id, struct nc_trie_rule *r)
 		return -EINVAL;
 	if (!t->rules[id].used)
 		return -ENOENT;
-	*r = t->rules[id].rule;
+	if (t->rules[id].tuple < NTUPLES)
+		entry_rule(t, id, r);
+	else
+		*r = *t->rules[id].u.full;
 	return 0;
 }
 
@@ -1000,28 +1280,139 @@ key_convert(const struct nc_trie_key *key, struct ikey *k)
 	k->lim[F_PROTO] = 8;
 }
 
+/* Chain heads of a table, or NULL before its first rule (published with release). */
+static inline const uint32_t *
+tuple_buckets(const struct tuple *tp)
+{
+	return __atomic_load_n(&tp->buckets, __ATOMIC_ACQUIRE);
+}
+
+static inline void
+tuple_probe(const struct nc_trie *t, uint32_t head, const uint64_t w[5], struct best *b)
+{
+	for (uint32_t idx = head; idx != NIL;) {
+		const struct tentry *e = &t->entries[idx];
+
+		if (e->rank > b->rank && words_eq(e->w, w)) {
+			b->rank = e->rank;
+			b->rule = e->rule;
+		}
+		idx = link_load(&e->next);
+	}
+}
+
+/* Per key state of a bulk lookup, between its phases. */
+struct lkey {
+	struct ikey k;
+	uint64_t wc[5], wl[5];     /* connected and listener words */
+	const struct tuple *tp;    /* this family's tables, or NULL: skip the front stage */
+	uint32_t hash[TUPLE_SHAPES];
+	uint32_t head[TUPLE_SHAPES];
+	unsigned int fam;
+};
+
+static inline bool
+lkey_init(const struct nc_trie *t, const struct nc_trie_key *key, struct lkey *l)
+{
+	if (key->family != NC_TRIE_AF_INET && key->family != NC_TRIE_AF_INET6)
+		return false;
+	key_convert(key, &l->k);
+	l->fam = key->family == NC_TRIE_AF_INET6;
+	l->tp = NULL;
+	/* Front-stage rules all name a dport: a key without ports cannot match them. */
+	if (key->flags & NC_TRIE_KEY_F_NOPORTS)
+		return true;
+	l->tp = &t->tuples[l->fam * TUPLE_SHAPES];
+	l->wc[0] = l->wl[0] = l->k.hi[F_DST];
+	l->wc[1] = l->wl[1] = l->k.lo[F_DST];
+	l->wc[2] = l->k.hi[F_SRC];
+	l->wc[3] = l->k.lo[F_SRC];
+	l->wl[2] = l->wl[3] = 0;
+	l->wc[4] = tuple_ports(key->proto, key->dport, key->sport);
+	l->wl[4] = tuple_ports(key->proto, key->dport, 0);
+	l->hash[TUPLE_CONNECTED] = tuple_hash(l->wc);
+	l->hash[TUPLE_LISTENER] = tuple_hash(l->wl);
+	return true;
+}
+
+/* Phase 1 of a bulk lookup: the bucket heads this key will read. */
+static inline void
+lkey_prefetch_buckets(const struct lkey *l)
+{
+	for (int i = 0; l->tp != NULL && i < TUPLE_SHAPES; i++) {
+		const uint32_t *bk = tuple_buckets(&l->tp[i]);
+
+		if (bk != NULL && rank_load(&l->tp[i].maxrank) != 0)
+			__builtin_prefetch(&bk[l->hash[i] & l->tp[i].mask]);
+	}
+}
+
+/* Phase 2: read the heads and prefetch the first entries. */
+static inline void
+lkey_load_heads(const struct nc_trie *t, struct lkey *l)
+{
+	for (int i = 0; l->tp != NULL && i < TUPLE_SHAPES; i++) {
+		const uint32_t *bk = tuple_buckets(&l->tp[i]);
+
+		l->head[i] = NIL;
+		if (bk == NULL || rank_load(&l->tp[i].maxrank) == 0)
+			continue;
+		l->head[i] = link_load(&bk[l->hash[i] & l->tp[i].mask]);
+		if (l->head[i] != NIL)
+			__builtin_prefetch(&t->entries[l->head[i]]);
+	}
+}
+
+/* Phase 3: probe the chains whose table can still win, then the trie. */
+static inline uint32_t
+lkey_finish(const struct nc_trie *t, const struct lkey *l)
+{
+	struct best b = { 0, NC_TRIE_NOMATCH };
+
+	for (int i = 0; l->tp != NULL && i < TUPLE_SHAPES; i++)
+		if (l->head[i] != NIL && rank_load(&l->tp[i].maxrank) > b.rank)
+			tuple_probe(t, l->head[i], i == TUPLE_LISTENER ? l->wl : l->wc, &b);
+	search(t, F_DST, link_load(&t->root[l->fam]), &l->k, &b);
+	return b.rule;
+}
+
 uint32_t
 nc_trie_lookup(const struct nc_trie *t, const struct nc_trie_key *key)
 {
-	struct ikey k;
-	struct best b = { 0, NC_TRIE_NOMATCH };
+	struct lkey l;
 
-	if (key->family != NC_TRIE_AF_INET && key->family != NC_TRIE_AF_INET6)
+	if (!lkey_init(t, key, &l))
 		return NC_TRIE_NOMATCH;
-	key_convert(key, &k);
-	search(t, F_DST, link_load(&t->root[key->family == NC_TRIE_AF_INET6]), &k, &b);
-	return b.rule;
+	lkey_load_heads(t, &l);
+	return lkey_finish(t, &l);
 }
+
+#define BULK_CHUNK 32
 
 unsigned int
 nc_trie_lookup_bulk(const struct nc_trie *t, const struct nc_trie_key *keys, uint32_t *results,
 		    unsigned int n)
 {
+	struct lkey l[BULK_CHUNK];
+	bool ok[BULK_CHUNK];
 	unsigned int hits = 0;
 
-	for (unsigned int i = 0; i < n; i++) {
-		results[i] = nc_trie_lookup(t, &keys[i]);
-		hits += results[i] != NC_TRIE_NOMATCH;
+	for (unsigned int base = 0; base < n; base += BULK_CHUNK) {
+		unsigned int m = n - base < BULK_CHUNK ? n - base : BULK_CHUNK;
+
+		/* Each phase's memory misses overlap across the chunk's keys. */
+		for (unsigned int i = 0; i < m; i++) {
+			ok[i] = lkey_init(t, &keys[base + i], &l[i]);
+			if (ok[i])
+				lkey_prefetch_buckets(&l[i]);
+		}
+		for (unsigned int i = 0; i < m; i++)
+			if (ok[i])
+				lkey_load_heads(t, &l[i]);
+		for (unsigned int i = 0; i < m; i++) {
+			results[base + i] = ok[i] ? lkey_finish(t, &l[i]) : NC_TRIE_NOMATCH;
+			hits += results[base + i] != NC_TRIE_NOMATCH;
+		}
 	}
 	return hits;
 }
@@ -1035,11 +1426,19 @@ nc_trie_get_stats(const struct nc_trie *t, struct nc_trie_stats *s)
 		return -EINVAL;
 	memset(s, 0, sizeof(*s));
 	s->rules = t->max_rules - t->nfree_ids;
+	s->exact_rules = s->rules - t->ntrie_rules;
 	s->nodes = t->pool.hwm - 1 - t->pool.nfree;
 	s->deferred = t->dq_len;
 	s->bytes = sizeof(*t) + (uint64_t)t->pool.hwm * sizeof(struct node) +
+		   (uint64_t)t->ent_hwm * sizeof(struct tentry) +
+		   (uint64_t)t->ntrie_rules * sizeof(struct nc_trie_rule) +
 		   (uint64_t)t->max_rules * (sizeof(*t->rules) + sizeof(*t->free_ids)) +
 		   (uint64_t)t->dq_cap * sizeof(*t->dq) + (uint64_t)t->scratch_cap * sizeof(uint32_t);
+	for (unsigned int i = 0; i < NTUPLES; i++)
+		if (t->tuples[i].buckets != NULL) {
+			s->tuples++;
+			s->bytes += ((uint64_t)t->tuples[i].mask + 1) * sizeof(uint32_t);
+		}
 	return 0;
 }
 
@@ -1098,8 +1497,14 @@ nc_trie_dump(const struct nc_trie *t, FILE *f)
 	if (t == NULL || f == NULL)
 		return -EINVAL;
 	nc_trie_get_stats(t, &s);
-	fprintf(f, "nc_trie %s: %u rules, %u nodes, %" PRIu64 " bytes, %u deferred\n", t->name,
-		s.rules, s.nodes, s.bytes, s.deferred);
+	fprintf(f, "nc_trie %s: %u rules (%u exact), %u nodes, %" PRIu64 " bytes, %u deferred\n",
+		t->name, s.rules, s.exact_rules, s.nodes, s.bytes, s.deferred);
+	for (unsigned int i = 0; i < NTUPLES; i++)
+		if (t->tuples[i].buckets != NULL)
+			fprintf(f, "exact table %s %s: %u rules, %u buckets\n",
+				i / TUPLE_SHAPES ? "ipv6" : "ipv4",
+				i % TUPLE_SHAPES == TUPLE_CONNECTED ? "connected" : "listener",
+				t->tuples[i].count, t->tuples[i].mask + 1);
 	for (unsigned int fam = 0; fam < 2; fam++) {
 		fprintf(f, "%s:\n", fam ? "ipv6" : "ipv4");
 		dump_trie(t, f, t->root[fam], 1, fam);

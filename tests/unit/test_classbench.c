@@ -258,6 +258,33 @@ START_TEST(bench_classify)
 }
 END_TEST
 
+/* nctrie-bench perf runs, agrees with the scan, and prints the contract's fields (no timing). */
+START_TEST(bench_perf_smoke)
+{
+	const char *bench = getenv("NCTRIE_BENCH");
+	char path[512], cmd[2048];
+
+	ck_assert_ptr_nonnull(bench);
+	set_path(path, sizeof(path), "fw1_1k");
+	snprintf(cmd, sizeof(cmd),
+		 "cd %s && '%s' perf --synthetic socket:2000 --packets 4096 --updates 200 --burst 32 "
+		 "--json > perf.json && '%s' perf --rules '%s' --packets 4096 --updates 200 "
+		 "--acl-rebuilds 1 --burst 1 --json >> perf.json && test $(wc -l < perf.json) -eq 6 && "
+		 "! grep -v '\"mismatches\": 0,' perf.json && "
+		 "for f in classifier variant workload rules burst lookup_ns build_ms update_median_ns "
+		 "update_p99_ns memory_bytes mismatches; do "
+		 "test $(grep -c \"\\\"$f\\\": \" perf.json) -eq 6 || exit 1; done && "
+		 "grep -q '\"classifier\": \"rte_acl\"' perf.json && "
+		 "grep -q '\"classifier\": \"linear\"' perf.json",
+		 tmpdir, bench, bench, path);
+	ck_assert_int_eq(run(cmd), 0);
+	snprintf(cmd, sizeof(cmd), "'%s' perf --synthetic bogus:3 2>/dev/null", bench);
+	ck_assert_int_eq(run(cmd), 2);
+	snprintf(cmd, sizeof(cmd), "'%s' perf --synthetic socket:100 --burst 7 2>/dev/null", bench);
+	ck_assert_int_eq(run(cmd), 2);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -279,6 +306,7 @@ main(void)
 	tcase_set_timeout(tc, 600);
 	tcase_add_loop_test(tc, shipped_sets, 0, 12);
 	tcase_add_loop_test(tc, bench_classify, 0, 6);
+	tcase_add_test(tc, bench_perf_smoke);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

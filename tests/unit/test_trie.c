@@ -111,6 +111,14 @@ add_ok(struct nc_trie *t, struct nc_trie_rule r)
 	return id;
 }
 
+/* Rules compare by what they say, not by their padding bytes. */
+#define ck_assert_rule_eq(a, b) do { \
+		char fa_[256], fb_[256]; \
+		nc_trie_rule_format((a), fa_, sizeof(fa_)); \
+		nc_trie_rule_format((b), fb_, sizeof(fb_)); \
+		ck_assert_str_eq(fa_, fb_); \
+	} while (0)
+
 #define LOOKUP(t, ...) ({ struct nc_trie_key k_ = K(__VA_ARGS__); nc_trie_lookup((t), &k_); })
 
 /* ---- semantics ---------------------------------------------------------- */
@@ -299,6 +307,66 @@ START_TEST(proto_and_host_bits)
 	int pm = add_ok(t, r);
 	ck_assert_uint_eq(LOOKUP(t, "10.0.0.1", "1.1.1.1", 0x1f, 1, 1), pm);
 	ck_assert_uint_eq(LOOKUP(t, "10.0.0.1", "1.1.1.1", 0x20, 1, 1), id);
+	nc_trie_free(t);
+}
+END_TEST
+
+/* Connected and listener rules live in the front stage; priorities still decide. */
+START_TEST(front_stage)
+{
+	struct nc_trie *t = mk(16);
+	struct nc_trie_rule conn = R("192.0.2.1/32", "198.51.100.7/32", IPPROTO_TCP, P(80, 80), 2);
+	struct nc_trie_rule lis = R("192.0.2.1/32", NULL, IPPROTO_TCP, P(80, 80), 1), back;
+	struct nc_trie_stats st;
+	int c, l, w;
+
+	conn.sport = P(40000, 40000);
+	c = add_ok(t, conn);
+	l = add_ok(t, lis);
+	ck_assert_int_eq(nc_trie_get_stats(t, &st), 0);
+	ck_assert_uint_eq(st.exact_rules, 2);
+	ck_assert_uint_eq(st.tuples, 2);
+	ck_assert_uint_eq(st.nodes, 0);
+	ck_assert_uint_eq(LOOKUP(t, "192.0.2.1", "198.51.100.7", IPPROTO_TCP, 40000, 80), c);
+	ck_assert_uint_eq(LOOKUP(t, "192.0.2.1", "198.51.100.7", IPPROTO_TCP, 40001, 80), l);
+	ck_assert_uint_eq(LOOKUP(t, "192.0.2.1", "198.51.100.8", IPPROTO_TCP, 40000, 80), l);
+	ck_assert_uint_eq(LOOKUP(t, "192.0.2.1", "198.51.100.7", IPPROTO_UDP, 40000, 80),
+			  NC_TRIE_NOMATCH);
+	ck_assert_int_eq(nc_trie_add(t, &conn), -EEXIST);
+	ck_assert_int_eq(nc_trie_add(t, &lis), -EEXIST);
+	/* The same rule read back, ports as ranges. */
+	ck_assert_int_eq(nc_trie_get_rule(t, (uint32_t)c, &back), 0);
+	ck_assert_rule_eq(&back, &conn);
+	ck_assert_int_eq(nc_trie_get_rule(t, (uint32_t)l, &back), 0);
+	ck_assert_rule_eq(&back, &lis);
+	/* A wider trie rule of higher priority beats both; removed, they are back. */
+	w = add_ok(t, R("192.0.2.0/24", NULL, IPPROTO_TCP, ANY, 3));
+	ck_assert_uint_eq(LOOKUP(t, "192.0.2.1", "198.51.100.7", IPPROTO_TCP, 40000, 80), w);
+	ck_assert_int_eq(nc_trie_delete(t, (uint32_t)w), 0);
+	ck_assert_uint_eq(LOOKUP(t, "192.0.2.1", "198.51.100.7", IPPROTO_TCP, 40000, 80), c);
+	/* A listener of higher priority than the connected socket wins. */
+	lis.priority = 5;
+	int l5 = add_ok(t, lis);
+	ck_assert_uint_eq(LOOKUP(t, "192.0.2.1", "198.51.100.7", IPPROTO_TCP, 40000, 80), l5);
+	/* A key without ports (a fragment) never matches them. */
+	struct nc_trie_key k = K("192.0.2.1", "198.51.100.7", IPPROTO_TCP, 40000, 80);
+	k.flags = NC_TRIE_KEY_F_NOPORTS;
+	ck_assert_uint_eq(nc_trie_lookup(t, &k), NC_TRIE_NOMATCH);
+	ck_assert_int_eq(nc_trie_delete(t, (uint32_t)l5), 0);
+	ck_assert_int_eq(nc_trie_delete(t, (uint32_t)l), 0);
+	ck_assert_int_eq(nc_trie_delete(t, (uint32_t)l), -ENOENT);
+	ck_assert_uint_eq(LOOKUP(t, "192.0.2.1", "198.51.100.8", IPPROTO_TCP, 40000, 80),
+			  NC_TRIE_NOMATCH);
+	ck_assert_uint_eq(LOOKUP(t, "192.0.2.1", "198.51.100.7", IPPROTO_TCP, 40000, 80), c);
+	/* IPv6 connected socket. */
+	struct nc_trie_rule c6 = R("2001:db8::1/128", "2001:db8::2/128", IPPROTO_UDP, P(53, 53), 1);
+	c6.sport = P(5353, 5353);
+	int i6 = add_ok(t, c6);
+	ck_assert_uint_eq(LOOKUP(t, "2001:db8::1", "2001:db8::2", IPPROTO_UDP, 5353, 53), i6);
+	ck_assert_uint_eq(LOOKUP(t, "2001:db8::1", "2001:db8::3", IPPROTO_UDP, 5353, 53),
+			  NC_TRIE_NOMATCH);
+	ck_assert_int_eq(nc_trie_get_rule(t, (uint32_t)i6, &back), 0);
+	ck_assert_rule_eq(&back, &c6);
 	nc_trie_free(t);
 }
 END_TEST
@@ -533,12 +601,41 @@ rand_port(const struct world *w, struct nc_trie_port *p, uint64_t *s)
 	}
 }
 
+/* netchanneld's common shapes, which take the exact-match front stage. */
+static void
+rand_socket_rule(const struct world *w, struct nc_trie_rule *r, uint64_t *s)
+{
+	unsigned int width;
+
+	memset(r, 0, sizeof(*r));
+	r->family = nc_rand(s) % 3 ? NC_TRIE_AF_INET : NC_TRIE_AF_INET6;
+	width = r->family == NC_TRIE_AF_INET6 ? 128 : 32;
+	near_addr(w, r->family, &r->dst, s);
+	r->dst_len = (uint8_t)width;
+	r->proto = nc_rand(s) % 2 ? IPPROTO_TCP : IPPROTO_UDP;
+	r->proto_mask = 0xff;
+	r->dport = P(w->ports[nc_rand(s) % 8], 0);
+	r->dport.hi = r->dport.lo;
+	if (nc_rand(s) % 2) {
+		near_addr(w, r->family, &r->src, s);
+		r->src_len = (uint8_t)width;
+		r->sport = nc_rand(s) % 2 ? P(w->ports[nc_rand(s) % 8], 0) : PM((uint16_t)nc_rand(s), 0xffff);
+		if (r->sport.kind == NC_TRIE_PORT_RANGE)
+			r->sport.hi = r->sport.lo;
+	}
+	r->priority = (uint32_t)(nc_rand(s) % 8);
+}
+
 static void
 rand_rule(const struct world *w, struct nc_trie_rule *r, uint64_t *s)
 {
 	static const uint8_t protos[] = { IPPROTO_TCP, IPPROTO_UDP, IPPROTO_SCTP, IPPROTO_ICMP };
 	unsigned int fam = nc_rand(s) % 10;
 
+	if (nc_rand(s) % 10 < 3) {
+		rand_socket_rule(w, r, s);
+		return;
+	}
 	memset(r, 0, sizeof(*r));
 	r->family = fam < 5 ? NC_TRIE_AF_INET : fam < 8 ? NC_TRIE_AF_INET6 : NC_TRIE_AF_ANY;
 	if (r->family != NC_TRIE_AF_ANY) {
@@ -881,6 +978,7 @@ trie_suite(void)
 	tcase_add_test(tc, ipv6_prefixes);
 	tcase_add_test(tc, no_ports);
 	tcase_add_test(tc, proto_and_host_bits);
+	tcase_add_test(tc, front_stage);
 	tcase_add_test(tc, bulk_matches_single);
 	suite_add_tcase(s, tc);
 

@@ -1,0 +1,757 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * nctrie-bench perf: nctrie, rte_acl and a linear scan on the same rules and
+ * packets, in one run.
+ *
+ * Lookup: ns/packet at bursts 1, 32 and 64 (median of 5 timed passes of at
+ * least 100 ms). Build: time to load every rule. Update: one rule added and
+ * removed; nctrie and the scan time each operation (10,000 pairs by default;
+ * nctrie with a reader thread looking up on the other core), rte_acl can only
+ * rebuild, so each of its updates is a full build of n + 1 rules. Memory:
+ * nctrie's own count, rte_acl's growth of the DPDK heap, the scan's array.
+ * Answers are compared with the linear scan (mismatches).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <arpa/inet.h>
+
+#include <rte_acl.h>
+#include <rte_cycles.h>
+#include <rte_eal.h>
+#include <rte_launch.h>
+#include <rte_lcore.h>
+#include <rte_malloc.h>
+#include <rte_rcu_qsbr.h>
+
+#include "bench.h"
+#include "nc_trie_tools.h"
+
+#define MEASURE_PASSES 5
+#define MIN_PASS_NS 100000000.0
+#define LINEAR_MAX_RULES 10000
+#define LINEAR_SAMPLE 4096
+
+static const unsigned int bursts[] = { 1, 32, 64 };
+static bool burst_on[3] = { true, true, true };
+
+struct workload {
+	char name[64];
+	struct nc_trie_rule *rules;
+	uint32_t nrules;
+	struct nc_trie_key *keys;
+	uint32_t nkeys;
+	uint64_t seed;
+};
+
+struct result {
+	const char *classifier;
+	const char *variant;
+	double lookup_ns[3];
+	double build_ms;
+	double update_median_ns, update_p99_ns;
+	unsigned int updates;
+	uint64_t memory_bytes;
+	uint64_t mismatches, checked;
+	bool ran;
+};
+
+static double
+now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
+
+static int
+cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double
+percentile(double *v, unsigned int n, double p)
+{
+	unsigned int i;
+
+	qsort(v, n, sizeof(*v), cmp_double);
+	i = (unsigned int)(p * (n - 1) + 0.5);
+	return v[i];
+}
+
+/* ---- the synthetic "socket" workload ------------------------------------ */
+
+/*
+ * netchanneld's own shape: 90% exact 5-tuples (connected sockets), 10%
+ * listeners (dst, dport, proto). Exact rules rank above listeners, as a
+ * connected socket does. Packets: 80% exact hits, 15% listener hits, 5% misses.
+ */
+static int
+gen_socket(struct workload *w, uint32_t n, uint32_t npkts)
+{
+	uint32_t nl = n / 10, ne = n - nl;
+	uint64_t s = w->seed;
+
+	w->rules = calloc(n, sizeof(*w->rules));
+	w->keys = calloc(npkts, sizeof(*w->keys));
+	if (w->rules == NULL || w->keys == NULL)
+		return -ENOMEM;
+	w->nrules = n;
+	w->nkeys = npkts;
+	for (uint32_t i = 0; i < n; i++) {
+		struct nc_trie_rule *r = &w->rules[i];
+
+		r->family = NC_TRIE_AF_INET;
+		r->proto = nc_rand(&s) % 2 ? 6 : 17;
+		r->proto_mask = 0xff;
+		/* 256 local addresses in 10.0.0.0/16. */
+		r->dst.v4 = htonl(0x0a000000u | (uint32_t)(nc_rand(&s) % 256) << 8 | 1);
+		r->dst_len = 32;
+		r->dport.kind = NC_TRIE_PORT_RANGE;
+		r->dport.lo = r->dport.hi = (uint16_t)(1 + nc_rand(&s) % 65535);
+		if (i < ne) {
+			r->src.v4 = (uint32_t)nc_rand(&s);
+			r->src_len = 32;
+			r->sport.kind = NC_TRIE_PORT_RANGE;
+			r->sport.lo = r->sport.hi = (uint16_t)(1 + nc_rand(&s) % 65535);
+		}
+		r->priority = n - 1 - i;
+	}
+	for (uint32_t i = 0; i < npkts; i++) {
+		struct nc_trie_key *k = &w->keys[i];
+		unsigned int c = (unsigned int)(nc_rand(&s) % 100);
+
+		if (c < 80 && ne > 0) {
+			nc_key_inside(&w->rules[nc_rand(&s) % ne], k, &s);
+		} else if (c < 95 && nl > 0) {
+			nc_key_inside(&w->rules[ne + nc_rand(&s) % nl], k, &s);
+		} else {
+			memset(k, 0, sizeof(*k));
+			k->family = NC_TRIE_AF_INET;
+			k->proto = 17;
+			k->dst.v4 = htonl(0x0b000000u | (uint32_t)(nc_rand(&s) & 0xffffff));
+			k->src.v4 = (uint32_t)nc_rand(&s);
+			k->sport = (uint16_t)nc_rand(&s);
+			k->dport = (uint16_t)nc_rand(&s);
+		}
+	}
+	return 0;
+}
+
+/* A rule of the workload's shape for the update test, at a priority no other rule has. */
+static void
+update_rule(const struct workload *w, struct nc_trie_rule *r, uint64_t *s, uint32_t i)
+{
+	*r = w->rules[nc_rand(s) % w->nrules];
+	if (r->src_len == 32)
+		r->src.v4 = (uint32_t)nc_rand(s);
+	r->priority = w->nrules + i % (NC_TRIE_PRIO_MAX - w->nrules);
+}
+
+/* ---- nctrie ------------------------------------------------------------- */
+
+struct reader_arg {
+	const struct nc_trie *t;
+	const struct nc_trie_key *keys;
+	uint32_t nkeys;
+	struct rte_rcu_qsbr *v;
+	volatile int stop;
+	uint64_t lookups;
+};
+
+static int
+reader_main(void *p)
+{
+	struct reader_arg *a = p;
+	uint32_t res[32], pos = 0;
+
+	rte_rcu_qsbr_thread_register(a->v, 0);
+	rte_rcu_qsbr_thread_online(a->v, 0);
+	while (!a->stop) {
+		if (pos + 32 > a->nkeys)
+			pos = 0;
+		nc_trie_lookup_bulk(a->t, a->keys + pos, res, 32);
+		pos += 32;
+		a->lookups += 32;
+		rte_rcu_qsbr_quiescent(a->v, 0);
+	}
+	rte_rcu_qsbr_thread_offline(a->v, 0);
+	rte_rcu_qsbr_thread_unregister(a->v, 0);
+	return 0;
+}
+
+/* Classify keys [i, i + burst) of a classifier's input. */
+typedef void (*burst_fn)(const void *ctx, uint32_t i, unsigned int burst, uint32_t *res);
+
+/* Median ns/packet over MEASURE_PASSES passes of at least MIN_PASS_NS each. */
+static double
+time_bursts(burst_fn fn, const void *ctx, uint32_t n, unsigned int burst)
+{
+	double pass[MEASURE_PASSES];
+	uint32_t res[64];
+
+	for (unsigned int p = 0; p < MEASURE_PASSES; p++) {
+		double t0 = now_ns(), el;
+		uint64_t cnt = 0;
+
+		do {
+			for (uint32_t i = 0; i + burst <= n; i += burst)
+				fn(ctx, i, burst, res);
+			cnt += n / burst * burst;
+			el = now_ns() - t0;
+		} while (el < MIN_PASS_NS);
+		pass[p] = el / (double)cnt;
+	}
+	return percentile(pass, MEASURE_PASSES, 0.5);
+}
+
+struct nctrie_input {
+	const struct nc_trie *t;
+	const struct nc_trie_key *keys;
+};
+
+static void
+nctrie_burst(const void *ctx, uint32_t i, unsigned int burst, uint32_t *res)
+{
+	const struct nctrie_input *in = ctx;
+
+	nc_trie_lookup_bulk(in->t, &in->keys[i], res, burst);
+}
+
+static int
+run_nctrie(const struct workload *w, struct result *r, uint32_t *answers, unsigned int updates)
+{
+	struct nc_trie_stats st;
+	struct reader_arg ra = { 0 };
+	unsigned int reader_lcore = rte_get_next_lcore(rte_lcore_id(), 1, 0);
+	double t0, *lat;
+	struct nc_trie *t;
+	uint64_t s = w->seed ^ 0x55;
+	size_t vsz;
+
+	r->classifier = "nctrie";
+	r->variant = "";
+	t0 = now_ns();
+	t = bench_build_trie(w->rules, w->nrules, 16);
+	if (t == NULL)
+		return -1;
+	r->build_ms = (now_ns() - t0) / 1e6;
+	nc_trie_get_stats(t, &st);
+	r->memory_bytes = st.bytes;
+	nc_trie_lookup_bulk(t, w->keys, answers, w->nkeys);
+	for (unsigned int b = 0; b < 3; b++)
+		if (burst_on[b])
+			r->lookup_ns[b] = time_bursts(nctrie_burst,
+				&(struct nctrie_input){ t, w->keys }, w->nkeys, bursts[b]);
+
+	/* Updates, with a reader on another core when there is one. */
+	vsz = rte_rcu_qsbr_get_memsize(1);
+	ra.v = rte_zmalloc("bench_qsbr", vsz, RTE_CACHE_LINE_SIZE);
+	lat = malloc(2 * (updates ? updates : 1) * sizeof(*lat));
+	if (ra.v == NULL || lat == NULL || rte_rcu_qsbr_init(ra.v, 1) != 0) {
+		fprintf(stderr, "nctrie-bench: out of memory for the update test\n");
+		nc_trie_free(t);
+		return -1;
+	}
+	nc_trie_rcu_qsbr_add(t, ra.v);
+	ra.t = t;
+	ra.keys = w->keys;
+	ra.nkeys = w->nkeys;
+	if (reader_lcore < RTE_MAX_LCORE)
+		rte_eal_remote_launch(reader_main, &ra, reader_lcore);
+	for (unsigned int i = 0; i < updates; i++) {
+		struct nc_trie_rule nr;
+		uint64_t c0, c1, c2;
+		int id;
+
+		update_rule(w, &nr, &s, i);
+		c0 = rte_rdtsc_precise();
+		id = nc_trie_add(t, &nr);
+		c1 = rte_rdtsc_precise();
+		if (id < 0 || nc_trie_delete(t, (uint32_t)id) != 0) {
+			fprintf(stderr, "nctrie-bench: update %u failed: %s\n", i, strerror(-id));
+			break;
+		}
+		c2 = rte_rdtsc_precise();
+		lat[2 * i] = (double)(c1 - c0) * 1e9 / (double)rte_get_tsc_hz();
+		lat[2 * i + 1] = (double)(c2 - c1) * 1e9 / (double)rte_get_tsc_hz();
+	}
+	ra.stop = 1;
+	if (reader_lcore < RTE_MAX_LCORE)
+		rte_eal_wait_lcore(reader_lcore);
+	r->updates = updates;
+	if (updates) {
+		r->update_p99_ns = percentile(lat, 2 * updates, 0.99);
+		r->update_median_ns = percentile(lat, 2 * updates, 0.5);
+	}
+	free(lat);
+	nc_trie_rcu_qsbr_add(t, NULL);
+	rte_free(ra.v);
+	nc_trie_free(t);
+	r->ran = true;
+	return 0;
+}
+
+/* ---- rte_acl ------------------------------------------------------------ */
+
+/* The IPv4 5-tuple as rte_acl reads it: network byte order, ports in one 4-byte group. */
+struct acl_key {
+	uint8_t proto;
+	uint32_t src;
+	uint32_t dst;
+	uint16_t sport;
+	uint16_t dport;
+};
+
+RTE_ACL_RULE_DEF(acl5_rule, 5);
+
+static const struct rte_acl_field_def acl_defs[5] = {
+	{ .type = RTE_ACL_FIELD_TYPE_BITMASK, .size = 1, .field_index = 0, .input_index = 0,
+	  .offset = offsetof(struct acl_key, proto) },
+	{ .type = RTE_ACL_FIELD_TYPE_MASK, .size = 4, .field_index = 1, .input_index = 1,
+	  .offset = offsetof(struct acl_key, src) },
+	{ .type = RTE_ACL_FIELD_TYPE_MASK, .size = 4, .field_index = 2, .input_index = 2,
+	  .offset = offsetof(struct acl_key, dst) },
+	{ .type = RTE_ACL_FIELD_TYPE_RANGE, .size = 2, .field_index = 3, .input_index = 3,
+	  .offset = offsetof(struct acl_key, sport) },
+	{ .type = RTE_ACL_FIELD_TYPE_RANGE, .size = 2, .field_index = 4, .input_index = 3,
+	  .offset = offsetof(struct acl_key, dport) },
+};
+
+static void
+acl_port(const struct nc_trie_port *p, struct rte_acl_field *f)
+{
+	uint16_t lo = 0, hi = UINT16_MAX;
+
+	if (p->kind == NC_TRIE_PORT_RANGE) {
+		lo = p->lo;
+		hi = p->hi;
+	} else if (p->kind == NC_TRIE_PORT_MASK) {
+		lo = p->lo & p->hi;
+		hi = lo | (uint16_t)~p->hi;
+	}
+	f->value.u16 = lo;
+	f->mask_range.u16 = hi;
+}
+
+static void
+acl_rule(const struct nc_trie_rule *r, uint32_t idx, uint32_t prio, struct acl5_rule *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->data.category_mask = 1;
+	a->data.priority = (int32_t)prio;
+	a->data.userdata = idx + 1;
+	a->field[0].value.u8 = r->proto & r->proto_mask;
+	a->field[0].mask_range.u8 = r->proto_mask;
+	a->field[1].value.u32 = ntohl(r->src.v4);
+	a->field[1].mask_range.u32 = r->src_len;
+	a->field[2].value.u32 = ntohl(r->dst.v4);
+	a->field[2].mask_range.u32 = r->dst_len;
+	acl_port(&r->sport, &a->field[3]);
+	acl_port(&r->dport, &a->field[4]);
+}
+
+/* Build a context of the workload's rules (plus an optional extra one). */
+static struct rte_acl_ctx *
+acl_build(const struct workload *w, const struct acl5_rule *rules, const struct acl5_rule *extra,
+	  unsigned int gen)
+{
+	char name[RTE_ACL_NAMESIZE];
+	struct rte_acl_param prm = {
+		.name = name, .socket_id = SOCKET_ID_ANY, .rule_size = RTE_ACL_RULE_SZ(5),
+		.max_rule_num = w->nrules + 1,
+	};
+	struct rte_acl_config cfg = { .num_categories = 1, .num_fields = 5 };
+	struct rte_acl_ctx *ctx;
+	int ret;
+
+	snprintf(name, sizeof(name), "bench%u", gen);
+	memcpy(cfg.defs, acl_defs, sizeof(acl_defs));
+	ctx = rte_acl_create(&prm);
+	if (ctx == NULL) {
+		fprintf(stderr, "nctrie-bench: rte_acl_create: %s\n", rte_strerror(rte_errno));
+		return NULL;
+	}
+	ret = rte_acl_add_rules(ctx, (const struct rte_acl_rule *)rules, w->nrules);
+	if (ret == 0 && extra != NULL)
+		ret = rte_acl_add_rules(ctx, (const struct rte_acl_rule *)extra, 1);
+	if (ret == 0)
+		ret = rte_acl_build(ctx, &cfg);
+	if (ret != 0) {
+		fprintf(stderr, "nctrie-bench: rte_acl build: %s\n", strerror(-ret));
+		rte_acl_free(ctx);
+		return NULL;
+	}
+	return ctx;
+}
+
+struct acl_input {
+	const struct rte_acl_ctx *ctx;
+	const uint8_t **data;
+};
+
+static void
+acl_burst(const void *ctx, uint32_t i, unsigned int burst, uint32_t *res)
+{
+	const struct acl_input *in = ctx;
+
+	rte_acl_classify(in->ctx, &in->data[i], res, burst, 1);
+}
+
+static uint64_t
+heap_bytes(void)
+{
+	struct rte_malloc_socket_stats st;
+	uint64_t total = 0;
+
+	for (unsigned int i = 0; i < rte_socket_count(); i++)
+		if (rte_malloc_get_socket_stats(rte_socket_id_by_idx(i), &st) == 0)
+			total += st.heap_allocsz_bytes;
+	return total;
+}
+
+static int
+run_acl(const struct workload *w, struct result *r, uint32_t *answers, unsigned int rebuilds)
+{
+	static const struct {
+		enum rte_acl_classify_alg alg;
+		const char *name;
+	} algs[] = {
+		{ RTE_ACL_CLASSIFY_AVX512X32, "avx512x32" }, { RTE_ACL_CLASSIFY_AVX512X16, "avx512x16" },
+		{ RTE_ACL_CLASSIFY_AVX2, "avx2" }, { RTE_ACL_CLASSIFY_SSE, "sse" },
+		{ RTE_ACL_CLASSIFY_SCALAR, "scalar" },
+	};
+	struct acl5_rule *rules = malloc(w->nrules * sizeof(*rules));
+	struct acl_key *keys = malloc(w->nkeys * sizeof(*keys));
+	const uint8_t **data = malloc(w->nkeys * sizeof(*data));
+	double t0, best = 0, *lat;
+	struct rte_acl_ctx *ctx;
+	uint64_t heap0, s = w->seed ^ 0xaa;
+	int ret = -1;
+
+	r->classifier = "rte_acl";
+	if (rules == NULL || keys == NULL || data == NULL)
+		goto out;
+	for (uint32_t i = 0; i < w->nrules; i++)
+		acl_rule(&w->rules[i], i, w->nrules - i, &rules[i]);
+	for (uint32_t i = 0; i < w->nkeys; i++) {
+		const struct nc_trie_key *k = &w->keys[i];
+
+		memset(&keys[i], 0, sizeof(keys[i]));
+		keys[i].proto = k->proto;
+		keys[i].src = k->src.v4;
+		keys[i].dst = k->dst.v4;
+		keys[i].sport = htons(k->sport);
+		keys[i].dport = htons(k->dport);
+		data[i] = (const uint8_t *)&keys[i];
+	}
+	heap0 = heap_bytes();
+	t0 = now_ns();
+	ctx = acl_build(w, rules, NULL, 0);
+	if (ctx == NULL)
+		goto out;
+	r->build_ms = (now_ns() - t0) / 1e6;
+	r->memory_bytes = heap_bytes() - heap0;
+
+	/* Its best path on this CPU, by measurement at burst 32. */
+	for (unsigned int a = 0; a < RTE_DIM(algs); a++) {
+		double ns;
+
+		if (rte_acl_set_ctx_classify(ctx, algs[a].alg) != 0)
+			continue;
+		ns = time_bursts(acl_burst, &(struct acl_input){ ctx, data }, w->nkeys, 32);
+		if (best == 0 || ns < best) {
+			best = ns;
+			r->variant = algs[a].name;
+		}
+	}
+	for (unsigned int a = 0; a < RTE_DIM(algs); a++)
+		if (strcmp(algs[a].name, r->variant) == 0)
+			rte_acl_set_ctx_classify(ctx, algs[a].alg);
+	for (unsigned int b = 0; b < 3; b++)
+		if (burst_on[b])
+			r->lookup_ns[b] = time_bursts(acl_burst, &(struct acl_input){ ctx, data },
+						      w->nkeys, bursts[b]);
+	for (uint32_t i = 0; i + 64 <= w->nkeys; i += 64)
+		rte_acl_classify(ctx, &data[i], &answers[i], 64, 1);
+	if (w->nkeys % 64)
+		rte_acl_classify(ctx, &data[w->nkeys / 64 * 64], &answers[w->nkeys / 64 * 64],
+				 w->nkeys % 64, 1);
+	for (uint32_t i = 0; i < w->nkeys; i++)
+		answers[i] = answers[i] ? answers[i] - 1 : NC_TRIE_NOMATCH;
+	rte_acl_free(ctx);
+
+	/* An update is a rebuild of every rule plus the new one. */
+	lat = malloc((rebuilds ? rebuilds : 1) * sizeof(*lat));
+	for (unsigned int i = 0; lat != NULL && i < rebuilds; i++) {
+		struct nc_trie_rule nr;
+		struct acl5_rule extra;
+
+		update_rule(w, &nr, &s, i);
+		acl_rule(&nr, w->nrules, w->nrules + 1, &extra);
+		t0 = now_ns();
+		ctx = acl_build(w, rules, &extra, i + 1);
+		lat[i] = now_ns() - t0;
+		rte_acl_free(ctx);
+	}
+	r->updates = rebuilds;
+	if (lat != NULL && rebuilds) {
+		r->update_p99_ns = percentile(lat, rebuilds, 0.99);
+		r->update_median_ns = percentile(lat, rebuilds, 0.5);
+	}
+	free(lat);
+	r->ran = true;
+	ret = 0;
+out:
+	free(data);
+	free(keys);
+	free(rules);
+	return ret;
+}
+
+/* ---- linear scan -------------------------------------------------------- */
+
+static int
+run_linear(const struct workload *w, struct result *r, uint32_t *answers, uint32_t nanswer,
+	   unsigned int updates, bool timed)
+{
+	struct nc_linear *l = nc_linear_create(w->nrules + 1);
+	uint64_t s = w->seed ^ 0x77;
+	double t0, *lat;
+
+	r->classifier = "linear";
+	r->variant = "";
+	if (l == NULL)
+		return -1;
+	t0 = now_ns();
+	for (uint32_t i = 0; i < w->nrules; i++)
+		nc_linear_add(l, i, &w->rules[i]);
+	r->build_ms = (now_ns() - t0) / 1e6;
+	r->memory_bytes = (uint64_t)(w->nrules + 1) * (sizeof(struct nc_trie_rule) + 13);
+	for (uint32_t i = 0; i < nanswer; i++)
+		answers[i] = nc_linear_lookup(l, &w->keys[i]);
+	if (timed) {
+		/* One pass over a sample is enough: a scan's cost does not depend on bursts. */
+		uint32_t n = w->nkeys < 20000 ? w->nkeys : 20000;
+
+		t0 = now_ns();
+		for (uint32_t i = 0; i < n; i++)
+			answers[i] = nc_linear_lookup(l, &w->keys[i]);
+		for (unsigned int b = 0; b < 3; b++)
+			r->lookup_ns[b] = (now_ns() - t0) / n;
+		lat = malloc(2 * (updates ? updates : 1) * sizeof(*lat));
+		for (unsigned int i = 0; lat != NULL && i < updates; i++) {
+			struct nc_trie_rule nr;
+			double a, b, c;
+
+			update_rule(w, &nr, &s, i);
+			a = now_ns();
+			nc_linear_add(l, w->nrules, &nr);
+			b = now_ns();
+			nc_linear_delete(l, w->nrules);
+			c = now_ns();
+			lat[2 * i] = b - a;
+			lat[2 * i + 1] = c - b;
+		}
+		r->updates = updates;
+		if (lat != NULL && updates) {
+			r->update_p99_ns = percentile(lat, 2 * updates, 0.99);
+			r->update_median_ns = percentile(lat, 2 * updates, 0.5);
+		}
+		free(lat);
+		r->ran = true;
+	}
+	nc_linear_free(l);
+	return 0;
+}
+
+/* ---- driver ------------------------------------------------------------- */
+
+static void
+print_results(const struct workload *w, const struct result *res, unsigned int n, bool json)
+{
+	if (!json) {
+		printf("workload %s: %u rules, %u packets\n", w->name, w->nrules, w->nkeys);
+		printf("  %-8s %-10s %9s %9s %9s %10s %12s %12s %12s %9s %10s\n", "", "variant",
+		       "ns/pkt@1", "ns/pkt@32", "ns/pkt@64", "build ms", "upd med ns",
+		       "upd p99 ns", "memory B", "B/rule", "mismatch");
+	}
+	for (unsigned int i = 0; i < n; i++) {
+		const struct result *r = &res[i];
+
+		if (!r->ran)
+			continue;
+		if (!json) {
+			char ns[3][16];
+
+			for (unsigned int b = 0; b < 3; b++)
+				snprintf(ns[b], sizeof(ns[b]), burst_on[b] ? "%.1f" : "-",
+					 r->lookup_ns[b]);
+			printf("  %-8s %-10s %9s %9s %9s %10.1f %12.0f %12.0f %12" PRIu64
+			       " %9.1f %5" PRIu64 "/%-5" PRIu64 "\n",
+			       r->classifier, r->variant, ns[0], ns[1], ns[2], r->build_ms,
+			       r->update_median_ns, r->update_p99_ns,
+			       r->memory_bytes, (double)r->memory_bytes / w->nrules, r->mismatches,
+			       r->checked);
+			continue;
+		}
+		for (unsigned int b = 0; b < 3; b++)
+			if (burst_on[b])
+				printf("{\"classifier\": \"%s\", \"variant\": \"%s\", \"workload\": \"%s\", "
+			       "\"rules\": %u, \"packets\": %u, \"burst\": %u, \"lookup_ns\": %.2f, "
+			       "\"build_ms\": %.2f, \"update_median_ns\": %.0f, "
+			       "\"update_p99_ns\": %.0f, \"updates\": %u, \"memory_bytes\": %" PRIu64
+			       ", \"mismatches\": %" PRIu64 ", \"checked\": %" PRIu64 "}\n",
+			       r->classifier, r->variant, w->name, w->nrules, w->nkeys, bursts[b],
+			       r->lookup_ns[b], r->build_ms, r->update_median_ns, r->update_p99_ns,
+			       r->updates, r->memory_bytes, r->mismatches, r->checked);
+	}
+	fflush(stdout);
+}
+
+static uint64_t
+count_mismatches(const uint32_t *a, const uint32_t *ref, uint32_t n)
+{
+	uint64_t bad = 0;
+
+	for (uint32_t i = 0; i < n; i++)
+		bad += a[i] != ref[i];
+	return bad;
+}
+
+static int
+eal_init(void)
+{
+	char *argv[] = {
+		"nctrie-bench", "--no-huge", "-m", "8192", "--no-pci", "--no-shconf",
+		"--no-telemetry", "--log-level=lib.eal:error", "--force-max-simd-bitwidth=512",
+		"-l", "0-1", NULL,
+	};
+	int argc = (int)RTE_DIM(argv) - 1;
+
+	/* One core only: run the update test without a reader. */
+	if (rte_eal_init(argc, argv) < 0) {
+		argv[argc - 1] = "0";
+		if (rte_eal_init(argc, argv) < 0) {
+			fprintf(stderr, "nctrie-bench: rte_eal_init: %s\n", rte_strerror(rte_errno));
+			return -1;
+		}
+	}
+	return 0;
+}
+
+int
+bench_perf(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "rules", required_argument, NULL, 'r' },
+		{ "synthetic", required_argument, NULL, 'S' },
+		{ "trace", required_argument, NULL, 't' },
+		{ "packets", required_argument, NULL, 'p' },
+		{ "burst", required_argument, NULL, 'b' },
+		{ "updates", required_argument, NULL, 'u' },
+		{ "acl-rebuilds", required_argument, NULL, 'a' },
+		{ "seed", required_argument, NULL, 's' },
+		{ "json", no_argument, NULL, 'j' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *rules_path = NULL, *synthetic = NULL, *trace = NULL;
+	unsigned long packets = 262144, updates = 10000, rebuilds = 0, only_burst = 0;
+	struct workload w = { .seed = 1 };
+	struct result res[3] = { 0 };
+	uint32_t *ref, *ans;
+	uint32_t nref;
+	bool json = false;
+	char err[512];
+	int c;
+
+	while ((c = getopt_long(argc, argv, "r:S:t:p:b:u:a:s:j", opts, NULL)) != -1) {
+		switch (c) {
+		case 'r': rules_path = optarg; break;
+		case 'S': synthetic = optarg; break;
+		case 't': trace = optarg; break;
+		case 'p': packets = strtoul(optarg, NULL, 0); break;
+		case 'b': only_burst = strtoul(optarg, NULL, 0); break;
+		case 'u': updates = strtoul(optarg, NULL, 0); break;
+		case 'a': rebuilds = strtoul(optarg, NULL, 0); break;
+		case 's': w.seed = strtoul(optarg, NULL, 0); break;
+		case 'j': json = true; break;
+		default: return 2;
+		}
+	}
+	if ((rules_path == NULL) == (synthetic == NULL) || packets == 0 || packets > 1u << 26 ||
+	    (only_burst && only_burst != 1 && only_burst != 32 && only_burst != 64)) {
+		fprintf(stderr, "nctrie-bench perf: give --rules FILE or --synthetic socket:N, "
+				"--packets 1..2^26, --burst 1|32|64\n");
+		return 2;
+	}
+	if (synthetic != NULL) {
+		unsigned long n;
+
+		if (sscanf(synthetic, "socket:%lu", &n) != 1 || n < 10 || n > 1000000) {
+			fprintf(stderr, "nctrie-bench perf: --synthetic socket:N, N in 10..1000000\n");
+			return 2;
+		}
+		snprintf(w.name, sizeof(w.name), "socket:%lu", n);
+		if (gen_socket(&w, (uint32_t)n, (uint32_t)packets))
+			return 1;
+	} else {
+		const char *base = strrchr(rules_path, '/');
+
+		snprintf(w.name, sizeof(w.name), "%s", base ? base + 1 : rules_path);
+		if (bench_load_rules(rules_path, &w.rules, &w.nrules))
+			return 1;
+		if (trace != NULL) {
+			if (nc_classbench_read_trace(trace, &w.keys, &w.nkeys, err, sizeof(err))) {
+				fprintf(stderr, "nctrie-bench: %s\n", err);
+				return 1;
+			}
+		} else {
+			w.nkeys = (uint32_t)packets;
+			w.keys = malloc(w.nkeys * sizeof(*w.keys));
+			if (w.keys == NULL)
+				return 1;
+			nc_trace_generate(w.rules, w.nrules, w.keys, w.nkeys, w.seed);
+		}
+	}
+	if (w.nkeys < 64) {
+		fprintf(stderr, "nctrie-bench perf: need at least 64 packets\n");
+		return 2;
+	}
+	for (unsigned int b = 0; only_burst && b < 3; b++)
+		burst_on[b] = bursts[b] == only_burst;
+	if (rebuilds == 0)
+		rebuilds = w.nrules > 20000 ? 1 : 3;
+	if (eal_init())
+		return 1;
+	ref = malloc(w.nkeys * sizeof(*ref));
+	ans = malloc(w.nkeys * sizeof(*ans));
+	if (ref == NULL || ans == NULL)
+		return 1;
+	nref = w.nrules <= LINEAR_MAX_RULES ? w.nkeys : LINEAR_SAMPLE;
+	run_linear(&w, &res[2], ref, nref, (unsigned int)updates, w.nrules <= LINEAR_MAX_RULES);
+	res[2].checked = nref;
+	if (run_nctrie(&w, &res[0], ans, (unsigned int)updates) == 0) {
+		res[0].mismatches = count_mismatches(ans, ref, nref);
+		res[0].checked = nref;
+	}
+	if (run_acl(&w, &res[1], ans, (unsigned int)rebuilds) == 0) {
+		res[1].mismatches = count_mismatches(ans, ref, nref);
+		res[1].checked = nref;
+	}
+	print_results(&w, res, 3, json);
+	free(ans);
+	free(ref);
+	free(w.keys);
+	free(w.rules);
+	rte_eal_cleanup();
+	return (res[0].mismatches || res[1].mismatches) ? 3 : 0;
+}

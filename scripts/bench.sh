@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Benchmarks, always side by side with the reference in the same run.
+#
+#   scripts/bench.sh classifier [--quick]
+#       nctrie, rte_acl and a linear scan (nctrie-bench perf) on the shipped
+#       ClassBench sets (1k and 10k) and on socket:10000 and socket:100000.
+#       Writes bench/results/classifier.jsonl (one object per classifier and
+#       burst), bench/results/classifier.png (ns/packet at burst 32, log
+#       scale) and prints a table with the ratios to rte_acl.
+#       --quick: three workloads, shorter; --report: table and chart of the
+#       last results, without running anything.
+set -euo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top"
+mode=${1:-}
+quick=${2:-}
+out=bench/results
+cb=${NC_CLASSBENCH_DIR:-$top/../shared/data/classbench}
+
+usage() { echo "usage: scripts/bench.sh classifier [--quick|--report]" >&2; exit 2; }
+
+classifier() {
+	local bench=build/app/bench/nctrie-bench json=$out/classifier.jsonl
+	[ "$quick" = --report ] && { report "$json"; return; }
+	local updates=10000 packets=262144
+	local -a workloads=(acl1_1k fw1_1k ipc1_1k acl1_10k fw1_10k ipc1_10k socket:10000 socket:100000)
+	if [ "$quick" = --quick ]; then
+		updates=2000 packets=65536 workloads=(acl1_1k fw1_10k socket:10000)
+	fi
+	mkdir -p "$out"
+	: > "$json.tmp"
+	for w in "${workloads[@]}"; do
+		local src=(--rules "$cb/$w")
+		[[ $w == socket:* ]] && src=(--synthetic "$w")
+		echo "bench: $w" >&2
+		"$bench" perf "${src[@]}" --packets "$packets" --updates "$updates" --json >> "$json.tmp"
+	done
+	mv "$json.tmp" "$json"
+	report "$json"
+}
+
+# Table and chart of a results file.
+report() {
+	local json=$1
+
+	# Table and chart data: burst 32, ratios to rte_acl in the same run.
+	python3 - "$json" "$out/classifier.dat" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+by = {}
+for r in rows:
+    by.setdefault(r["workload"], {}).setdefault(r["classifier"], {})[r["burst"]] = r
+order = list(dict.fromkeys(r["workload"] for r in rows))
+print(f'{"workload":<14} {"rules":>7} {"burst":>5} {"nctrie ns":>10} {"rte_acl ns":>10} {"acl/nctrie":>10}'
+      f' {"nc upd med/p99 ns":>18} {"acl rebuild ms":>14} {"nc B/rule":>9} {"acl B/rule":>10} {"mism":>5}')
+with open(sys.argv[2], "w") as dat:
+    for w in order:
+        c = by[w]
+        nc, acl = c["nctrie"], c["rte_acl"]
+        for b in sorted(nc):
+            n, a = nc[b], acl[b]
+            print(f'{w:<14} {n["rules"]:>7} {b:>5} {n["lookup_ns"]:>10.1f} {a["lookup_ns"]:>10.1f}'
+                  f' {a["lookup_ns"] / n["lookup_ns"]:>9.2f}x'
+                  f' {n["update_median_ns"]:>8.0f}/{n["update_p99_ns"]:<9.0f}'
+                  f' {a["update_median_ns"] / 1e6:>14.1f} {n["memory_bytes"] / n["rules"]:>9.1f}'
+                  f' {a["memory_bytes"] / a["rules"]:>10.1f} {n["mismatches"] + a["mismatches"]:>5}')
+        lin = c.get("linear", {}).get(32, {}).get("lookup_ns", "NaN")
+        dat.write(f'{w} {nc[32]["lookup_ns"]} {acl[32]["lookup_ns"]} {lin}\n')
+    print("rte_acl variant:", ", ".join(sorted({r["variant"] for r in rows if r["classifier"] == "rte_acl"})))
+PY
+	if command -v gnuplot >/dev/null; then
+		gnuplot <<GP
+set terminal pngcairo size 1000,500 noenhanced
+set output "$out/classifier.png"
+set title "Lookup cost at burst 32 (lower is better), same run"
+set ylabel "ns/packet (log scale)"
+set logscale y
+set style data histograms
+set style histogram clustered gap 1
+set style fill solid 0.8 border -1
+set key top left
+set xtics rotate by -30
+set datafile missing "NaN"
+plot "$out/classifier.dat" using 2:xtic(1) title "nctrie", '' using 3 title "rte_acl", '' using 4 title "linear scan"
+GP
+		echo "bench: chart in $out/classifier.png" >&2
+	fi
+	rm -f "$out/classifier.dat"
+	echo "bench: results in $json" >&2
+}
+
+case "$mode" in
+classifier)
+	scripts/setup.sh build >/dev/null
+	ninja -C build >/dev/null
+	classifier
+	;;
+*)
+	usage
+	;;
+esac
