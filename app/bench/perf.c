@@ -535,7 +535,7 @@ run_linear(const struct workload *w, struct result *r, uint32_t *answers, uint32
 	for (uint32_t i = 0; i < w->nrules; i++)
 		nc_linear_add(l, i, &w->rules[i]);
 	r->build_ms = (now_ns() - t0) / 1e6;
-	r->memory_bytes = (uint64_t)(w->nrules + 1) * (sizeof(struct nc_trie_rule) + 13);
+	r->memory_bytes = nc_linear_bytes(l);
 	for (uint32_t i = 0; i < nanswer; i++)
 		answers[i] = nc_linear_lookup(l, &w->keys[i]);
 	if (timed) {

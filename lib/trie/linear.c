@@ -95,3 +95,9 @@ nc_linear_count(const struct nc_linear *l)
 {
 	return l->n;
 }
+
+uint64_t
+nc_linear_bytes(const struct nc_linear *l)
+{
+	return sizeof(*l) + (uint64_t)l->cap * (sizeof(*l->v) + sizeof(*l->used));
+}

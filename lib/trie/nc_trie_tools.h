@@ -48,6 +48,9 @@ int nc_linear_delete(struct nc_linear *l, uint32_t id);
 /** The id of the best matching rule, or NC_TRIE_NOMATCH. */
 uint32_t nc_linear_lookup(const struct nc_linear *l, const struct nc_trie_key *k);
 
+/** Bytes the table holds. */
+uint64_t nc_linear_bytes(const struct nc_linear *l);
+
 /** Number of rules in the table. */
 uint32_t nc_linear_count(const struct nc_linear *l);
 
