@@ -24,6 +24,7 @@ usage(FILE *f)
 		"       nctrie-bench gen-trace --rules FILE [--count N] [--seed S] [--out FILE]\n"
 		"       nctrie-bench perf [--rules FILE | --synthetic socket:N] [--trace FILE | --packets N]\n"
 		"                         [--burst 1|32|64] [--updates N] [--acl-rebuilds N] [--seed S] [--json]\n"
+		"                         [--classifiers nctrie,rte_acl,linear]\n"
 		"\n"
 		"classify: one line per trace line, the 0-based index of the matching rule\n"
 		"          (ClassBench priority: first line highest), or -1.\n"
