@@ -11,8 +11,11 @@
  * nctrie's own count, rte_acl's growth of the DPDK heap, the scan's array.
  * Answers are compared with the linear scan (mismatches).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
+#include <unistd.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -627,15 +630,37 @@ count_mismatches(const uint32_t *a, const uint32_t *ref, uint32_t n)
 	return bad;
 }
 
+static char runtime_dir[PATH_MAX];
+
+/* EAL leaves its runtime directory behind; a benchmark should not. */
+static void
+eal_fini(void)
+{
+	DIR *d;
+	struct dirent *e;
+
+	rte_eal_cleanup();
+	d = opendir(runtime_dir);
+	while (d != NULL && (e = readdir(d)) != NULL)
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+			unlinkat(dirfd(d), e->d_name, 0);
+	if (d != NULL)
+		closedir(d);
+	rmdir(runtime_dir);
+}
+
 static int
 eal_init(void)
 {
+	char prefix[64];
 	char *argv[] = {
 		"nctrie-bench", "--no-huge", "-m", "8192", "--no-pci", "--no-shconf",
 		"--no-telemetry", "--log-level=lib.eal:error", "--force-max-simd-bitwidth=512",
-		"-l", "0-1", NULL,
+		"--file-prefix", prefix, "-l", "0-1", NULL,
 	};
 	int argc = (int)RTE_DIM(argv) - 1;
+
+	snprintf(prefix, sizeof(prefix), "nctrie-bench-%d", (int)getpid());
 
 	/* One core only: run the update test without a reader. */
 	if (rte_eal_init(argc, argv) < 0) {
@@ -645,6 +670,7 @@ eal_init(void)
 			return -1;
 		}
 	}
+	snprintf(runtime_dir, sizeof(runtime_dir), "%s", rte_eal_get_runtime_dir());
 	return 0;
 }
 
@@ -757,6 +783,6 @@ bench_perf(int argc, char **argv)
 	free(ref);
 	free(w.keys);
 	free(w.rules);
-	rte_eal_cleanup();
+	eal_fini();
 	return (res[0].mismatches || res[1].mismatches) ? 3 : 0;
 }

@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Channels: the classifier's rules, their rings, and the directory clients read. */
+#include <errno.h>
+#include <string.h>
+
+#include <rte_malloc.h>
+#include <rte_mbuf.h>
+#include <rte_memzone.h>
+#include <rte_rcu_qsbr.h>
+#include <rte_ring.h>
+
+#include "netchanneld.h"
+
+static int
+channel_create(struct ncd *d, const struct ncd_channel_conf *cc)
+{
+	struct ncd_channel *ch;
+	struct nc_dir_entry *e;
+	char ring[NC_NAME_SIZE];
+	int id;
+
+	ch = rte_zmalloc("ncd_channel", sizeof(*ch), RTE_CACHE_LINE_SIZE);
+	if (ch == NULL) {
+		NCD_LOG(ERR, "channel %s: out of memory", cc->name);
+		return -1;
+	}
+	id = nc_trie_add(d->trie, &cc->rule);
+	if (id < 0) {
+		NCD_LOG(ERR, "nc_trie_add(channel %s): %s", cc->name, strerror(-id));
+		goto out_free;
+	}
+	ch->id = (uint32_t)id;
+	snprintf(ch->name, sizeof(ch->name), "%s", cc->name);
+	ch->action = cc->action;
+	ch->rule = cc->rule;
+	ch->queue_bytes = cc->queue_bytes;
+	e = &d->dir->e[id];
+	ch->dir = e;
+	if (cc->action == NCD_ACTION_DELIVER) {
+		snprintf(ring, sizeof(ring), NC_RX_RING_FMT, ch->id);
+		/* Any worker may enqueue (multi-producer); one client dequeues. */
+		ch->rx = rte_ring_create(ring, cc->ring_size, rte_socket_id(),
+					 RING_F_SC_DEQ | RING_F_EXACT_SZ);
+		if (ch->rx == NULL) {
+			NCD_LOG(ERR, "rte_ring_create(%s, %u) for channel %s: %s", ring, cc->ring_size,
+				cc->name, rte_strerror(rte_errno));
+			goto out_delete;
+		}
+		snprintf(e->rx_ring, sizeof(e->rx_ring), "%s", ring);
+	}
+	snprintf(e->name, sizeof(e->name), "%s", cc->name);
+	e->id = ch->id;
+	e->action = cc->action == NCD_ACTION_DROP ? NC_ACTION_DROP : NC_ACTION_DELIVER;
+	e->ring_size = cc->ring_size;
+	e->queue_bytes = cc->queue_bytes;
+	e->generation++;
+	__atomic_store_n(&e->bytes_queued, 0, __ATOMIC_RELAXED);
+	/* Release: a client that sees the entry live sees all of it. */
+	__atomic_store_n(&e->state, NC_DIR_LIVE, __ATOMIC_RELEASE);
+	d->channels[id] = ch;
+	return 0;
+
+out_delete:
+	nc_trie_delete(d->trie, (uint32_t)id);
+out_free:
+	rte_free(ch);
+	return -1;
+}
+
+int
+ncd_channels_init(struct ncd *d)
+{
+	struct nc_trie_config tc = { .name = "channels", .socket_id = (int)rte_socket_id(),
+				     .max_rules = NCD_MAX_CHANNELS };
+	size_t sz = sizeof(*d->dir) + NCD_MAX_CHANNELS * sizeof(struct nc_dir_entry);
+	size_t qsz = rte_rcu_qsbr_get_memsize(d->cfg.nworkers);
+
+	d->dir_mz = rte_memzone_reserve_aligned(NC_DIR_MZ, sz, (int)rte_socket_id(), 0,
+						RTE_CACHE_LINE_SIZE);
+	if (d->dir_mz == NULL) {
+		NCD_LOG(ERR, "rte_memzone_reserve(%s): %s", NC_DIR_MZ, rte_strerror(rte_errno));
+		return -1;
+	}
+	d->dir = d->dir_mz->addr;
+	memset(d->dir, 0, sz);
+	d->dir->magic = NC_DIR_MAGIC;
+	d->dir->version = NC_PROTO_VERSION;
+	d->dir->max_channels = NCD_MAX_CHANNELS;
+	snprintf(d->dir->mbuf_pool, sizeof(d->dir->mbuf_pool), "%s", d->pool->name);
+
+	d->trie = nc_trie_create(&tc);
+	d->qsbr = rte_zmalloc("ncd_qsbr", qsz, RTE_CACHE_LINE_SIZE);
+	if (d->trie == NULL || d->qsbr == NULL ||
+	    rte_rcu_qsbr_init(d->qsbr, d->cfg.nworkers) != 0 ||
+	    nc_trie_rcu_qsbr_add(d->trie, d->qsbr) != 0) {
+		NCD_LOG(ERR, "classifier setup: %s", strerror(errno));
+		return -1;
+	}
+	for (unsigned int i = 0; i < d->cfg.nchannels; i++)
+		if (channel_create(d, &d->cfg.channels[i]) != 0)
+			return -1;
+	return 0;
+}
+
+void
+ncd_channels_free(struct ncd *d)
+{
+	struct rte_mbuf *m[NCD_BURST];
+
+	for (unsigned int i = 0; i < NCD_MAX_CHANNELS; i++) {
+		struct ncd_channel *ch = d->channels[i];
+		unsigned int n;
+
+		if (ch == NULL)
+			continue;
+		__atomic_store_n(&ch->dir->state, NC_DIR_FREE, __ATOMIC_RELEASE);
+		/* Whatever no client took goes back to the pool. */
+		while (ch->rx != NULL &&
+		       (n = rte_ring_dequeue_burst(ch->rx, (void **)m, NCD_BURST, NULL)) > 0)
+			rte_pktmbuf_free_bulk(m, n);
+		rte_ring_free(ch->rx);
+		nc_trie_delete(d->trie, ch->id);
+		rte_free(ch);
+		d->channels[i] = NULL;
+	}
+	nc_trie_rcu_qsbr_add(d->trie, NULL);
+	nc_trie_free(d->trie);
+	d->trie = NULL;
+	rte_free(d->qsbr);
+	d->qsbr = NULL;
+	rte_memzone_free(d->dir_mz);
+	d->dir_mz = NULL;
+	d->dir = NULL;
+}

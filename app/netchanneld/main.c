@@ -1,0 +1,234 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * netchanneld -c FILE [-i] [--check-config] [--stats FILE] [-- EAL-ARGS]
+ *
+ * Exit codes: 0 clean shutdown (SIGINT/SIGTERM), 2 bad usage or config,
+ * 1 runtime failure. Start-up is a staged sequence; a failure unwinds what
+ * was done, in reverse.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <rte_eal.h>
+#include <rte_ethdev.h>
+#include <rte_launch.h>
+#include <rte_lcore.h>
+#include <rte_malloc.h>
+#include <rte_mbuf.h>
+
+#include "netchanneld.h"
+
+struct ncd ncd;
+int ncd_logtype;
+
+static volatile sig_atomic_t signals;
+
+/* Only a flag: the main loop does the work. A second signal forces the exit. */
+static void
+on_signal(int sig)
+{
+	(void)sig;
+	if (signals++ > 0)
+		_exit(1);
+	ncd.stop = true;
+}
+
+static void
+usage(FILE *f)
+{
+	fprintf(f,
+		"usage: netchanneld -c FILE [-i] [--check-config] [--stats FILE] [-- EAL-ARGS]\n"
+		"\n"
+		"  -c, --config FILE   the JSON config (see README.md, \"Config\")\n"
+		"  -i, --interactive   the interactive CLI on the terminal (not in this version)\n"
+		"      --check-config  check the config, print \"FILE: ok\" and exit\n"
+		"      --stats FILE    at exit, write every counter to FILE as JSON\n"
+		"  -h, --help          this text\n"
+		"  EAL-ARGS            appended to the config's \"eal\" list\n"
+		"\n"
+		"Exit codes: 0 clean shutdown, 2 bad usage or config, 1 runtime failure.\n");
+}
+
+static int
+setup_workers(struct ncd *d)
+{
+	d->workers = rte_zmalloc("ncd_workers", d->cfg.nworkers * sizeof(*d->workers),
+				 RTE_CACHE_LINE_SIZE);
+	if (d->workers == NULL)
+		return -1;
+	for (unsigned int i = 0; i < d->cfg.nworkers; i++) {
+		struct ncd_worker *w = &d->workers[i];
+		const struct ncd_worker_conf *wc = &d->cfg.workers[i];
+
+		w->index = i;
+		w->lcore = wc->lcore;
+		w->nrx = wc->nrx;
+		for (unsigned int q = 0; q < wc->nrx; q++)
+			w->rx[q] = (struct ncd_rxq){ wc->rx[q].port, wc->rx[q].queue };
+		w->cstats = rte_zmalloc("ncd_cstats", NCD_MAX_CHANNELS * sizeof(*w->cstats),
+					RTE_CACHE_LINE_SIZE);
+		if (w->cstats == NULL)
+			return -1;
+	}
+	return 0;
+}
+
+static void
+free_workers(struct ncd *d)
+{
+	for (unsigned int i = 0; d->workers != NULL && i < d->cfg.nworkers; i++)
+		rte_free(d->workers[i].cstats);
+	rte_free(d->workers);
+	d->workers = NULL;
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "interactive", no_argument, NULL, 'i' },
+		{ "check-config", no_argument, NULL, 'C' },
+		{ "stats", required_argument, NULL, 's' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *config = NULL, *stats = NULL;
+	bool check = false, interactive = false, has_prefix = false;
+	char *eal[2 * NCD_MAX_EAL_ARGS + 4];
+	int eal_argc = 0, c, ret = 1;
+	struct ncd *d = &ncd;
+	unsigned int launched = 0;
+
+	while ((c = getopt_long(argc, argv, "+c:ih", opts, NULL)) != -1) {
+		switch (c) {
+		case 'c': config = optarg; break;
+		case 'i': interactive = true; break;
+		case 'C': check = true; break;
+		case 's': stats = optarg; break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (config == NULL) {
+		fprintf(stderr, "netchanneld: -c FILE is required\n");
+		usage(stderr);
+		return 2;
+	}
+	if (optind < argc && strcmp(argv[optind - 1], "--") != 0) {
+		fprintf(stderr, "netchanneld: unexpected argument '%s' (EAL arguments go after --)\n",
+			argv[optind]);
+		return 2;
+	}
+	if (interactive) {
+		fprintf(stderr, "netchanneld: -i: the interactive CLI is not in this version\n");
+		return 2;
+	}
+	if (ncd_config_load(config, &d->cfg) != 0) {
+		ncd_config_free(&d->cfg);
+		return 2;
+	}
+	if (check) {
+		printf("%s: ok (%u ports, %u workers, %u channels)\n", config, d->cfg.nports,
+		       d->cfg.nworkers, d->cfg.nchannels);
+		ncd_config_free(&d->cfg);
+		return 0;
+	}
+
+	/* Stage 1: EAL, with the config's arguments and then the command line's. */
+	eal[eal_argc++] = argv[0];
+	for (unsigned int i = 0; i < d->cfg.neal; i++) {
+		has_prefix |= strcmp(d->cfg.eal[i], "--file-prefix") == 0;
+		eal[eal_argc++] = d->cfg.eal[i];
+	}
+	for (int i = optind; i < argc && eal_argc < (int)RTE_DIM(eal) - 3; i++) {
+		has_prefix |= strcmp(argv[i], "--file-prefix") == 0;
+		eal[eal_argc++] = argv[i];
+	}
+	if (!has_prefix) {
+		eal[eal_argc++] = (char *)"--file-prefix";
+		eal[eal_argc++] = (char *)"netchanneld";
+	}
+	eal[eal_argc] = NULL;
+	if (rte_eal_init(eal_argc, eal) < 0) {
+		fprintf(stderr, "netchanneld: rte_eal_init: %s\n", rte_strerror(rte_errno));
+		ncd_config_free(&d->cfg);
+		return 1;
+	}
+	ncd_logtype = rte_log_register_type_and_pick_level("netchanneld.main", RTE_LOG_INFO);
+	for (unsigned int i = 0; i < d->cfg.nworkers; i++)
+		if (!rte_lcore_is_enabled(d->cfg.workers[i].lcore) ||
+		    d->cfg.workers[i].lcore == rte_get_main_lcore()) {
+			fprintf(stderr, "%s: workers[%u].lcore: lcore %u is not a worker lcore of EAL\n",
+				config, i, d->cfg.workers[i].lcore);
+			ret = 2;
+			goto out_eal;
+		}
+
+	/* Stage 2: memory. */
+	char pool[RTE_MEMPOOL_NAMESIZE];
+
+	snprintf(pool, sizeof(pool), NC_MBUF_POOL_FMT, (int)rte_socket_id());
+	d->pool = rte_pktmbuf_pool_create(pool, d->cfg.mbufs, d->cfg.mbuf_cache, 0,
+					  RTE_MBUF_DEFAULT_BUF_SIZE, (int)rte_socket_id());
+	if (d->pool == NULL) {
+		NCD_LOG(ERR, "rte_pktmbuf_pool_create(%s, %u): %s", pool, d->cfg.mbufs,
+			rte_strerror(rte_errno));
+		goto out_eal;
+	}
+	if (setup_workers(d) != 0) {
+		NCD_LOG(ERR, "worker setup: out of memory");
+		goto out_free_pool;
+	}
+
+	/* Stage 3: ports, then channels, then traffic. */
+	ret = ncd_ports_init(d);
+	if (ret != 0)
+		goto out_close_ports;
+	ret = 1;
+	if (ncd_channels_init(d) != 0)
+		goto out_free_channels;
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	if (ncd_ports_start(d) != 0)
+		goto out_free_channels;
+	for (unsigned int i = 0; i < d->cfg.nworkers; i++) {
+		if (rte_eal_remote_launch(ncd_worker_main, &d->workers[i], d->workers[i].lcore) != 0) {
+			NCD_LOG(ERR, "rte_eal_remote_launch(lcore %u) failed", d->workers[i].lcore);
+			d->stop = true;
+			break;
+		}
+		launched++;
+	}
+	NCD_LOG(INFO, "running: %u ports, %u workers, %u channels", d->cfg.nports,
+		d->cfg.nworkers, d->cfg.nchannels);
+	printf("netchanneld: running (pid %d)\n", (int)getpid());
+	fflush(stdout);
+	while (!d->stop)
+		usleep(100 * 1000);
+	ret = launched == d->cfg.nworkers ? 0 : 1;
+
+	/* Shutdown: workers first, so no packet is in flight, then everything in reverse. */
+	for (unsigned int i = 0; i < launched; i++)
+		rte_eal_wait_lcore(d->workers[i].lcore);
+	NCD_LOG(INFO, "stopping");
+	ncd_stats_print(d, stdout);
+	if (stats != NULL && ncd_stats_write_json(d, stats) != 0)
+		ret = 1;
+out_free_channels:
+	ncd_channels_free(d);
+out_close_ports:
+	ncd_ports_close(d);
+	free_workers(d);
+out_free_pool:
+	rte_mempool_free(d->pool);
+out_eal:
+	rte_eal_cleanup();
+	ncd_config_free(&d->cfg);
+	return ret;
+}

@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The per-packet parser: Ethernet (up to two VLAN tags), IPv4 with the
+ * seed's checks, IPv6 with its extension headers, and the ports of TCP, UDP,
+ * UDP-Lite and SCTP. A pure function of the frame's bytes, so it is unit
+ * tested and fuzzed without EAL.
+ */
+#ifndef NETCHANNELD_PARSE_H
+#define NETCHANNELD_PARSE_H
+
+#include <stdint.h>
+
+#include "nc_trie.h"
+
+/* What the parser decided; every value but OK goes to the exception path. */
+enum ncd_verdict {
+	NCD_PKT_OK = 0,          /* classify it */
+	NCD_PKT_NOT_IP,          /* ARP, LLDP, a third VLAN tag...: the kernel's business */
+	NCD_PKT_OTHERHOST,       /* unicast to another MAC (the seed's PACKET_OTHERHOST) */
+	NCD_PKT_TOO_DEEP,        /* headers end beyond the bytes the parser was given */
+	/* Malformed, counted by reason; never delivered. */
+	NCD_PKT_TRUNC_L2,        /* shorter than its Ethernet/VLAN headers */
+	NCD_PKT_TRUNC_L3,        /* shorter than its IP header */
+	NCD_PKT_BAD_VERSION,     /* IP version does not match the ethertype */
+	NCD_PKT_BAD_IHL,         /* IPv4 ihl < 5 */
+	NCD_PKT_BAD_CSUM,        /* IPv4 header checksum */
+	NCD_PKT_BAD_LEN,         /* IP total/payload length beyond the frame or below the header */
+	NCD_PKT_BAD_EXT,         /* IPv6 extension header chain truncated or too long */
+	NCD_PKT_TRUNC_L4,        /* TCP/UDP/UDP-Lite/SCTP without its ports */
+	NCD_PKT_NVERDICTS
+};
+
+/** First verdict that counts as malformed. */
+#define NCD_PKT_MALFORMED NCD_PKT_TRUNC_L2
+
+/** Names of the verdicts, for counters ("not_ip", "bad_csum", ...). */
+extern const char *const ncd_verdict_names[NCD_PKT_NVERDICTS];
+
+/** Parser input flags. */
+#define NCD_PARSE_CSUM_GOOD 0x1  /* the NIC checked the IPv4 header checksum: good */
+#define NCD_PARSE_CSUM_BAD  0x2  /* ... bad */
+
+struct ncd_parsed {
+	struct nc_trie_key key;
+	uint32_t l3_len;         /* bytes of the IP packet (total length): trim the frame to l2 + this */
+	uint16_t l2_len;         /* Ethernet and VLAN headers */
+};
+
+/**
+ * Parse a frame.
+ *
+ * @param frame     the frame's first bytes (contiguous)
+ * @param avail     how many bytes frame holds
+ * @param frame_len the whole frame's length (avail may be less, for a multi-segment frame)
+ * @param port_mac  the port's MAC: unicast to another MAC is NCD_PKT_OTHERHOST
+ * @param flags     NCD_PARSE_*
+ * @param out       the key and lengths, valid when the verdict is NCD_PKT_OK
+ * @return the verdict
+ */
+enum ncd_verdict ncd_parse(const uint8_t *frame, uint32_t avail, uint32_t frame_len,
+			   const uint8_t port_mac[6], unsigned int flags, struct ncd_parsed *out);
+
+#endif

@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The counters, for people and for programs. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <rte_mempool.h>
+
+#include "netchanneld.h"
+
+/* Port counters by name, in the order they are shown. */
+#define PORT_FIELDS(X) \
+	X(rx) X(delivered) X(dropped_by_rule) X(to_kernel) X(drop_ring_full) \
+	X(drop_queue_bytes) X(drop_exc_full) X(drop_no_exception) X(drop_too_big) X(miss) \
+	X(kernel_rx) X(kernel_tx) X(kernel_tx_drop)
+#define CHAN_FIELDS(X) X(hits) X(delivered) X(bytes) X(drop_ring_full) X(drop_queue_bytes) X(dropped)
+
+int
+ncd_stats_write_json(const struct ncd *d, const char *path)
+{
+	FILE *f = fopen(path, "w");
+	int bad;
+
+	if (f == NULL) {
+		NCD_LOG(ERR, "fopen(%s): %s", path, strerror(errno));
+		return -1;
+	}
+	fprintf(f, "{\"ports\": [");
+	for (unsigned int i = 0; i < d->cfg.nports; i++) {
+		struct ncd_port_stats s;
+		const char *sep = "";
+
+		ncd_port_stats_sum(d, i, &s);
+		fprintf(f, "%s{\"name\": \"%s\"", i ? ", " : "", d->cfg.ports[i].name);
+#define X(n) fprintf(f, ", \"" #n "\": %" PRIu64, s.n);
+		PORT_FIELDS(X)
+#undef X
+		fprintf(f, ", \"reasons\": {");
+		for (unsigned int v = 1; v < NCD_PKT_NVERDICTS; v++, sep = ", ")
+			fprintf(f, "%s\"%s\": %" PRIu64, sep, ncd_verdict_names[v], s.verdict[v]);
+		fprintf(f, "}}");
+	}
+	fprintf(f, "], \"channels\": [");
+	for (unsigned int i = 0, first = 1; i < NCD_MAX_CHANNELS; i++) {
+		const struct ncd_channel *ch = d->channels[i];
+		struct ncd_chan_stats s;
+
+		if (ch == NULL)
+			continue;
+		ncd_chan_stats_sum(d, i, &s);
+		fprintf(f, "%s{\"name\": \"%s\", \"id\": %u, \"action\": \"%s\"", first ? "" : ", ",
+			ch->name, ch->id, ch->action == NCD_ACTION_DROP ? "drop" : "deliver");
+#define X(n) fprintf(f, ", \"" #n "\": %" PRIu64, s.n);
+		CHAN_FIELDS(X)
+#undef X
+		fprintf(f, "}");
+		first = 0;
+	}
+	fprintf(f, "], \"mempool\": {\"size\": %u, \"in_use\": %u}}\n", d->pool->size,
+		rte_mempool_in_use_count(d->pool));
+	bad = ferror(f);
+	bad |= fclose(f);
+	if (bad)
+		NCD_LOG(ERR, "write %s failed", path);
+	return bad ? -1 : 0;
+}
+
+void
+ncd_stats_print(const struct ncd *d, FILE *f)
+{
+	for (unsigned int i = 0; i < d->cfg.nports; i++) {
+		struct ncd_port_stats s;
+
+		ncd_port_stats_sum(d, i, &s);
+		fprintf(f, "port %s:", d->cfg.ports[i].name);
+#define X(n) if (s.n) fprintf(f, " " #n "=%" PRIu64, s.n);
+		PORT_FIELDS(X)
+#undef X
+		for (unsigned int v = 1; v < NCD_PKT_NVERDICTS; v++)
+			if (s.verdict[v])
+				fprintf(f, " %s=%" PRIu64, ncd_verdict_names[v], s.verdict[v]);
+		fputc('\n', f);
+	}
+	for (unsigned int i = 0; i < NCD_MAX_CHANNELS; i++) {
+		struct ncd_chan_stats s;
+
+		if (d->channels[i] == NULL)
+			continue;
+		ncd_chan_stats_sum(d, i, &s);
+		fprintf(f, "channel %s:", d->channels[i]->name);
+#define X(n) fprintf(f, " " #n "=%" PRIu64, s.n);
+		CHAN_FIELDS(X)
+#undef X
+		fputc('\n', f);
+	}
+}

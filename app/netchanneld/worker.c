@@ -1,0 +1,265 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The per-packet path. For each burst: parse every frame, classify the IP
+ * ones in one bulk lookup, then hand out the burst: matches to their
+ * channels (one ring enqueue per channel per burst), drops to the pool,
+ * everything else to the exception device unchanged. No locks, no syscalls,
+ * no allocation; counters are per worker, on the worker's own cache lines.
+ */
+#include <string.h>
+
+#include <rte_ethdev.h>
+#include <rte_mbuf.h>
+#include <rte_rcu_qsbr.h>
+#include <rte_ring.h>
+
+#include "netchanneld.h"
+
+/* Bytes the parser may need: Ethernet, two tags, IPv6 and a chain of extension headers. */
+#define PARSE_BYTES 256
+
+/* Matched packets of one channel in the current burst. */
+struct batch {
+	struct ncd_channel *ch;
+	struct rte_mbuf *m[NCD_BURST];
+	uint32_t n;
+	uint64_t bytes;
+};
+
+static inline unsigned int
+csum_flags(const struct rte_mbuf *m)
+{
+	switch (m->ol_flags & RTE_MBUF_F_RX_IP_CKSUM_MASK) {
+	case RTE_MBUF_F_RX_IP_CKSUM_GOOD: return NCD_PARSE_CSUM_GOOD;
+	case RTE_MBUF_F_RX_IP_CKSUM_BAD: return NCD_PARSE_CSUM_BAD;
+	default: return 0;
+	}
+}
+
+/* Enqueue a channel's packets within its byte budget; drop and count the rest. */
+static void
+deliver(struct ncd_worker *w, struct ncd_port_stats *ps, struct batch *b)
+{
+	struct ncd_channel *ch = b->ch;
+	struct ncd_chan_stats *cs = &w->cstats[ch->id];
+	uint64_t queued = __atomic_load_n(&ch->dir->bytes_queued, __ATOMIC_RELAXED);
+	uint32_t fit = 0, sent;
+	uint64_t bytes = 0;
+
+	/* Whole packets while the budget lasts; the budget may be overshot by one burst. */
+	while (fit < b->n && queued + bytes + b->m[fit]->pkt_len <= ch->queue_bytes)
+		bytes += b->m[fit++]->pkt_len;
+	sent = rte_ring_enqueue_burst(ch->rx, (void **)b->m, fit, NULL);
+	for (uint32_t i = sent; i < fit; i++)
+		bytes -= b->m[i]->pkt_len;
+	/* Relaxed: a budget, not a synchronisation; the ring orders the packets. */
+	__atomic_fetch_add(&ch->dir->bytes_queued, bytes, __ATOMIC_RELAXED);
+	cs->delivered += sent;
+	cs->bytes += bytes;
+	cs->drop_ring_full += fit - sent;
+	cs->drop_queue_bytes += b->n - fit;
+	ps->delivered += sent;
+	ps->drop_ring_full += fit - sent;
+	ps->drop_queue_bytes += b->n - fit;
+	if (sent < b->n)
+		rte_pktmbuf_free_bulk(&b->m[sent], b->n - sent);
+}
+
+static void
+to_kernel(const struct ncd_port *p, uint16_t txq, struct ncd_port_stats *ps,
+	  struct rte_mbuf **m, uint16_t n)
+{
+	uint16_t sent;
+
+	if (n == 0)
+		return;
+	if (!p->has_exc) {
+		ps->drop_no_exception += n;
+		rte_pktmbuf_free_bulk(m, n);
+		return;
+	}
+	sent = rte_eth_tx_burst(p->exc_id, txq, m, n);
+	ps->to_kernel += sent;
+	ps->drop_exc_full += n - sent;
+	if (sent < n)
+		rte_pktmbuf_free_bulk(&m[sent], n - sent);
+}
+
+static void
+process_burst(struct ncd *d, struct ncd_worker *w, unsigned int pi, struct rte_mbuf **pkts,
+	      uint16_t n)
+{
+	const struct ncd_port *p = &d->ports[pi];
+	struct ncd_port_stats *ps = &w->pstats[pi];
+	struct ncd_parsed parsed[NCD_BURST];
+	struct nc_trie_key keys[NCD_BURST];
+	uint32_t res[NCD_BURST];
+	uint8_t verdict[NCD_BURST];
+	struct rte_mbuf *exc[NCD_BURST], *drop[NCD_BURST];
+	struct batch batches[NCD_BURST];
+	uint16_t nexc = 0, ndrop = 0, nk = 0, nb = 0;
+	uint8_t buf[PARSE_BYTES];
+
+	ps->rx += n;
+	for (uint16_t i = 0; i < n; i++) {
+		struct rte_mbuf *m = pkts[i];
+		uint32_t want = m->pkt_len < PARSE_BYTES ? m->pkt_len : PARSE_BYTES;
+		const uint8_t *f = rte_pktmbuf_read(m, 0, want, buf);
+
+		if (i + 1 < n)
+			rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 1], void *));
+		verdict[i] = (uint8_t)ncd_parse(f, want, m->pkt_len, p->mac.addr_bytes, csum_flags(m),
+						&parsed[i]);
+		if (verdict[i] == NCD_PKT_OK)
+			keys[nk++] = parsed[i].key;
+	}
+	if (nk > 0)
+		nc_trie_lookup_bulk(d->trie, keys, res, nk);
+
+	for (uint16_t i = 0, k = 0; i < n; i++) {
+		struct rte_mbuf *m = pkts[i];
+		struct ncd_channel *ch = NULL;
+
+		if (verdict[i] == NCD_PKT_OK) {
+			/* Results are in the order of the OK packets. */
+			uint32_t r = res[k++];
+
+			ch = r != NC_TRIE_NOMATCH ? d->channels[r] : NULL;
+			if (ch == NULL)
+				ps->miss++;
+		} else {
+			ps->verdict[verdict[i]]++;
+		}
+		if (ch == NULL) {
+			if (m->pkt_len > p->exc_max_frame) {
+				ps->drop_too_big++;
+				drop[ndrop++] = m;
+			} else {
+				exc[nexc++] = m;
+			}
+			continue;
+		}
+		w->cstats[ch->id].hits++;
+		if (ch->action == NCD_ACTION_DROP) {
+			w->cstats[ch->id].dropped++;
+			ps->dropped_by_rule++;
+			drop[ndrop++] = m;
+			continue;
+		}
+		/* Delivered frames end with their IP packet: Ethernet padding is cut. */
+		uint32_t len = parsed[i].l2_len + parsed[i].l3_len;
+
+		if (m->pkt_len > len)
+			rte_pktmbuf_trim(m, (uint16_t)(m->pkt_len - len));
+		uint16_t j;
+
+		for (j = 0; j < nb && batches[j].ch != ch; j++)
+			;
+		if (j == nb) {
+			batches[nb].ch = ch;
+			batches[nb].n = 0;
+			batches[nb].bytes = 0;
+			nb++;
+		}
+		batches[j].m[batches[j].n++] = m;
+	}
+	for (uint16_t j = 0; j < nb; j++)
+		deliver(w, ps, &batches[j]);
+	to_kernel(p, w->exc_txq[pi], ps, exc, nexc);
+	if (ndrop > 0)
+		rte_pktmbuf_free_bulk(drop, ndrop);
+}
+
+/* What the kernel sends on the TAP goes out of the port unchanged. */
+static void
+from_kernel(struct ncd *d, struct ncd_worker *w, unsigned int pi)
+{
+	const struct ncd_port *p = &d->ports[pi];
+	struct ncd_port_stats *ps = &w->pstats[pi];
+	struct rte_mbuf *m[NCD_BURST];
+	uint16_t n, sent;
+
+	n = rte_eth_rx_burst(p->exc_id, w->exc_txq[pi], m, NCD_BURST);
+	if (n == 0)
+		return;
+	ps->kernel_rx += n;
+	sent = rte_eth_tx_burst(p->port_id, w->exc_txq[pi], m, n);
+	ps->kernel_tx += sent;
+	ps->kernel_tx_drop += n - sent;
+	if (sent < n)
+		rte_pktmbuf_free_bulk(&m[sent], n - sent);
+}
+
+int
+ncd_worker_main(void *arg)
+{
+	struct ncd_worker *w = arg;
+	struct ncd *d = &ncd;
+	bool polls_port[NCD_MAX_PORTS] = { false };
+	struct rte_mbuf *pkts[NCD_BURST];
+
+	for (unsigned int i = 0; i < w->nrx; i++)
+		polls_port[w->rx[i].port] = true;
+	rte_rcu_qsbr_thread_register(d->qsbr, w->index);
+	rte_rcu_qsbr_thread_online(d->qsbr, w->index);
+	NCD_LOG(INFO, "worker %u on lcore %u: %u rx queues", w->index, w->lcore, w->nrx);
+	while (!__atomic_load_n(&d->stop, __ATOMIC_RELAXED)) {
+		for (unsigned int i = 0; i < w->nrx; i++) {
+			const struct ncd_rxq *q = &w->rx[i];
+			uint16_t n = rte_eth_rx_burst(d->ports[q->port].port_id, q->queue, pkts,
+						      NCD_BURST);
+
+			if (n > 0)
+				process_burst(d, w, q->port, pkts, n);
+		}
+		for (unsigned int pi = 0; pi < d->cfg.nports; pi++)
+			if (polls_port[pi] && d->ports[pi].has_exc)
+				from_kernel(d, w, pi);
+		rte_rcu_qsbr_quiescent(d->qsbr, w->index);
+	}
+	rte_rcu_qsbr_thread_offline(d->qsbr, w->index);
+	rte_rcu_qsbr_thread_unregister(d->qsbr, w->index);
+	return 0;
+}
+
+/*
+ * Add up one block of 64-bit counters over the workers: the block at offset
+ * block() returns for each worker, size bytes.
+ * Relaxed loads: the workers keep counting meanwhile; 64-bit loads do not tear.
+ */
+static void
+sum_counters(const struct ncd *d, uint64_t *out, size_t size,
+	     const uint64_t *(*block)(const struct ncd_worker *, uint32_t), uint32_t id)
+{
+	memset(out, 0, size);
+	for (unsigned int w = 0; w < d->cfg.nworkers; w++) {
+		const uint64_t *src = block(&d->workers[w], id);
+
+		for (size_t f = 0; f < size / sizeof(uint64_t); f++)
+			out[f] += __atomic_load_n(&src[f], __ATOMIC_RELAXED);
+	}
+}
+
+static const uint64_t *
+port_block(const struct ncd_worker *w, uint32_t port)
+{
+	return (const uint64_t *)&w->pstats[port];
+}
+
+static const uint64_t *
+chan_block(const struct ncd_worker *w, uint32_t id)
+{
+	return (const uint64_t *)&w->cstats[id];
+}
+
+void
+ncd_port_stats_sum(const struct ncd *d, unsigned int port, struct ncd_port_stats *out)
+{
+	sum_counters(d, (uint64_t *)out, sizeof(*out), port_block, port);
+}
+
+void
+ncd_chan_stats_sum(const struct ncd *d, uint32_t id, struct ncd_chan_stats *out)
+{
+	sum_counters(d, (uint64_t *)out, sizeof(*out), chan_block, id);
+}

@@ -1,0 +1,205 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""Helpers of the integration tests: run netchanneld, read pcaps, match rules."""
+import ipaddress
+import json
+import os
+import signal
+import struct
+import subprocess
+import tempfile
+import time
+
+BUILD = os.environ.get("NCD_BUILD_DIR", "build")
+SRC = os.environ.get("NCD_SOURCE_DIR", ".")
+DAEMON = os.path.join(BUILD, "app/netchanneld/netchanneld")
+CONSUMER = os.path.join(BUILD, "tests/integration/nc_consumer")
+GEN = os.path.join(SRC, "scripts/gen_traffic.py")
+PCAP_MAC = "02:70:63:61:70:00"   # net_pcap's MAC for the first pcap device of a process
+
+
+def read_pcap(path):
+    with open(path, "rb") as f:
+        data = f.read()
+    magic = struct.unpack("<I", data[:4])[0]
+    endian = "<" if magic in (0xa1b2c3d4, 0xa1b23c4d) else ">"
+    off, frames = 24, []
+    while off + 16 <= len(data):
+        _, _, caplen, _ = struct.unpack(endian + "IIII", data[off:off + 16])
+        frames.append(data[off + 16:off + 16 + caplen])
+        off += 16 + caplen
+    return frames
+
+
+class Daemon:
+    """netchanneld on a config, with its own --file-prefix; stopped by pid."""
+
+    def __init__(self, config, workdir, prefix):
+        self.workdir, self.prefix = workdir, prefix
+        self.config = os.path.join(workdir, "config.json")
+        self.stats = os.path.join(workdir, "stats.json")
+        self.log = os.path.join(workdir, "daemon.log")
+        with open(self.config, "w") as f:
+            json.dump(config, f, indent=1)
+        self.proc = None
+
+    def start(self, timeout=20):
+        self.logf = open(self.log, "w")
+        self.proc = subprocess.Popen(
+            [DAEMON, "-c", self.config, "--stats", self.stats, "--", "--file-prefix", self.prefix],
+            stdout=self.logf, stderr=subprocess.STDOUT)
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise AssertionError(f"netchanneld exited {self.proc.returncode}:\n{self.output()}")
+            if "netchanneld: running" in self.output():
+                return
+            time.sleep(0.1)
+        raise AssertionError(f"netchanneld did not start in {timeout}s:\n{self.output()}")
+
+    def output(self):
+        with open(self.log) as f:
+            return f.read()
+
+    def stop(self, timeout=20):
+        """SIGTERM, then the exit code; the counters are in self.stats."""
+        if self.proc is None or self.proc.poll() is not None:
+            return self.proc.returncode if self.proc else None
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            rc = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise AssertionError(f"netchanneld ignored SIGTERM for {timeout}s")
+        self.logf.close()
+        return rc
+
+    def kill(self):
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+    def read_stats(self):
+        with open(self.stats) as f:
+            return json.load(f)
+
+
+def consume(prefix, channel, out, count, timeout_ms=10000, lcore_id=7, protect=()):
+    """Run the test consumer (a DPDK secondary) on a static channel.
+
+    A secondary process probes the primary's vdevs, and net_pcap re-opens the
+    primary's tx_pcap files there, truncating them. The consumer therefore runs
+    in a mount namespace of its own where /dev/null covers those files.
+    """
+    cmd = [CONSUMER, "--prefix", prefix, "--channel", channel, "--out", out,
+           "--count", str(count), "--timeout-ms", str(timeout_ms), "--lcore-id", str(lcore_id)]
+    for path in protect:
+        open(path, "a").close()
+    if protect:
+        binds = " && ".join(f"mount --bind /dev/null '{p}'" for p in protect)
+        cmd = ["unshare", "-m", "sh", "-c", f"{binds} && exec \"$@\"", "sh"] + cmd
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    return r.returncode, r.stdout + r.stderr
+
+
+def cleanup_prefix(prefix):
+    """What EAL leaves for a prefix: its runtime directory and hugepage files."""
+    subprocess.run(["rm", "-rf", f"/var/run/dpdk/{prefix}"], check=False)
+    for f in os.listdir("/dev/hugepages") if os.path.isdir("/dev/hugepages") else []:
+        if f.startswith(prefix + "map_"):
+            os.unlink(os.path.join("/dev/hugepages", f))
+
+
+def generate(workdir, mac=PCAP_MAC, **kw):
+    pcap, manifest = os.path.join(workdir, "in.pcap"), os.path.join(workdir, "manifest.json")
+    args = ["/usr/bin/python3", GEN, "--out", pcap, "--manifest", manifest, "--mac", mac]
+    for k, v in kw.items():
+        args += [f"--{k.replace('_', '-')}"] + ([str(v)] if v != "" else [])
+    subprocess.run(args, check=True)
+    with open(manifest) as f:
+        return pcap, json.load(f)
+
+
+def accounting_ok(port):
+    outcomes = ("delivered", "dropped_by_rule", "to_kernel", "drop_ring_full", "drop_queue_bytes",
+                "drop_exc_full", "drop_no_exception", "drop_too_big")
+    return port["rx"] == sum(port[k] for k in outcomes)
+
+
+# ---- the semantics, independently of the daemon's classifier -------------
+
+PROTOS = {"tcp": 6, "udp": 17, "udplite": 136, "sctp": 132, "icmp": 1, "icmpv6": 58}
+
+
+def _port_range(v):
+    if v is None or v == "any":
+        return None
+    if isinstance(v, int):
+        return (v, v)
+    if "-" in v:
+        lo, hi = v.split("-")
+        return (int(lo), int(hi))
+    if "/" in v:
+        val, mask = (int(x, 0) for x in v.split("/"))
+        lo = val & mask
+        return (lo, lo | (~mask & 0xffff))
+    return (int(v), int(v))
+
+
+def rule_matches(match, pkt):
+    """Does a config 'match' select a manifest packet? (Malformed and other-host never get here.)"""
+    fams = set()
+    for key in ("dst", "src"):
+        if match.get(key, "any") != "any":
+            net = ipaddress.ip_network(match[key], strict=False)
+            fams.add(net.version)
+            if pkt["family"] != net.version or ipaddress.ip_address(pkt[key]) not in net:
+                return False
+    fam = {"ipv4": 4, "ipv6": 6}.get(match.get("family"))
+    if fam is not None and pkt["family"] != fam:
+        return False
+    proto = match.get("proto", "any")
+    if proto != "any":
+        want = PROTOS.get(proto, proto)
+        if pkt["proto"] != int(want):
+            return False
+    noports = pkt["frag"] or pkt["proto"] not in (6, 17, 132, 136)
+    for key in ("dport", "sport"):
+        rng = _port_range(match.get(key))
+        if rng is None:
+            continue
+        if rng == (0, 65535):
+            continue
+        if noports or pkt[key] is None or not rng[0] <= pkt[key] <= rng[1]:
+            return False
+    return True
+
+
+def expected_channel(channels, pkt):
+    """The channel a packet goes to (highest priority, then the first listed), or None."""
+    if pkt["malformed"] or pkt["other_host"] or pkt["family"] is None:
+        return None
+    best = None
+    for ch in channels:
+        if rule_matches(ch.get("match", {}), pkt):
+            if best is None or ch.get("priority", 0) > best.get("priority", 0):
+                best = ch
+    return best
+
+
+def trimmed(frame):
+    """A delivered frame: cut after its IP packet."""
+    off = 14
+    etype = struct.unpack("!H", frame[12:14])[0]
+    while etype in (0x8100, 0x88a8):
+        etype = struct.unpack("!H", frame[off + 2:off + 4])[0]
+        off += 4
+    if etype == 0x0800:
+        return frame[:off + struct.unpack("!H", frame[off + 2:off + 4])[0]]
+    if etype == 0x86dd:
+        return frame[:off + 40 + struct.unpack("!H", frame[off + 4:off + 6])[0]]
+    return frame
+
+
+def workdir(name):
+    return tempfile.mkdtemp(prefix=f"ncd_{name}_")
