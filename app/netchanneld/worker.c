@@ -223,7 +223,7 @@ ncd_worker_main(void *arg)
 }
 
 /*
- * Add up one block of 64-bit counters over the workers: the block at offset
+ * Add up one block of 64-bit counters over the workers: the block that
  * block() returns for each worker, size bytes.
  * Relaxed loads: the workers keep counting meanwhile; 64-bit loads do not tear.
  */
