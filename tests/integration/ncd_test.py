@@ -33,8 +33,8 @@ def read_pcap(path):
 class Daemon:
     """netchanneld on a config, with its own --file-prefix; stopped by pid."""
 
-    def __init__(self, config, workdir, prefix):
-        self.workdir, self.prefix = workdir, prefix
+    def __init__(self, config, workdir, prefix, netns=None):
+        self.workdir, self.prefix, self.netns = workdir, prefix, netns
         self.config = os.path.join(workdir, "config.json")
         self.stats = os.path.join(workdir, "stats.json")
         self.log = os.path.join(workdir, "daemon.log")
@@ -44,9 +44,10 @@ class Daemon:
 
     def start(self, timeout=20):
         self.logf = open(self.log, "w")
-        self.proc = subprocess.Popen(
-            [DAEMON, "-c", self.config, "--stats", self.stats, "--", "--file-prefix", self.prefix],
-            stdout=self.logf, stderr=subprocess.STDOUT)
+        cmd = [DAEMON, "-c", self.config, "--stats", self.stats, "--", "--file-prefix", self.prefix]
+        if self.netns:
+            cmd = ["ip", "netns", "exec", self.netns] + cmd
+        self.proc = subprocess.Popen(cmd, stdout=self.logf, stderr=subprocess.STDOUT)
         deadline = time.time() + timeout
         while time.time() < deadline:
             if self.proc.poll() is not None:
@@ -199,6 +200,17 @@ def trimmed(frame):
     if etype == 0x86dd:
         return frame[:off + 40 + struct.unpack("!H", frame[off + 4:off + 6])[0]]
     return frame
+
+
+def write_pcap(path, frames):
+    with open(path, "wb") as f:
+        f.write(struct.pack("<IHHiIII", 0xa1b2c3d4, 2, 4, 0, 0, 65535, 1))
+        for i, data in enumerate(frames):
+            f.write(struct.pack("<IIII", 1700000000, i, len(data), len(data)) + data)
+
+
+def sh(*cmd):
+    subprocess.run(cmd, check=True)
 
 
 def workdir(name):

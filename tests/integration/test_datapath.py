@@ -6,6 +6,7 @@ Each test starts its own daemon with its own --file-prefix and stops it by pid.
 """
 import os
 import shutil
+import subprocess
 import sys
 import time
 import unittest
@@ -162,6 +163,56 @@ class Datapath(unittest.TestCase):
         self.assertGreater(port["to_kernel"], 0)
         # The rings were never drained: the drops say so.
         self.assertGreater(port["drop_ring_full"], 0)
+
+    def test_tap_kernel_answers(self):
+        """The default exception device, a TAP with the port's MAC: the real kernel answers
+        ARP and ping, and its frames go out of the port."""
+        from scapy.all import ARP, ICMP, IP, Ether, Raw  # Debian's python3-scapy
+
+        ns = f"ncdtap{os.getpid()}"
+        peer = "02:00:00:00:00:01"
+        frames = [bytes(Ether(src=peer, dst="ff:ff:ff:ff:ff:ff") /
+                        ARP(op=1, psrc="192.0.2.2", pdst="192.0.2.1", hwsrc=peer)),
+                  bytes(Ether(src=peer, dst=T.PCAP_MAC) / IP(src="192.0.2.2", dst="192.0.2.1") /
+                        ICMP(id=7, seq=1) / Raw(b"netchanneld"))]
+        T.write_pcap(os.path.join(self.w, "in.pcap"), frames)
+        # The TAP exists before the daemon does, so that it has an address when frames arrive.
+        T.sh("ip", "netns", "add", ns)
+        self.addCleanup(T.sh, "ip", "netns", "del", ns)
+        for cmd in (["ip", "tuntap", "add", "dev", "wire0", "mode", "tap", "multi_queue"],
+                    ["sysctl", "-qw", "net.ipv6.conf.wire0.disable_ipv6=1"],
+                    ["ip", "addr", "add", "192.0.2.1/24", "dev", "wire0"],
+                    ["ip", "link", "set", "wire0", "up"],
+                    ["ip", "neigh", "add", "192.0.2.2", "lladdr", peer, "dev", "wire0",
+                     "nud", "permanent"]):
+            T.sh("ip", "netns", "exec", ns, *cmd)
+        cfg = pcap_config(self.w, [])
+        del cfg["ports"][0]["exception"]        # the default: net_tap, iface=wire0, mac=port
+        self.daemon = T.Daemon(cfg, self.w, self.prefix, netns=ns)
+        self.daemon.start()
+        link = subprocess.run(["ip", "netns", "exec", ns, "ip", "link", "show", "wire0"],
+                              capture_output=True, text=True, check=True).stdout
+        self.assertIn(f"link/ether {T.PCAP_MAC}", link)
+        deadline = time.time() + 5
+        while time.time() < deadline and os.path.getsize(os.path.join(self.w, "tx.pcap")) < 100:
+            time.sleep(0.1)
+        time.sleep(0.3)
+        self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
+        out = [Ether(f) for f in T.read_pcap(os.path.join(self.w, "tx.pcap"))]
+        arp = [p for p in out if ARP in p and p[ARP].op == 2]
+        echo = [p for p in out if ICMP in p and p[ICMP].type == 0]
+        self.assertEqual(len(arp), 1, [p.summary() for p in out])
+        self.assertEqual(arp[0][ARP].hwsrc, T.PCAP_MAC)
+        self.assertEqual(arp[0][ARP].psrc, "192.0.2.1")
+        self.assertEqual(len(echo), 1, [p.summary() for p in out])
+        self.assertEqual(echo[0].src, T.PCAP_MAC)
+        self.assertEqual(echo[0].dst, peer)
+        self.assertEqual(bytes(echo[0][Raw]), b"netchanneld")
+        port = self.daemon.read_stats()["ports"][0]
+        self.assertTrue(T.accounting_ok(port), port)
+        self.assertEqual(port["to_kernel"], 2)
+        self.assertEqual(port["kernel_tx"], len(out))
+        self.assertEqual(port["kernel_tx_drop"], 0)
 
     def test_net_null_smoke(self):
         """Two net_null ports at full speed for a few seconds, with channels."""
