@@ -215,9 +215,10 @@ class Datapath(unittest.TestCase):
         self.assertEqual(port["kernel_tx_drop"], 0)
 
     def test_net_null_smoke(self):
-        """Two net_null ports at full speed for a few seconds, with channels."""
+        """Two net_null ports at full speed for a few seconds, with channels; one of them
+        with two rx queues, both polled by the worker."""
         cfg = {"eal": EAL, "mempool": {"mbufs": 8191, "cache": 128},
-               "ports": [{"name": "a", "device": "net_null0",
+               "ports": [{"name": "a", "device": "net_null0", "rx_queues": 2,
                           "exception": {"device": "none"}},
                          {"name": "b", "device": "net_null1",
                           "exception": {"device": "net_null2"}}],
@@ -226,6 +227,8 @@ class Datapath(unittest.TestCase):
         d = self.run_daemon(cfg)
         time.sleep(3)
         self.assertEqual(d.stop(), 0, d.output())
+        # Round robin gave the only worker all three queues: two of a, one of b.
+        self.assertIn("worker 0 on lcore 1: 3 rx queues", d.output())
         st = d.read_stats()
         a, b = st["ports"]
         for port in (a, b):
