@@ -6,7 +6,8 @@ invalid/<case>/input.json must make netchanneld exit with code 2 and print
 exactly "<path><expected>" (expected: the case's file), without starting
 anything. Cases named start_* are found only once the device is probed, so the
 daemon really starts EAL for them; the others are caught by --check-config and
-by a real start alike. "@CASEDIR@" in an input stands for the case's directory.
+by a real start alike. "@CASEDIR@" in an input or an expected message stands for
+the case's directory.
 
 Every config in config/ must pass --check-config.
 """
@@ -40,7 +41,7 @@ class Configs(unittest.TestCase):
                 with open(case) as f, open(path, "w") as o:
                     o.write(f.read().replace("@CASEDIR@", d))
                 with open(os.path.join(d, "expected")) as f:
-                    want = path + f.read().rstrip("\n")
+                    want = path + f.read().rstrip("\n").replace("@CASEDIR@", d)
                 prefix = f"ncd_cfg_{os.getpid()}_{name}"
                 modes = [["--check-config"]] if not name.startswith("start_") else []
                 modes.append(["--", "--in-memory", "--file-prefix", prefix,
