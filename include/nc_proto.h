@@ -21,6 +21,15 @@
  * A consumer that dequeues packets from a channel's ring subtracts their
  * pkt_len from the entry's bytes_queued: the daemon adds it when it enqueues,
  * and drops packets (counting them) while bytes_queued is over queue_bytes.
+ *
+ * Control: a Unix SOCK_SEQPACKET socket (the config's control.socket). One
+ * message is one request or one reply; every request carries an id that its
+ * reply repeats, with a status (0 or -errno). The first request must be
+ * HELLO with NC_CTL_VERSION. A message that is truncated, oversized, of an
+ * unknown type, of the wrong length, or out of order gets a reply with
+ * -EBADMSG, -EMSGSIZE, -EOPNOTSUPP, -EINVAL or -EPROTO; a connection that sends
+ * NC_CTL_MAX_ERRORS bad messages is closed. Neither affects other clients.
+ * Channels a connection created live as long as it does.
  */
 #ifndef NC_PROTO_H
 #define NC_PROTO_H
@@ -73,6 +82,102 @@ struct nc_dir {
 	uint8_t pad[16];
 	struct nc_dir_entry e[];       /**< indexed by channel id */
 } __attribute__((aligned(64)));
+
+/* ---- control protocol --------------------------------------------------- */
+
+#define NC_CTL_MAGIC 0x6e63u          /* "nc" */
+#define NC_CTL_VERSION 1
+#define NC_CTL_MAX_MSG 65536          /**< largest message either side sends */
+#define NC_CTL_MAX_ERRORS 16          /**< bad messages before the daemon hangs up */
+
+/** Request types. */
+enum nc_ctl_type {
+	NC_CTL_HELLO = 1,          /**< struct nc_ctl_hello -> struct nc_ctl_hello_reply */
+	NC_CTL_CHANNEL_CREATE = 2, /**< struct nc_ctl_create -> struct nc_ctl_channel */
+	NC_CTL_CHANNEL_ATTACH = 3, /**< struct nc_ctl_name -> struct nc_ctl_channel */
+	NC_CTL_CHANNEL_DESTROY = 4,/**< struct nc_ctl_id -> nothing */
+	NC_CTL_CHANNEL_LIST = 5,   /**< nothing -> JSON text: every channel */
+	NC_CTL_STATS = 6,          /**< nothing -> JSON text: every counter */
+	NC_CTL_CLI = 7,            /**< a CLI command line -> its text output */
+	NC_CTL_TYPE_MAX
+};
+
+/** Every request starts with this. */
+struct nc_ctl_req {
+	uint16_t magic;            /**< NC_CTL_MAGIC */
+	uint16_t type;             /**< enum nc_ctl_type */
+	uint32_t id;               /**< chosen by the client, repeated in the reply */
+	uint32_t len;              /**< bytes of body that follow */
+	uint32_t reserved;         /**< 0 */
+};
+
+/** Every reply starts with this. */
+struct nc_ctl_rep {
+	uint16_t magic;            /**< NC_CTL_MAGIC */
+	uint16_t type;             /**< the request's type */
+	uint32_t for_id;           /**< the request's id */
+	int32_t status;            /**< 0, or -errno */
+	uint32_t len;              /**< bytes of body that follow */
+};
+
+struct nc_ctl_hello {
+	uint32_t version;          /**< NC_CTL_VERSION */
+	uint32_t pid;              /**< informational; the daemon trusts SO_PEERCRED */
+};
+
+struct nc_ctl_hello_reply {
+	uint32_t version;          /**< the daemon's NC_CTL_VERSION */
+	uint32_t lcore_id;         /**< the lcore id a client's EAL must use (--lcores ID@cpu) */
+	char file_prefix[64];      /**< the daemon's --file-prefix */
+	char mbuf_pool[NC_NAME_SIZE]; /**< the pool to allocate transmit mbufs from */
+};
+
+/** A rule on the wire: addresses in network order, ports in host order. */
+struct nc_ctl_rule {
+	uint8_t family;            /**< 0 any, 4 IPv4, 6 IPv6 */
+	uint8_t proto;
+	uint8_t proto_mask;        /**< 0 any, 0xff exact */
+	uint8_t dst_len, src_len;
+	uint8_t dport_kind, sport_kind; /**< 0 any, 1 range lo..hi, 2 value lo / mask hi */
+	uint8_t reserved;
+	uint8_t dst[16], src[16];
+	uint16_t dport_lo, dport_hi, sport_lo, sport_hi;
+	uint32_t priority;
+};
+
+struct nc_ctl_create {
+	char name[NC_NAME_SIZE];   /**< unique channel name */
+	struct nc_ctl_rule rule;
+	uint32_t action;           /**< enum nc_dir_action */
+	uint32_t ring_size;        /**< packets; 0: 1024 */
+	uint32_t memory_limit_order; /**< the seed's: 12..31, or 0 */
+	uint64_t queue_bytes;      /**< byte budget; 0: 2^memory_limit_order, or 1 MiB */
+	uint32_t flags;            /**< 0 */
+	uint32_t reserved;         /**< 0 */
+};
+
+struct nc_ctl_name {
+	char name[NC_NAME_SIZE];
+};
+
+struct nc_ctl_id {
+	uint32_t id;
+};
+
+/** A channel, as CREATE and ATTACH return it. */
+struct nc_ctl_channel {
+	uint32_t id;               /**< index in the directory */
+	uint32_t action;
+	uint64_t generation;       /**< the directory entry's */
+	char name[NC_NAME_SIZE];
+	char rx_ring[NC_NAME_SIZE];
+};
+
+_Static_assert(sizeof(struct nc_ctl_req) == 16, "nc_ctl_req layout is part of the protocol");
+_Static_assert(sizeof(struct nc_ctl_rep) == 16, "nc_ctl_rep layout is part of the protocol");
+_Static_assert(sizeof(struct nc_ctl_rule) == 52, "nc_ctl_rule layout is part of the protocol");
+_Static_assert(sizeof(struct nc_ctl_create) == 112, "nc_ctl_create layout is part of the protocol");
+_Static_assert(sizeof(struct nc_ctl_channel) == 80, "nc_ctl_channel layout is part of the protocol");
 
 _Static_assert(sizeof(struct nc_dir_entry) == 192, "nc_dir_entry layout is part of the ABI");
 _Static_assert(sizeof(struct nc_dir) == 64, "nc_dir header layout is part of the ABI");

@@ -11,29 +11,36 @@
 
 #include "netchanneld.h"
 
-static int
-channel_create(struct ncd *d, const struct ncd_channel_conf *cc)
+int
+ncd_channel_add(struct ncd *d, const struct ncd_channel_conf *cc, int owner)
 {
 	struct ncd_channel *ch;
 	struct nc_dir_entry *e;
 	char ring[NC_NAME_SIZE];
-	int id;
+	int id, ret;
 
+	for (unsigned int i = 0; i < NCD_MAX_CHANNELS; i++)
+		if (d->channels[i] != NULL && strcmp(d->channels[i]->name, cc->name) == 0)
+			return -EEXIST;
 	ch = rte_zmalloc("ncd_channel", sizeof(*ch), RTE_CACHE_LINE_SIZE);
-	if (ch == NULL) {
-		NCD_LOG(ERR, "channel %s: out of memory", cc->name);
-		return -1;
-	}
-	id = nc_trie_add(d->trie, &cc->rule);
-	if (id < 0) {
-		NCD_LOG(ERR, "nc_trie_add(channel %s): %s", cc->name, strerror(-id));
-		goto out_free;
-	}
-	ch->id = (uint32_t)id;
+	if (ch == NULL)
+		return -ENOMEM;
 	snprintf(ch->name, sizeof(ch->name), "%s", cc->name);
 	ch->action = cc->action;
 	ch->rule = cc->rule;
 	ch->queue_bytes = cc->queue_bytes;
+	ch->owner = owner;
+	/*
+	 * The rule goes in first, for its id; until channels[id] is published
+	 * below, workers that match it see no channel and pass the packet to the
+	 * kernel, as before the channel existed.
+	 */
+	id = nc_trie_add(d->trie, &cc->rule);
+	if (id < 0) {
+		ret = id;
+		goto out_free;
+	}
+	ch->id = (uint32_t)id;
 	e = &d->dir->e[id];
 	ch->dir = e;
 	if (cc->action == NCD_ACTION_DELIVER) {
@@ -44,10 +51,15 @@ channel_create(struct ncd *d, const struct ncd_channel_conf *cc)
 		if (ch->rx == NULL) {
 			NCD_LOG(ERR, "rte_ring_create(%s, %u) for channel %s: %s", ring, cc->ring_size,
 				cc->name, rte_strerror(rte_errno));
+			ret = -rte_errno;
 			goto out_delete;
 		}
 		snprintf(e->rx_ring, sizeof(e->rx_ring), "%s", ring);
+	} else {
+		e->rx_ring[0] = '\0';
 	}
+	for (unsigned int w = 0; w < d->cfg.nworkers; w++)
+		memset(&d->workers[w].cstats[id], 0, sizeof(d->workers[w].cstats[id]));
 	snprintf(e->name, sizeof(e->name), "%s", cc->name);
 	e->id = ch->id;
 	e->action = cc->action == NCD_ACTION_DROP ? NC_ACTION_DROP : NC_ACTION_DELIVER;
@@ -57,14 +69,40 @@ channel_create(struct ncd *d, const struct ncd_channel_conf *cc)
 	__atomic_store_n(&e->bytes_queued, 0, __ATOMIC_RELAXED);
 	/* Release: a client that sees the entry live sees all of it. */
 	__atomic_store_n(&e->state, NC_DIR_LIVE, __ATOMIC_RELEASE);
-	d->channels[id] = ch;
-	return 0;
+	/* Release: a worker that finds the channel finds it whole (its ring, its limits). */
+	__atomic_store_n(&d->channels[id], ch, __ATOMIC_RELEASE);
+	return id;
 
 out_delete:
 	nc_trie_delete(d->trie, (uint32_t)id);
 out_free:
 	rte_free(ch);
-	return -1;
+	return ret;
+}
+
+void
+ncd_channel_del(struct ncd *d, uint32_t id)
+{
+	struct ncd_channel *ch = d->channels[id];
+	struct rte_mbuf *m[NCD_BURST];
+	unsigned int n;
+
+	if (ch == NULL)
+		return;
+	/*
+	 * Out of the classifier, then a grace period: after it no worker is in a
+	 * burst that looked the rule up, so none holds the channel or its ring.
+	 */
+	nc_trie_delete(d->trie, id);
+	rte_rcu_qsbr_synchronize(d->qsbr, RTE_QSBR_THRID_INVALID);
+	__atomic_store_n(&d->channels[id], NULL, __ATOMIC_RELAXED);
+	__atomic_store_n(&ch->dir->state, NC_DIR_FREE, __ATOMIC_RELEASE);
+	/* Whatever no client took goes back to the pool. */
+	while (ch->rx != NULL &&
+	       (n = rte_ring_dequeue_burst(ch->rx, (void **)m, NCD_BURST, NULL)) > 0)
+		rte_pktmbuf_free_bulk(m, n);
+	rte_ring_free(ch->rx);
+	rte_free(ch);
 }
 
 int
@@ -96,34 +134,24 @@ ncd_channels_init(struct ncd *d)
 		NCD_LOG(ERR, "classifier setup: %s", strerror(errno));
 		return -1;
 	}
-	for (unsigned int i = 0; i < d->cfg.nchannels; i++)
-		if (channel_create(d, &d->cfg.channels[i]) != 0)
+	for (unsigned int i = 0; i < d->cfg.nchannels; i++) {
+		int ret = ncd_channel_add(d, &d->cfg.channels[i], NCD_OWNER_CONFIG);
+
+		if (ret < 0) {
+			NCD_LOG(ERR, "channel %s: %s", d->cfg.channels[i].name, strerror(-ret));
 			return -1;
+		}
+	}
 	return 0;
 }
 
 void
 ncd_channels_free(struct ncd *d)
 {
-	struct rte_mbuf *m[NCD_BURST];
-
-	for (unsigned int i = 0; i < NCD_MAX_CHANNELS; i++) {
-		struct ncd_channel *ch = d->channels[i];
-		unsigned int n;
-
-		if (ch == NULL)
-			continue;
-		__atomic_store_n(&ch->dir->state, NC_DIR_FREE, __ATOMIC_RELEASE);
-		/* Whatever no client took goes back to the pool. */
-		while (ch->rx != NULL &&
-		       (n = rte_ring_dequeue_burst(ch->rx, (void **)m, NCD_BURST, NULL)) > 0)
-			rte_pktmbuf_free_bulk(m, n);
-		rte_ring_free(ch->rx);
-		nc_trie_delete(d->trie, ch->id);
-		rte_free(ch);
-		d->channels[i] = NULL;
-	}
-	nc_trie_rcu_qsbr_add(d->trie, NULL);
+	for (uint32_t i = 0; d->trie != NULL && i < NCD_MAX_CHANNELS; i++)
+		ncd_channel_del(d, i);
+	if (d->trie != NULL)
+		nc_trie_rcu_qsbr_add(d->trie, NULL);
 	nc_trie_free(d->trie);
 	d->trie = NULL;
 	rte_free(d->qsbr);

@@ -142,14 +142,17 @@ main(int argc, char **argv)
 
 	/* Stage 1: EAL, with the config's arguments and then the command line's. */
 	eal[eal_argc++] = argv[0];
-	for (unsigned int i = 0; i < d->cfg.neal; i++) {
-		has_prefix |= strcmp(d->cfg.eal[i], "--file-prefix") == 0;
+	snprintf(d->file_prefix, sizeof(d->file_prefix), "netchanneld");
+	for (unsigned int i = 0; i < d->cfg.neal; i++)
 		eal[eal_argc++] = d->cfg.eal[i];
-	}
-	for (int i = optind; i < argc && eal_argc < (int)RTE_DIM(eal) - 3; i++) {
-		has_prefix |= strcmp(argv[i], "--file-prefix") == 0;
+	for (int i = optind; i < argc && eal_argc < (int)RTE_DIM(eal) - 3; i++)
 		eal[eal_argc++] = argv[i];
-	}
+	/* The last --file-prefix wins in EAL too; clients need to know it. */
+	for (int i = 1; i + 1 < eal_argc; i++)
+		if (strcmp(eal[i], "--file-prefix") == 0) {
+			has_prefix = true;
+			snprintf(d->file_prefix, sizeof(d->file_prefix), "%s", eal[i + 1]);
+		}
 	if (!has_prefix) {
 		eal[eal_argc++] = (char *)"--file-prefix";
 		eal[eal_argc++] = (char *)"netchanneld";
@@ -193,10 +196,12 @@ main(int argc, char **argv)
 	ret = 1;
 	if (ncd_channels_init(d) != 0)
 		goto out_free_channels;
+	if (ncd_control_init(d) != 0)
+		goto out_close_control;
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	if (ncd_ports_start(d) != 0)
-		goto out_free_channels;
+		goto out_close_control;
 	for (unsigned int i = 0; i < d->cfg.nworkers; i++) {
 		if (rte_eal_remote_launch(ncd_worker_main, &d->workers[i], d->workers[i].lcore) != 0) {
 			NCD_LOG(ERR, "rte_eal_remote_launch(lcore %u) failed", d->workers[i].lcore);
@@ -209,8 +214,7 @@ main(int argc, char **argv)
 		d->cfg.nworkers, d->cfg.nchannels);
 	printf("netchanneld: running (pid %d)\n", (int)getpid());
 	fflush(stdout);
-	while (!d->stop)
-		usleep(100 * 1000);
+	ncd_control_run(d);
 	ret = launched == d->cfg.nworkers ? 0 : 1;
 
 	/* Shutdown: workers first, so no packet is in flight, then everything in reverse. */
@@ -220,6 +224,8 @@ main(int argc, char **argv)
 	ncd_stats_print(d, stdout);
 	if (stats != NULL && ncd_stats_write_json(d, stats) != 0)
 		ret = 1;
+out_close_control:
+	ncd_control_close(d);
 out_free_channels:
 	ncd_channels_free(d);
 out_close_ports:

@@ -52,7 +52,10 @@ struct ncd_channel {
 	struct nc_dir_entry *dir;
 	uint64_t queue_bytes;
 	struct nc_trie_rule rule;
+	int owner;                     /* NCD_OWNER_CONFIG, or the client's slot */
 };
+
+#define NCD_OWNER_CONFIG (-1)
 
 struct ncd_port {
 	uint16_t port_id;
@@ -90,6 +93,7 @@ struct ncd {
 	struct nc_dir *dir;
 	const struct rte_memzone *dir_mz;
 	struct ncd_channel *channels[NCD_MAX_CHANNELS]; /* by trie rule id */
+	char file_prefix[64];          /* EAL's, for clients */
 	volatile bool stop;
 };
 
@@ -97,6 +101,16 @@ extern struct ncd ncd;
 
 /** Create the channel directory, the classifier and the config's channels. @return 0 or -1. */
 int ncd_channels_init(struct ncd *d);
+
+/**
+ * Add a channel while the workers run.
+ * @return its id, or -EEXIST (name taken, or the same rule and priority: the
+ *   trie's -EEXIST), -ENOSPC, -ENOMEM, or the ring's error.
+ */
+int ncd_channel_add(struct ncd *d, const struct ncd_channel_conf *cc, int owner);
+
+/** Remove a channel while the workers run: out of the classifier, a grace period, then freed. */
+void ncd_channel_del(struct ncd *d, uint32_t id);
 
 /** Drain every channel's ring, free them, the directory and the classifier. */
 void ncd_channels_free(struct ncd *d);
@@ -121,6 +135,21 @@ void ncd_chan_stats_sum(const struct ncd *d, uint32_t id, struct ncd_chan_stats 
 
 /** Write the counters as JSON to path. @return 0 or -1. */
 int ncd_stats_write_json(const struct ncd *d, const char *path);
+
+/** Write the counters as one JSON object to f. */
+void ncd_stats_json(const struct ncd *d, FILE *f);
+
+/** Write the channels (name, id, action, owner, rule, ring occupancy) as a JSON array to f. */
+void ncd_channels_json(const struct ncd *d, FILE *f);
+
+/** Set up the control socket. @return 0 or -1 (printed). */
+int ncd_control_init(struct ncd *d);
+
+/** Serve the control socket until d->stop. */
+void ncd_control_run(struct ncd *d);
+
+/** Close every client (their channels go) and the socket. */
+void ncd_control_close(struct ncd *d);
 
 /** Print the counters for a person. */
 void ncd_stats_print(const struct ncd *d, FILE *f);

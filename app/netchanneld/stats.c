@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include <rte_mempool.h>
+#include <rte_ring.h>
 
 #include "netchanneld.h"
 
@@ -16,16 +17,9 @@
 	X(kernel_rx) X(kernel_tx) X(kernel_tx_drop)
 #define CHAN_FIELDS(X) X(hits) X(delivered) X(bytes) X(drop_ring_full) X(drop_queue_bytes) X(dropped)
 
-int
-ncd_stats_write_json(const struct ncd *d, const char *path)
+void
+ncd_stats_json(const struct ncd *d, FILE *f)
 {
-	FILE *f = fopen(path, "w");
-	int bad;
-
-	if (f == NULL) {
-		NCD_LOG(ERR, "fopen(%s): %s", path, strerror(errno));
-		return -1;
-	}
 	fprintf(f, "{\"ports\": [");
 	for (unsigned int i = 0; i < d->cfg.nports; i++) {
 		struct ncd_port_stats s;
@@ -59,6 +53,44 @@ ncd_stats_write_json(const struct ncd *d, const char *path)
 	}
 	fprintf(f, "], \"mempool\": {\"size\": %u, \"in_use\": %u}}\n", d->pool->size,
 		rte_mempool_in_use_count(d->pool));
+}
+
+void
+ncd_channels_json(const struct ncd *d, FILE *f)
+{
+	char rule[256];
+	int first = 1;
+
+	fprintf(f, "[");
+	for (unsigned int i = 0; i < NCD_MAX_CHANNELS; i++) {
+		const struct ncd_channel *ch = d->channels[i];
+
+		if (ch == NULL)
+			continue;
+		nc_trie_rule_format(&ch->rule, rule, sizeof(rule));
+		fprintf(f, "%s{\"name\": \"%s\", \"id\": %u, \"action\": \"%s\", \"owner\": %s, "
+			"\"rule\": \"%s\", \"ring_count\": %u, \"bytes_queued\": %" PRIu64 "}",
+			first ? "" : ", ", ch->name, ch->id,
+			ch->action == NCD_ACTION_DROP ? "drop" : "deliver",
+			ch->owner == NCD_OWNER_CONFIG ? "\"config\"" : "\"client\"", rule,
+			ch->rx ? rte_ring_count(ch->rx) : 0,
+			__atomic_load_n(&ch->dir->bytes_queued, __ATOMIC_RELAXED));
+		first = 0;
+	}
+	fprintf(f, "]\n");
+}
+
+int
+ncd_stats_write_json(const struct ncd *d, const char *path)
+{
+	FILE *f = fopen(path, "w");
+	int bad;
+
+	if (f == NULL) {
+		NCD_LOG(ERR, "fopen(%s): %s", path, strerror(errno));
+		return -1;
+	}
+	ncd_stats_json(d, f);
 	bad = ferror(f);
 	bad |= fclose(f);
 	if (bad)

@@ -124,7 +124,8 @@ process_burst(struct ncd *d, struct ncd_worker *w, unsigned int pi, struct rte_m
 			/* Results are in the order of the OK packets. */
 			uint32_t r = res[k++];
 
-			ch = r != NC_TRIE_NOMATCH ? d->channels[r] : NULL;
+			/* Acquire: pairs with the control thread's publication of the channel. */
+			ch = r != NC_TRIE_NOMATCH ? __atomic_load_n(&d->channels[r], __ATOMIC_ACQUIRE) : NULL;
 			if (ch == NULL)
 				ps->miss++;
 		} else {

@@ -1,0 +1,454 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#define _GNU_SOURCE /* struct ucred, accept4 */
+/*
+ * The control socket (include/nc_proto.h): a Unix SOCK_SEQPACKET socket
+ * served by the main lcore. Every request is checked before it is acted on:
+ * a bad one gets an error reply and counts against its connection, which is
+ * closed after NC_CTL_MAX_ERRORS; no request can affect another connection.
+ * Channels a connection created are destroyed when it closes, however it
+ * closes (exit, crash, kill -9: the kernel closes the socket).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <rte_eal.h>
+#include <rte_lcore.h>
+
+#include "netchanneld.h"
+
+#define NCD_MAX_CLIENTS 64
+#define NCD_MAX_CLIENT_CHANNELS 64
+
+struct client {
+	int fd;                        /* -1: free slot */
+	bool hello;
+	struct ucred cred;
+	unsigned int errors;
+	unsigned int lcore_id;
+	uint32_t channels[NCD_MAX_CLIENT_CHANNELS];
+	unsigned int nchannels;
+};
+
+static struct {
+	int listen_fd;
+	int epoll_fd;
+	struct client clients[NCD_MAX_CLIENTS];
+	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	uint64_t bad_messages;         /* over every connection */
+	uint64_t accepted, refused;
+} ctl = { .listen_fd = -1, .epoll_fd = -1 };
+
+static void
+client_close(struct ncd *d, struct client *c)
+{
+	for (unsigned int i = 0; i < c->nchannels; i++)
+		ncd_channel_del(d, c->channels[i]);
+	NCD_LOG(INFO, "control: pid %d uid %u closed, %u channels removed", (int)c->cred.pid,
+		c->cred.uid, c->nchannels);
+	epoll_ctl(ctl.epoll_fd, EPOLL_CTL_DEL, c->fd, NULL);
+	close(c->fd);
+	memset(c, 0, sizeof(*c));
+	c->fd = -1;
+}
+
+static int
+reply(struct client *c, const struct nc_ctl_req *req, int32_t status, const void *body,
+      size_t len)
+{
+	struct nc_ctl_rep rep = {
+		.magic = NC_CTL_MAGIC, .type = req ? req->type : 0, .for_id = req ? req->id : 0,
+		.status = status, .len = (uint32_t)len,
+	};
+	struct iovec iov[2] = { { &rep, sizeof(rep) }, { (void *)body, len } };
+	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = len ? 2 : 1 };
+
+	/* A client that does not read its replies only stalls itself. */
+	return sendmsg(c->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) < 0 ? -errno : 0;
+}
+
+/* A JSON document as the reply's body. */
+static int
+reply_json(struct client *c, const struct nc_ctl_req *req,
+	   void (*fn)(const struct ncd *, FILE *), const struct ncd *d)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	int ret;
+
+	if (f == NULL)
+		return reply(c, req, -ENOMEM, NULL, 0);
+	fn(d, f);
+	fclose(f);
+	ret = len + sizeof(struct nc_ctl_rep) > NC_CTL_MAX_MSG ? reply(c, req, -E2BIG, NULL, 0) :
+								    reply(c, req, 0, buf, len);
+	free(buf);
+	return ret;
+}
+
+static bool
+name_ok(const char *s, size_t size)
+{
+	size_t n = strnlen(s, size);
+
+	if (n == 0 || n == size)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
+		      (s[i] >= '0' && s[i] <= '9') || s[i] == '_' || s[i] == '-' || s[i] == '.'))
+			return false;
+	return true;
+}
+
+static void
+rule_from_wire(const struct nc_ctl_rule *w, struct nc_trie_rule *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->family = w->family;
+	r->proto = w->proto;
+	r->proto_mask = w->proto_mask;
+	r->dst_len = w->dst_len;
+	r->src_len = w->src_len;
+	memcpy(r->dst.a, w->dst, 16);
+	memcpy(r->src.a, w->src, 16);
+	r->dport = (struct nc_trie_port){ w->dport_lo, w->dport_hi, w->dport_kind };
+	r->sport = (struct nc_trie_port){ w->sport_lo, w->sport_hi, w->sport_kind };
+	r->priority = w->priority;
+}
+
+/* control.allow: may this peer claim a rule on these destination ports? */
+static bool
+allowed(const struct ncd *d, const struct ucred *cr, const struct nc_trie_rule *r)
+{
+	uint16_t lo = 0, hi = UINT16_MAX;
+
+	if (r->dport.kind == NC_TRIE_PORT_RANGE) {
+		lo = r->dport.lo;
+		hi = r->dport.hi;
+	} else if (r->dport.kind == NC_TRIE_PORT_MASK) {
+		lo = r->dport.lo & r->dport.hi;
+		hi = lo | (uint16_t)~r->dport.hi;
+	}
+	for (unsigned int i = 0; i < d->cfg.nallow; i++) {
+		const struct ncd_allow_conf *a = &d->cfg.allow[i];
+
+		if ((a->uid >= 0 && a->uid != cr->uid) || (a->gid >= 0 && a->gid != cr->gid))
+			continue;
+		if (lo >= a->port_lo && hi <= a->port_hi)
+			return true;
+	}
+	return false;
+}
+
+static void
+channel_info(const struct ncd_channel *ch, struct nc_ctl_channel *info)
+{
+	memset(info, 0, sizeof(*info));
+	info->id = ch->id;
+	info->action = ch->action == NCD_ACTION_DROP ? NC_ACTION_DROP : NC_ACTION_DELIVER;
+	info->generation = ch->dir->generation;
+	snprintf(info->name, sizeof(info->name), "%s", ch->name);
+	snprintf(info->rx_ring, sizeof(info->rx_ring), "%s", ch->dir->rx_ring);
+}
+
+static int
+do_create(struct ncd *d, struct client *c, const struct nc_ctl_req *req,
+	  const struct nc_ctl_create *m)
+{
+	struct ncd_channel_conf cc;
+	struct nc_ctl_channel info;
+	int id;
+
+	if (!name_ok(m->name, sizeof(m->name)) || m->flags != 0 || m->reserved != 0 ||
+	    m->action > NC_ACTION_DROP || m->ring_size > (1u << 20) ||
+	    (m->memory_limit_order != 0 && (m->memory_limit_order < 12 || m->memory_limit_order > 31)) ||
+	    (m->queue_bytes != 0 && (m->queue_bytes < 4096 || m->queue_bytes > (UINT64_C(1) << 31))) ||
+	    (m->queue_bytes != 0 && m->memory_limit_order != 0))
+		return reply(c, req, -EINVAL, NULL, 0);
+	memset(&cc, 0, sizeof(cc));
+	snprintf(cc.name, sizeof(cc.name), "%s", m->name);
+	rule_from_wire(&m->rule, &cc.rule);
+	if (nc_trie_rule_validate(&cc.rule) != 0)
+		return reply(c, req, -EINVAL, NULL, 0);
+	if (!allowed(d, &c->cred, &cc.rule))
+		return reply(c, req, -EPERM, NULL, 0);
+	if (c->nchannels == NCD_MAX_CLIENT_CHANNELS)
+		return reply(c, req, -ENOSPC, NULL, 0);
+	cc.action = m->action == NC_ACTION_DROP ? NCD_ACTION_DROP : NCD_ACTION_DELIVER;
+	cc.ring_size = m->ring_size ? m->ring_size : 1024;
+	cc.queue_bytes = m->queue_bytes ? m->queue_bytes :
+			 m->memory_limit_order ? UINT64_C(1) << m->memory_limit_order : 1 << 20;
+	id = ncd_channel_add(d, &cc, (int)(c - ctl.clients));
+	if (id == -EEXIST) {
+		/* The same name, or the same rule: someone else holds that flow. */
+		for (unsigned int i = 0; i < NCD_MAX_CHANNELS; i++)
+			if (d->channels[i] != NULL && strcmp(d->channels[i]->name, cc.name) == 0)
+				return reply(c, req, -EEXIST, NULL, 0);
+		return reply(c, req, -EBUSY, NULL, 0);
+	}
+	if (id < 0)
+		return reply(c, req, id, NULL, 0);
+	c->channels[c->nchannels++] = (uint32_t)id;
+	NCD_LOG(INFO, "control: pid %d created channel %s (%d)", (int)c->cred.pid, cc.name, id);
+	channel_info(d->channels[id], &info);
+	return reply(c, req, 0, &info, sizeof(info));
+}
+
+static int
+do_destroy(struct ncd *d, struct client *c, const struct nc_ctl_req *req, const struct nc_ctl_id *m)
+{
+	for (unsigned int i = 0; i < c->nchannels; i++)
+		if (c->channels[i] == m->id) {
+			ncd_channel_del(d, m->id);
+			c->channels[i] = c->channels[--c->nchannels];
+			return reply(c, req, 0, NULL, 0);
+		}
+	/* Not this connection's: static channels and others' are not to be destroyed here. */
+	return reply(c, req, m->id < NCD_MAX_CHANNELS && d->channels[m->id] ? -EPERM : -ENOENT,
+		     NULL, 0);
+}
+
+static int
+do_attach(struct ncd *d, struct client *c, const struct nc_ctl_req *req, const struct nc_ctl_name *m)
+{
+	struct nc_ctl_channel info;
+
+	if (!name_ok(m->name, sizeof(m->name)))
+		return reply(c, req, -EINVAL, NULL, 0);
+	for (unsigned int i = 0; i < NCD_MAX_CHANNELS; i++) {
+		const struct ncd_channel *ch = d->channels[i];
+
+		if (ch != NULL && strcmp(ch->name, m->name) == 0) {
+			if (ch->owner != NCD_OWNER_CONFIG)
+				return reply(c, req, -EPERM, NULL, 0);
+			if (!allowed(d, &c->cred, &ch->rule))
+				return reply(c, req, -EPERM, NULL, 0);
+			channel_info(ch, &info);
+			return reply(c, req, 0, &info, sizeof(info));
+		}
+	}
+	return reply(c, req, -ENOENT, NULL, 0);
+}
+
+/* Body sizes: exact for fixed requests, none for the JSON ones. */
+static const uint32_t body_len[NC_CTL_TYPE_MAX] = {
+	[NC_CTL_HELLO] = sizeof(struct nc_ctl_hello),
+	[NC_CTL_CHANNEL_CREATE] = sizeof(struct nc_ctl_create),
+	[NC_CTL_CHANNEL_ATTACH] = sizeof(struct nc_ctl_name),
+	[NC_CTL_CHANNEL_DESTROY] = sizeof(struct nc_ctl_id),
+	[NC_CTL_CHANNEL_LIST] = 0,
+	[NC_CTL_STATS] = 0,
+};
+
+/* Handle one message. Returns the status it replied with (<0: counts as an error). */
+static int
+handle(struct ncd *d, struct client *c, const uint8_t *msg, ssize_t n, bool truncated)
+{
+	const struct nc_ctl_req *req = (const struct nc_ctl_req *)msg;
+	const void *body = msg + sizeof(*req);
+	struct nc_ctl_hello_reply hr;
+
+	if (truncated) {
+		reply(c, n >= (ssize_t)sizeof(*req) ? req : NULL, -EMSGSIZE, NULL, 0);
+		return -EMSGSIZE;
+	}
+	if (n < (ssize_t)sizeof(*req) || req->magic != NC_CTL_MAGIC || req->reserved != 0 ||
+	    req->len != n - sizeof(*req)) {
+		reply(c, n >= (ssize_t)sizeof(*req) ? req : NULL, -EBADMSG, NULL, 0);
+		return -EBADMSG;
+	}
+	if (req->type == 0 || req->type >= NC_CTL_TYPE_MAX || req->type == NC_CTL_CLI) {
+		reply(c, req, -EOPNOTSUPP, NULL, 0);
+		return -EOPNOTSUPP;
+	}
+	if (req->len != body_len[req->type]) {
+		reply(c, req, -EINVAL, NULL, 0);
+		return -EINVAL;
+	}
+	if (!c->hello && req->type != NC_CTL_HELLO) {
+		reply(c, req, -EPROTO, NULL, 0);
+		return -EPROTO;
+	}
+	switch (req->type) {
+	case NC_CTL_HELLO: {
+		const struct nc_ctl_hello *h = body;
+
+		if (c->hello || h->version != NC_CTL_VERSION) {
+			reply(c, req, -EPROTO, NULL, 0);
+			return -EPROTO;
+		}
+		c->hello = true;
+		memset(&hr, 0, sizeof(hr));
+		hr.version = NC_CTL_VERSION;
+		hr.lcore_id = c->lcore_id;
+		snprintf(hr.file_prefix, sizeof(hr.file_prefix), "%s", d->file_prefix);
+		snprintf(hr.mbuf_pool, sizeof(hr.mbuf_pool), "%s", d->pool->name);
+		return reply(c, req, 0, &hr, sizeof(hr));
+	}
+	case NC_CTL_CHANNEL_CREATE:
+		return do_create(d, c, req, body);
+	case NC_CTL_CHANNEL_ATTACH:
+		return do_attach(d, c, req, body);
+	case NC_CTL_CHANNEL_DESTROY:
+		return do_destroy(d, c, req, body);
+	case NC_CTL_CHANNEL_LIST:
+		return reply_json(c, req, ncd_channels_json, d);
+	case NC_CTL_STATS:
+		return reply_json(c, req, ncd_stats_json, d);
+	}
+	return 0;
+}
+
+static void
+client_readable(struct ncd *d, struct client *c)
+{
+	static uint8_t msg[NC_CTL_MAX_MSG];
+
+	for (;;) {
+		ssize_t n = recv(c->fd, msg, sizeof(msg), MSG_DONTWAIT | MSG_TRUNC);
+		int ret;
+
+		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+			client_close(d, c);
+			return;
+		}
+		if (n < 0)
+			return;
+		ret = handle(d, c, msg, n > (ssize_t)sizeof(msg) ? (ssize_t)sizeof(msg) : n,
+			     n > (ssize_t)sizeof(msg));
+		/* Refusals (EPERM, EBUSY...) are answers; only broken messages count. */
+		if (ret == -EBADMSG || ret == -EMSGSIZE || ret == -EOPNOTSUPP || ret == -EPROTO ||
+		    (ret == -EINVAL && c->hello == false)) {
+			ctl.bad_messages++;
+			if (++c->errors >= NC_CTL_MAX_ERRORS) {
+				NCD_LOG(NOTICE, "control: pid %d sent %u bad messages: closing",
+					(int)c->cred.pid, c->errors);
+				client_close(d, c);
+				return;
+			}
+		}
+	}
+}
+
+static void
+accept_clients(void)
+{
+	for (;;) {
+		int fd = accept4(ctl.listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		struct epoll_event ev = { .events = EPOLLIN };
+		socklen_t len = sizeof(struct ucred);
+		struct client *c = NULL;
+
+		if (fd < 0)
+			return;
+		for (unsigned int i = 0; i < NCD_MAX_CLIENTS; i++)
+			if (ctl.clients[i].fd < 0) {
+				c = &ctl.clients[i];
+				break;
+			}
+		if (c == NULL) {
+			struct client tmp = { .fd = fd };
+
+			reply(&tmp, NULL, -ENOSPC, NULL, 0);
+			close(fd);
+			ctl.refused++;
+			continue;
+		}
+		memset(c, 0, sizeof(*c));
+		c->fd = fd;
+		getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &c->cred, &len);
+		/* Each client's EAL gets an lcore id of its own, above the daemon's. */
+		c->lcore_id = RTE_MAX_LCORE / 2 + (unsigned int)(c - ctl.clients);
+		ev.data.ptr = c;
+		epoll_ctl(ctl.epoll_fd, EPOLL_CTL_ADD, fd, &ev);
+		ctl.accepted++;
+	}
+}
+
+int
+ncd_control_init(struct ncd *d)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = NULL };
+	char dir[sizeof(ctl.path)];
+
+	for (unsigned int i = 0; i < NCD_MAX_CLIENTS; i++)
+		ctl.clients[i].fd = -1;
+	if (strlen(d->cfg.control_socket) >= sizeof(sa.sun_path)) {
+		fprintf(stderr, "%s: control.socket: longer than %zu bytes\n", d->cfg.path,
+			sizeof(sa.sun_path) - 1);
+		return -1;
+	}
+	snprintf(ctl.path, sizeof(ctl.path), "%s", d->cfg.control_socket);
+	snprintf(dir, sizeof(dir), "%s", ctl.path);
+	if (mkdir(dirname(dir), 0755) != 0 && errno != EEXIST) {
+		NCD_LOG(ERR, "mkdir(%s): %s", dir, strerror(errno));
+		return -1;
+	}
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", ctl.path);
+	ctl.listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (ctl.listen_fd < 0) {
+		NCD_LOG(ERR, "socket(AF_UNIX, SOCK_SEQPACKET): %s", strerror(errno));
+		return -1;
+	}
+	/* A socket file nobody listens on is stale: a daemon that died left it. */
+	if (connect(ctl.listen_fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
+		NCD_LOG(ERR, "control socket %s: another daemon is listening on it", ctl.path);
+		return -1;
+	}
+	unlink(ctl.path);
+	close(ctl.listen_fd);
+	ctl.listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (ctl.listen_fd < 0 || bind(ctl.listen_fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
+	    chmod(ctl.path, 0660) != 0 || listen(ctl.listen_fd, 16) != 0) {
+		NCD_LOG(ERR, "control socket %s: %s", ctl.path, strerror(errno));
+		return -1;
+	}
+	ctl.epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+	if (ctl.epoll_fd < 0 || epoll_ctl(ctl.epoll_fd, EPOLL_CTL_ADD, ctl.listen_fd, &ev) != 0) {
+		NCD_LOG(ERR, "epoll for the control socket: %s", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+void
+ncd_control_run(struct ncd *d)
+{
+	struct epoll_event evs[16];
+
+	while (!d->stop) {
+		int n = epoll_wait(ctl.epoll_fd, evs, 16, 100);
+
+		for (int i = 0; i < n; i++) {
+			if (evs[i].data.ptr == NULL)
+				accept_clients();
+			else if (((struct client *)evs[i].data.ptr)->fd >= 0)
+				client_readable(d, evs[i].data.ptr);
+		}
+	}
+}
+
+void
+ncd_control_close(struct ncd *d)
+{
+	for (unsigned int i = 0; i < NCD_MAX_CLIENTS; i++)
+		if (ctl.clients[i].fd >= 0)
+			client_close(d, &ctl.clients[i]);
+	if (ctl.epoll_fd >= 0)
+		close(ctl.epoll_fd);
+	if (ctl.listen_fd >= 0) {
+		close(ctl.listen_fd);
+		unlink(ctl.path);
+	}
+	ctl.epoll_fd = ctl.listen_fd = -1;
+}

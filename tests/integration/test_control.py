@@ -1,0 +1,276 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
+"""The control socket (include/nc_proto.h), spoken from Python, against a running daemon."""
+import errno
+import json
+import os
+import random
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ncd_test as T  # noqa: E402
+from test_datapath import EAL  # noqa: E402
+
+MAGIC, VERSION = 0x6e63, 1
+HELLO, CREATE, ATTACH, DESTROY, LIST, STATS, CLI = range(1, 8)
+REQ, REP = struct.Struct("<HHIII"), struct.Struct("<HHIiI")
+
+
+def wire_rule(proto=17, dport=None, dport_mask=None, priority=0):
+    kind, lo, hi = 0, 0, 0
+    if dport is not None:
+        kind, lo, hi = (2, dport, dport_mask) if dport_mask is not None else (1, dport, dport)
+    return struct.pack("<BBBBBBBB16s16sHHHHI", 0, proto, 0xff, 0, 0, kind, 0, 0, b"", b"",
+                       lo, hi, 0, 0, priority)
+
+
+class Ctl:
+    def __init__(self, path):
+        self.s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.s.settimeout(10)
+        self.s.connect(path)
+        self.next_id = 1
+
+    def send(self, type_, body=b"", raw=None):
+        self.next_id += 1
+        self.s.send(raw if raw is not None else REQ.pack(MAGIC, type_, self.next_id, len(body), 0) + body)
+
+    def recv(self):
+        data = self.s.recv(1 << 20)
+        if not data:
+            raise ConnectionError("closed")
+        magic, type_, for_id, status, length = REP.unpack(data[:16])
+        assert magic == MAGIC and length == len(data) - 16, data[:16]
+        return status, for_id, data[16:]
+
+    def call(self, type_, body=b""):
+        self.send(type_, body)
+        status, for_id, body = self.recv()
+        assert for_id == self.next_id, (for_id, self.next_id)
+        return status, body
+
+    def hello(self, version=VERSION):
+        status, body = self.call(HELLO, struct.pack("<II", version, os.getpid()))
+        if status == 0:
+            v, lcore, prefix, pool = struct.unpack("<II64s32s", body)
+            return status, (v, lcore, prefix.rstrip(b"\0").decode(), pool.rstrip(b"\0").decode())
+        return status, None
+
+    def create(self, name, rule, action=0, ring_size=0, queue_bytes=0, order=0, flags=0):
+        body = struct.pack("<32s52sIIIQII", name.encode(), rule, action, ring_size, order,
+                           queue_bytes, flags, 0)
+        status, rep = self.call(CREATE, body)
+        if status == 0:
+            cid, act, gen, nm, ring = struct.unpack("<IIQ32s32s", rep)
+            return status, (cid, ring.rstrip(b"\0").decode())
+        return status, None
+
+    def json(self, type_):
+        status, body = self.call(type_)
+        assert status == 0, status
+        return json.loads(body)
+
+    def close(self):
+        self.s.close()
+
+
+class Control(unittest.TestCase):
+    def setUp(self):
+        self.w = T.workdir(self._testMethodName)
+        self.prefix = f"ncdc_{self._testMethodName}_{os.getpid()}"
+        self.sock = os.path.join(self.w, "ncd.sock")
+        from scapy.all import IP, UDP, Ether, Raw
+        frames = [bytes(Ether(src="02:00:00:00:00:01", dst=T.PCAP_MAC) /
+                        IP(src="203.0.113.1", dst="192.0.2.1") / UDP(sport=1000 + i, dport=port) /
+                        Raw(b"x" * 20)) for port in (5000, 6000, 53) for i in range(4)]
+        T.write_pcap(os.path.join(self.w, "in.pcap"), frames)
+        self.daemon = None
+
+    def tearDown(self):
+        if self.daemon is not None:
+            self.daemon.kill()
+        T.cleanup_prefix(self.prefix)
+        shutil.rmtree(self.w, ignore_errors=True)
+
+    def start(self, allow=None):
+        cfg = {"eal": EAL, "mempool": {"mbufs": 8191, "cache": 64},
+               "ports": [{"name": "wire0",
+                          "device": f"net_pcap0,rx_pcap={self.w}/in.pcap,infinite_rx=1",
+                          "exception": {"device": "net_null1"}}],
+               "workers": [{"lcore": 1}], "control": {"socket": self.sock},
+               "channels": [{"name": "dns", "match": {"proto": "udp", "dport": 53}},
+                            {"name": "hi", "match": {"proto": "udp", "dport": 6000}}]}
+        if allow is not None:
+            cfg["control"]["allow"] = allow
+        self.daemon = T.Daemon(cfg, self.w, self.prefix)
+        self.daemon.start()
+        return Ctl(self.sock)
+
+    def stop_ok(self):
+        self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
+        self.assertFalse(os.path.exists(self.sock), "the socket is removed at exit")
+
+    def test_handshake_and_queries(self):
+        c = self.start()
+        self.assertEqual(oct(os.stat(self.sock).st_mode & 0o777), "0o660")
+        self.assertEqual(c.call(LIST)[0], -errno.EPROTO)          # HELLO comes first
+        self.assertEqual(c.hello(version=99)[0], -errno.EPROTO)
+        status, (v, lcore, prefix, pool) = c.hello()
+        self.assertEqual(status, 0)
+        self.assertEqual((v, prefix, pool), (VERSION, self.prefix, "nc_mbuf_0"))
+        self.assertGreaterEqual(lcore, 64)
+        self.assertEqual(c.hello()[0], -errno.EPROTO)             # only once
+        chans = {ch["name"]: ch for ch in c.json(LIST)}
+        self.assertEqual(set(chans), {"dns", "hi"})
+        self.assertEqual(chans["dns"]["owner"], "config")
+        st = c.json(STATS)
+        self.assertGreater(st["ports"][0]["rx"], 0)
+        self.assertEqual(c.call(CLI)[0], -errno.EOPNOTSUPP)
+        # A second connection at the same time gets its own lcore id.
+        c2 = Ctl(self.sock)
+        self.assertNotEqual(c2.hello()[1][1], lcore)
+        c.close()
+        c2.close()
+        self.stop_ok()
+
+    def baseline(self, c):
+        """mbufs in use once the static rings are full: they hold ring_size each, and net_pcap
+        holds its replay copies. A burst (32) may be in flight at any moment."""
+        time.sleep(0.3)
+        return c.json(STATS)["mempool"]["in_use"]
+
+    def test_runtime_channels(self):
+        c = self.start()
+        c.hello()
+        base = self.baseline(c)
+        status, (cid, ring) = c.create("c5000", wire_rule(dport=5000), ring_size=64)
+        self.assertEqual(status, 0)
+        self.assertEqual(ring, f"nc_rx_{cid}")
+        time.sleep(0.5)
+        chans = {ch["name"]: ch for ch in c.json(STATS)["channels"]}
+        self.assertGreater(chans["c5000"]["hits"], 0)
+        self.assertEqual(chans["c5000"]["delivered"], 64)          # nobody reads: the ring fills
+        self.assertGreater(chans["c5000"]["drop_ring_full"], 0)
+        other = Ctl(self.sock)
+        other.hello()
+        self.assertEqual(other.create("dup", wire_rule(dport=5000))[0], -errno.EBUSY)
+        self.assertEqual(other.create("c5000", wire_rule(dport=5001))[0], -errno.EEXIST)
+        self.assertEqual(other.create("bad", wire_rule(dport=5000, dport_mask=0xf0f0))[0],
+                         -errno.EINVAL)
+        self.assertEqual(other.create("bad name!", wire_rule(dport=5002))[0], -errno.EINVAL)
+        self.assertEqual(other.call(DESTROY, struct.pack("<I", cid))[0], -errno.EPERM)
+        self.assertEqual(other.call(DESTROY, struct.pack("<I", 4000))[0], -errno.ENOENT)
+        # Its owner may destroy it; then the name and the rule are free again.
+        self.assertEqual(c.call(DESTROY, struct.pack("<I", cid))[0], 0)
+        self.assertEqual(other.create("c5000", wire_rule(dport=5000))[0], 0)
+        # A connection that goes away takes its channels with it.
+        other.close()
+        deadline = time.time() + 5
+        while time.time() < deadline and "c5000" in {ch["name"] for ch in c.json(LIST)}:
+            time.sleep(0.05)
+        self.assertNotIn("c5000", {ch["name"] for ch in c.json(LIST)})
+        miss0 = c.json(STATS)["ports"][0]["miss"]
+        time.sleep(0.3)
+        self.assertGreater(c.json(STATS)["ports"][0]["miss"], miss0)
+        # The channels' 64-packet rings went back to the pool.
+        self.assertLessEqual(c.json(STATS)["mempool"]["in_use"], base + 32)
+        c.close()
+        self.stop_ok()
+        port = self.daemon.read_stats()["ports"][0]
+        self.assertTrue(T.accounting_ok(port), port)
+
+    def test_kill_9_client(self):
+        c = self.start()
+        c.hello()
+        base = self.baseline(c)
+        code = (f"import sys; sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r})\n"
+                "import test_control as C, time\n"
+                f"c = C.Ctl({self.sock!r}); c.hello()\n"
+                "assert c.create('doomed', C.wire_rule(dport=5000))[0] == 0\n"
+                "print('created', flush=True); time.sleep(60)\n")
+        p = subprocess.Popen(["/usr/bin/python3", "-c", code], stdout=subprocess.PIPE, text=True)
+        self.assertEqual(p.stdout.readline().strip(), "created")
+        time.sleep(0.3)
+        self.assertIn("doomed", {ch["name"] for ch in c.json(LIST)})
+        # Its ring (1024) is full: those mbufs are in use until it dies.
+        self.assertGreaterEqual(c.json(STATS)["mempool"]["in_use"], base + 1000)
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+        deadline = time.time() + 5
+        while time.time() < deadline and "doomed" in {ch["name"] for ch in c.json(LIST)}:
+            time.sleep(0.05)
+        self.assertNotIn("doomed", {ch["name"] for ch in c.json(LIST)})
+        self.assertLessEqual(c.json(STATS)["mempool"]["in_use"], base + 32)
+        c.close()
+        self.stop_ok()
+
+    def test_permissions(self):
+        c = self.start(allow=[{"uid": os.getuid(), "dport": "1024-65535"}])
+        c.hello()
+        self.assertEqual(c.create("low", wire_rule(dport=53))[0], -errno.EPERM)
+        self.assertEqual(c.create("anyport", wire_rule())[0], -errno.EPERM)
+        self.assertEqual(c.create("high", wire_rule(dport=5000))[0], 0)
+        self.assertEqual(c.call(ATTACH, struct.pack("<32s", b"dns"))[0], -errno.EPERM)
+        status, body = c.call(ATTACH, struct.pack("<32s", b"hi"))
+        self.assertEqual(status, 0)
+        self.assertEqual(struct.unpack("<IIQ32s32s", body)[3].rstrip(b"\0"), b"hi")
+        self.assertEqual(c.call(ATTACH, struct.pack("<32s", b"nope"))[0], -errno.ENOENT)
+        c.close()
+        self.stop_ok()
+
+    def test_garbage_messages(self):
+        """10,000 random, truncated, oversized and out-of-order messages: the daemon answers
+        or hangs up, keeps running, and serves a well-behaved client correctly."""
+        c = self.start()
+        rnd = random.Random(11)
+        sent = replies = 0
+        bad = None
+        while sent < 10000:
+            if bad is None:
+                bad = Ctl(self.sock)
+            kind = rnd.randrange(6)
+            if kind == 0:
+                raw = bytes(rnd.randrange(256) for _ in range(rnd.randrange(0, 40)))
+            elif kind == 1:      # a valid header with a lying length
+                raw = REQ.pack(MAGIC, rnd.randrange(1, 8), 1, rnd.randrange(1000), 0)
+            elif kind == 2:      # an unknown type
+                raw = REQ.pack(MAGIC, rnd.randrange(8, 65536), 1, 0, 0)
+            elif kind == 3:      # a create before HELLO, or with random fields
+                body = bytes(rnd.randrange(256) for _ in range(112))
+                raw = REQ.pack(MAGIC, CREATE, 1, len(body), 0) + body
+            elif kind == 4:      # oversized
+                raw = REQ.pack(MAGIC, STATS, 1, 70000, 0) + b"z" * 70000
+            else:                # a truncated request
+                raw = REQ.pack(MAGIC, HELLO, 1, 8, 0)[:rnd.randrange(1, 16)]
+            try:
+                bad.send(0, raw=raw)
+                bad.recv()
+                replies += 1
+            except (ConnectionError, BrokenPipeError, ConnectionResetError):
+                bad.close()
+                bad = None
+            sent += 1
+        if bad is not None:
+            bad.close()
+        self.assertGreater(replies, 1000)
+        self.assertIsNone(self.daemon.proc.poll(), "the daemon survives")
+        c.hello()
+        status, (cid, _) = c.create("after", wire_rule(dport=5000))
+        self.assertEqual(status, 0)
+        time.sleep(0.3)
+        chans = {ch["name"]: ch for ch in c.json(STATS)["channels"]}
+        self.assertGreater(chans["after"]["hits"], 0)
+        self.assertEqual(set(chans), {"dns", "hi", "after"})   # garbage created nothing
+        c.close()
+        self.stop_ok()
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
