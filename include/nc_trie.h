@@ -171,6 +171,18 @@ int nc_trie_rule_validate(const struct nc_trie_rule *r);
 int nc_trie_rule_matches(const struct nc_trie_rule *r, const struct nc_trie_key *k);
 
 /**
+ * The ports a port match covers, as an inclusive range (ANY: 0..65535).
+ *
+ * @param p
+ *   A port match that passes nc_trie_rule_validate() as part of a rule.
+ * @param lo
+ *   Receives the first port.
+ * @param hi
+ *   Receives the last port.
+ */
+void nc_trie_port_range(const struct nc_trie_port *p, uint16_t *lo, uint16_t *hi);
+
+/**
  * Add a rule. Writer side: not concurrent with another add, delete or
  * reclaim on the same table.
  *

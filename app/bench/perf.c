@@ -332,15 +332,9 @@ static const struct rte_acl_field_def acl_defs[5] = {
 static void
 acl_port(const struct nc_trie_port *p, struct rte_acl_field *f)
 {
-	uint16_t lo = 0, hi = UINT16_MAX;
+	uint16_t lo, hi;
 
-	if (p->kind == NC_TRIE_PORT_RANGE) {
-		lo = p->lo;
-		hi = p->hi;
-	} else if (p->kind == NC_TRIE_PORT_MASK) {
-		lo = p->lo & p->hi;
-		hi = lo | (uint16_t)~p->hi;
-	}
+	nc_trie_port_range(p, &lo, &hi);
 	f->value.u16 = lo;
 	f->mask_range.u16 = hi;
 }

@@ -384,10 +384,10 @@ parse_mac(const char *s, uint8_t mac[6])
 	return 0;
 }
 
-static bool
-valid_name(const char *s, size_t max, bool dots)
+bool
+ncd_valid_name(const char *s, size_t max, bool dots)
 {
-	size_t n = strlen(s);
+	size_t n = strnlen(s, max);
 
 	if (n == 0 || n >= max)
 		return false;
@@ -460,7 +460,7 @@ load_ports(struct ctx *c, const json_t *root)
 		    get_int(c, p, "mtu", 68, 9600, 1500, &mtu) ||
 		    get_str(c, p, "flow_offload", false, &off))
 			return -1;
-		if (!valid_name(name, NCD_PORT_NAME_MAX, false)) {
+		if (!ncd_valid_name(name, NCD_PORT_NAME_MAX, false)) {
 			size_t l3 = push(c, "name", 0);
 
 			(void)l3;
@@ -856,7 +856,7 @@ load_channels(struct ctx *c, const json_t *root)
 		    get_int(c, ch, "queue_bytes", 4096, INT64_C(1) << 31, 1 << 20, &qb) ||
 		    get_int(c, ch, "memory_limit_order", 12, 31, 0, &order))
 			goto out;
-		if (!valid_name(name, NCD_NAME_MAX, true)) {
+		if (!ncd_valid_name(name, NCD_NAME_MAX, true)) {
 			push(c, "name", 0);
 			fail(c, "'%s': 1-31 letters, digits, '_', '-' or '.'", name);
 			goto out;

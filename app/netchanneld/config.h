@@ -111,6 +111,12 @@ int ncd_parse_port(const char *s, struct nc_trie_port *p, char *err, size_t errl
 int ncd_parse_proto(const char *s, uint8_t *proto, uint8_t *mask, char *err, size_t errlen);
 
 /**
+ * Whether s is a name netchanneld accepts: 1..max-1 letters, digits, '_' or
+ * '-' (and '.' if dots), NUL terminated within max bytes.
+ */
+bool ncd_valid_name(const char *s, size_t max, bool dots);
+
+/**
  * Parse an lcore list as EAL's -l takes it ("0-1,3") into a bitmap.
  * @return 0 or -1.
  */

@@ -95,20 +95,6 @@ reply_json(struct client *c, const struct nc_ctl_req *req,
 	return ret;
 }
 
-static bool
-name_ok(const char *s, size_t size)
-{
-	size_t n = strnlen(s, size);
-
-	if (n == 0 || n == size)
-		return false;
-	for (size_t i = 0; i < n; i++)
-		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
-		      (s[i] >= '0' && s[i] <= '9') || s[i] == '_' || s[i] == '-' || s[i] == '.'))
-			return false;
-	return true;
-}
-
 static void
 rule_from_wire(const struct nc_ctl_rule *w, struct nc_trie_rule *r)
 {
@@ -129,15 +115,9 @@ rule_from_wire(const struct nc_ctl_rule *w, struct nc_trie_rule *r)
 static bool
 allowed(const struct ncd *d, const struct ucred *cr, const struct nc_trie_rule *r)
 {
-	uint16_t lo = 0, hi = UINT16_MAX;
+	uint16_t lo, hi;
 
-	if (r->dport.kind == NC_TRIE_PORT_RANGE) {
-		lo = r->dport.lo;
-		hi = r->dport.hi;
-	} else if (r->dport.kind == NC_TRIE_PORT_MASK) {
-		lo = r->dport.lo & r->dport.hi;
-		hi = lo | (uint16_t)~r->dport.hi;
-	}
+	nc_trie_port_range(&r->dport, &lo, &hi);
 	for (unsigned int i = 0; i < d->cfg.nallow; i++) {
 		const struct ncd_allow_conf *a = &d->cfg.allow[i];
 
@@ -168,7 +148,7 @@ do_create(struct ncd *d, struct client *c, const struct nc_ctl_req *req,
 	struct nc_ctl_channel info;
 	int id;
 
-	if (!name_ok(m->name, sizeof(m->name)) || m->flags != 0 || m->reserved != 0 ||
+	if (!ncd_valid_name(m->name, sizeof(m->name), true) || m->flags != 0 || m->reserved != 0 ||
 	    m->action > NC_ACTION_DROP || m->ring_size > (1u << 20) ||
 	    (m->memory_limit_order != 0 && (m->memory_limit_order < 12 || m->memory_limit_order > 31)) ||
 	    (m->queue_bytes != 0 && (m->queue_bytes < 4096 || m->queue_bytes > (UINT64_C(1) << 31))) ||
@@ -222,7 +202,7 @@ do_attach(struct ncd *d, struct client *c, const struct nc_ctl_req *req, const s
 {
 	struct nc_ctl_channel info;
 
-	if (!name_ok(m->name, sizeof(m->name)))
+	if (!ncd_valid_name(m->name, sizeof(m->name), true))
 		return reply(c, req, -EINVAL, NULL, 0);
 	for (unsigned int i = 0; i < NCD_MAX_CHANNELS; i++) {
 		const struct ncd_channel *ch = d->channels[i];

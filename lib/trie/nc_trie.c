@@ -238,8 +238,8 @@ mask16_ok(uint16_t m)
 	return (inv & (uint16_t)(inv + 1)) == 0;
 }
 
-static void
-port_range(const struct nc_trie_port *p, uint16_t *lo, uint16_t *hi)
+void
+nc_trie_port_range(const struct nc_trie_port *p, uint16_t *lo, uint16_t *hi)
 {
 	switch (p->kind) {
 	case NC_TRIE_PORT_RANGE:
@@ -318,7 +318,7 @@ port_match(const struct nc_trie_port *p, uint16_t port, bool noports)
 {
 	uint16_t lo, hi;
 
-	port_range(p, &lo, &hi);
+	nc_trie_port_range(p, &lo, &hi);
 	if (lo == 0 && hi == UINT16_MAX)
 		return true;
 	return !noports && port >= lo && port <= hi;
@@ -389,8 +389,8 @@ rule_same(const struct nc_trie_rule *a, const struct nc_trie_rule *b)
 	    memcmp(&a->dst, &b->dst, sizeof(a->dst)) || memcmp(&a->src, &b->src, sizeof(a->src)))
 		return false;
 	for (int i = 0; i < 2; i++) {
-		port_range(i ? &a->sport : &a->dport, &alo, &ahi);
-		port_range(i ? &b->sport : &b->dport, &blo, &bhi);
+		nc_trie_port_range(i ? &a->sport : &a->dport, &alo, &ahi);
+		nc_trie_port_range(i ? &b->sport : &b->dport, &blo, &bhi);
 		if (alo != blo || ahi != bhi)
 			return false;
 	}
@@ -405,7 +405,7 @@ port_prefixes(const struct nc_trie_port *p, struct prefix *out)
 	uint32_t lo, hi;
 	unsigned int n = 0;
 
-	port_range(p, &lo16, &hi16);
+	nc_trie_port_range(p, &lo16, &hi16);
 	lo = lo16;
 	hi = hi16;
 	while (lo <= hi) {
@@ -895,10 +895,10 @@ rule_tuple(const struct nc_trie_rule *r)
 
 	if (r->family == NC_TRIE_AF_ANY || r->dst_len != w || r->proto_mask != 0xff)
 		return NTUPLES;
-	port_range(&r->dport, &lo, &hi);
+	nc_trie_port_range(&r->dport, &lo, &hi);
 	if (lo != hi)
 		return NTUPLES;
-	port_range(&r->sport, &slo, &shi);
+	nc_trie_port_range(&r->sport, &slo, &shi);
 	if (r->src_len == w && slo == shi)
 		return fam * TUPLE_SHAPES + TUPLE_CONNECTED;
 	if (r->src_len == 0 && slo == 0 && shi == UINT16_MAX)
@@ -918,10 +918,10 @@ rule_words(const struct nc_trie_rule *r, unsigned int tuple, uint64_t w[5])
 	uint16_t dport, sport, hi;
 
 	addr_bits(&r->dst, r->family, &w[0], &w[1]);
-	port_range(&r->dport, &dport, &hi);
+	nc_trie_port_range(&r->dport, &dport, &hi);
 	if (tuple % TUPLE_SHAPES == TUPLE_CONNECTED) {
 		addr_bits(&r->src, r->family, &w[2], &w[3]);
-		port_range(&r->sport, &sport, &hi);
+		nc_trie_port_range(&r->sport, &sport, &hi);
 	} else {
 		w[2] = w[3] = 0;
 		sport = 0;

@@ -6,8 +6,10 @@ import os
 import signal
 import struct
 import subprocess
+import shutil
 import tempfile
 import time
+import unittest
 
 BUILD = os.environ.get("NCD_BUILD_DIR", "build")
 SRC = os.environ.get("NCD_SOURCE_DIR", ".")
@@ -215,3 +217,19 @@ def sh(*cmd):
 
 def workdir(name):
     return tempfile.mkdtemp(prefix=f"ncd_{name}_")
+
+
+class DaemonCase(unittest.TestCase):
+    """A test with its own work directory and --file-prefix; whatever it started is stopped
+    and removed, whatever the outcome."""
+
+    def setUp(self):
+        self.w = workdir(self._testMethodName)
+        self.prefix = f"ncd_{self._testMethodName}_{os.getpid()}"
+        self.daemon = None
+
+    def tearDown(self):
+        if self.daemon is not None:
+            self.daemon.kill()
+        cleanup_prefix(self.prefix)
+        shutil.rmtree(self.w, ignore_errors=True)

@@ -5,7 +5,6 @@ import errno
 import json
 import os
 import random
-import shutil
 import signal
 import socket
 import struct
@@ -81,23 +80,15 @@ class Ctl:
         self.s.close()
 
 
-class Control(unittest.TestCase):
+class Control(T.DaemonCase):
     def setUp(self):
-        self.w = T.workdir(self._testMethodName)
-        self.prefix = f"ncdc_{self._testMethodName}_{os.getpid()}"
+        super().setUp()
         self.sock = os.path.join(self.w, "ncd.sock")
         from scapy.all import IP, UDP, Ether, Raw
         frames = [bytes(Ether(src="02:00:00:00:00:01", dst=T.PCAP_MAC) /
                         IP(src="203.0.113.1", dst="192.0.2.1") / UDP(sport=1000 + i, dport=port) /
                         Raw(b"x" * 20)) for port in (5000, 6000, 53) for i in range(4)]
         T.write_pcap(os.path.join(self.w, "in.pcap"), frames)
-        self.daemon = None
-
-    def tearDown(self):
-        if self.daemon is not None:
-            self.daemon.kill()
-        T.cleanup_prefix(self.prefix)
-        shutil.rmtree(self.w, ignore_errors=True)
 
     def start(self, allow=None):
         cfg = {"eal": EAL, "mempool": {"mbufs": 8191, "cache": 64},

@@ -5,7 +5,6 @@
 Each test starts its own daemon with its own --file-prefix and stops it by pid.
 """
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -37,18 +36,7 @@ def pcap_config(w, channels, exc="pcap", extra_port=None):
             "channels": channels}
 
 
-class Datapath(unittest.TestCase):
-    def setUp(self):
-        self.w = T.workdir(self._testMethodName)
-        self.prefix = f"ncdt_{self._testMethodName}_{os.getpid()}"
-        self.daemon = None
-
-    def tearDown(self):
-        if self.daemon is not None:
-            self.daemon.kill()
-        T.cleanup_prefix(self.prefix)
-        shutil.rmtree(self.w, ignore_errors=True)
-
+class Datapath(T.DaemonCase):
     def run_daemon(self, config):
         self.daemon = T.Daemon(config, self.w, self.prefix)
         self.daemon.start()
