@@ -263,5 +263,68 @@ class Control(T.DaemonCase):
         self.stop_ok()
 
 
+    # ---- libnetchannel, through tests/integration/nc_client_test.c ----
+
+    def client(self, *args, timeout=30):
+        exe = os.path.join(T.BUILD, "tests/integration/nc_client_test")
+        return subprocess.run([exe, self.sock] + [str(a) for a in args], capture_output=True,
+                              text=True, timeout=timeout)
+
+    def test_library_create_and_receive(self):
+        """A library client creates a channel and receives exactly its flow, by copy and
+        zero-copy; when it exits, its channel is gone and the mbufs are back."""
+        c = self.start()
+        c.hello()
+        base = self.baseline(c)
+        for mode in ("copy", "zerocopy"):
+            r = self.client("create", "lib5000", 5000, 500, mode)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            self.assertIn("received 500", r.stdout)
+            self.assertNotIn("lib5000", {ch["name"] for ch in c.json(LIST)})
+        # Refusals come back as errors with the library's words.
+        other = Ctl(self.sock)
+        other.hello()
+        self.assertEqual(other.create("holder", wire_rule(dport=5000))[0], 0)
+        r = self.client("create", "lib5000", 5000, 1, "copy")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("same rule and priority", r.stdout)
+        other.close()
+        time.sleep(0.2)
+        self.assertLessEqual(c.json(STATS)["mempool"]["in_use"], base + 32)
+        c.close()
+        self.stop_ok()
+
+    def test_library_attach_static(self):
+        c = self.start()
+        r = self.client("attach", "hi", 6000, 300, "copy")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("received 300", r.stdout)
+        r = self.client("attach", "nosuch", 6000, 1, "copy")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("No such file or directory", r.stdout)
+        # Detaching leaves the static channel in place.
+        c.hello()
+        self.assertIn("hi", {ch["name"] for ch in c.json(LIST)})
+        c.close()
+        self.stop_ok()
+
+    def test_library_daemon_dies(self):
+        """A client blocked in nc_recv gets an error, not a hang, when the daemon dies."""
+        self.start().close()
+        exe = os.path.join(T.BUILD, "tests/integration/nc_client_test")
+        p = subprocess.Popen([exe, self.sock, "create", "quiet", "7000", "1", "copy", "-1"],
+                             stdout=subprocess.PIPE, text=True)
+        self.assertIn("channel quiet", p.stdout.readline())
+        self.daemon.proc.kill()
+        self.daemon.proc.wait()
+        try:
+            out, _ = p.communicate(timeout=5)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            self.fail("the client hung after the daemon died")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("the daemon is gone", out)
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -1,0 +1,345 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* libnetchannel: the control protocol on one side, the channel's ring on the other. */
+#define _GNU_SOURCE /* sched_getaffinity, strerrordesc_np */
+#include <errno.h>
+#include <poll.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_mbuf.h>
+#include <rte_memzone.h>
+#include <rte_ring.h>
+
+#include "nc_proto.h"
+#include "netchannel.h"
+
+#define NC_EXPORT __attribute__((visibility("default")))
+#define REPLY_TIMEOUT_S 10
+
+struct nc_client {
+	int fd;
+	uint32_t next_id;
+	struct nc_ctl_hello_reply hello;
+	struct nc_dir *dir;
+};
+
+struct nc_channel {
+	struct nc_client *client;
+	struct rte_ring *rx;
+	struct nc_dir_entry *dir;
+	uint32_t id;
+	int owned;                 /* created by this client: destroy it in the daemon */
+};
+
+/* One request, one reply. Returns the reply's status, or -errno of the transport. */
+static int
+call(struct nc_client *c, uint16_t type, const void *body, uint32_t len, void *out,
+     uint32_t out_len)
+{
+	struct nc_ctl_req req = { .magic = NC_CTL_MAGIC, .type = type, .id = ++c->next_id,
+				  .len = len };
+	struct iovec iov[2] = { { &req, sizeof(req) }, { (void *)body, len } };
+	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = len ? 2 : 1 };
+	static __thread uint8_t buf[NC_CTL_MAX_MSG];
+	struct nc_ctl_rep rep;
+	ssize_t n;
+
+	if (sendmsg(c->fd, &mh, MSG_NOSIGNAL) < 0)
+		return errno == ECONNRESET ? -EPIPE : -errno;
+	do
+		n = recv(c->fd, buf, sizeof(buf), 0);
+	while (n < 0 && errno == EINTR);
+	if (n == 0)
+		return -EPIPE;
+	if (n < 0)
+		return errno == EAGAIN ? -ETIMEDOUT : -errno;
+	if ((size_t)n < sizeof(rep))
+		return -EBADMSG;
+	memcpy(&rep, buf, sizeof(rep));
+	if (rep.magic != NC_CTL_MAGIC || rep.for_id != req.id || rep.len != n - sizeof(rep))
+		return -EBADMSG;
+	if (rep.status == 0 && out != NULL) {
+		if (rep.len != out_len)
+			return -EBADMSG;
+		memcpy(out, buf + sizeof(rep), out_len);
+	}
+	return rep.status;
+}
+
+static int
+first_cpu(void)
+{
+	cpu_set_t set;
+
+	if (sched_getaffinity(0, sizeof(set), &set) == 0)
+		for (int i = 0; i < CPU_SETSIZE; i++)
+			if (CPU_ISSET(i, &set))
+				return i;
+	return 0;
+}
+
+static int
+eal_secondary(const struct nc_ctl_hello_reply *h)
+{
+	char lcores[32];
+	char *argv[] = {
+		"netchannel", "--proc-type=secondary", "--file-prefix", (char *)h->file_prefix,
+		"--no-pci", "--lcores", lcores, "--log-level=lib.eal:error", NULL,
+	};
+
+	/* The daemon's lcore id for this client, so mempool caches never collide. */
+	snprintf(lcores, sizeof(lcores), "%u@%d", h->lcore_id, first_cpu());
+	if (rte_eal_init((int)(sizeof(argv) / sizeof(argv[0])) - 1, argv) < 0)
+		return -rte_errno;
+	return 0;
+}
+
+NC_EXPORT struct nc_client *
+nc_connect(const char *path, unsigned int flags)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct timeval tv = { .tv_sec = REPLY_TIMEOUT_S };
+	struct nc_ctl_hello hello = { .version = NC_CTL_VERSION, .pid = (uint32_t)getpid() };
+	const struct rte_memzone *mz;
+	struct nc_client *c;
+	int ret;
+
+	if (path == NULL)
+		path = NC_DEFAULT_SOCKET;
+	if (strlen(path) >= sizeof(sa.sun_path) || (flags & ~NC_CONNECT_NO_EAL)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	c = calloc(1, sizeof(*c));
+	if (c == NULL)
+		return NULL;
+	strcpy(sa.sun_path, path);
+	c->fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (c->fd < 0 || connect(c->fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+		ret = -errno;
+		goto out_close;
+	}
+	/* A daemon that stops answering gives an error, not a hang. */
+	setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	ret = call(c, NC_CTL_HELLO, &hello, sizeof(hello), &c->hello, sizeof(c->hello));
+	if (ret != 0)
+		goto out_close;
+	c->hello.file_prefix[sizeof(c->hello.file_prefix) - 1] = '\0';
+	if (!(flags & NC_CONNECT_NO_EAL) && (ret = eal_secondary(&c->hello)) != 0)
+		goto out_close;
+	mz = rte_memzone_lookup(NC_DIR_MZ);
+	if (mz == NULL) {
+		ret = -ENOENT;
+		goto out_close;
+	}
+	c->dir = mz->addr;
+	if (c->dir->magic != NC_DIR_MAGIC || c->dir->version != NC_PROTO_VERSION) {
+		ret = -EPROTO;
+		goto out_close;
+	}
+	return c;
+
+out_close:
+	if (c->fd >= 0)
+		close(c->fd);
+	free(c);
+	errno = -ret;
+	return NULL;
+}
+
+NC_EXPORT void
+nc_disconnect(struct nc_client *c)
+{
+	if (c == NULL)
+		return;
+	close(c->fd);
+	free(c);
+}
+
+static struct nc_channel *
+channel_open(struct nc_client *c, const struct nc_ctl_channel *info, int owned)
+{
+	struct nc_channel *ch = calloc(1, sizeof(*ch));
+
+	if (ch == NULL)
+		return NULL;
+	ch->client = c;
+	ch->id = info->id;
+	ch->owned = owned;
+	if (info->id >= c->dir->max_channels) {
+		free(ch);
+		errno = EBADMSG;
+		return NULL;
+	}
+	ch->dir = &c->dir->e[info->id];
+	if (info->action == NC_ACTION_DELIVER) {
+		ch->rx = rte_ring_lookup(info->rx_ring);
+		if (ch->rx == NULL) {
+			free(ch);
+			errno = ENOENT;
+			return NULL;
+		}
+	}
+	return ch;
+}
+
+NC_EXPORT struct nc_channel *
+nc_channel_create(struct nc_client *c, const char *name, const struct nc_trie_rule *r,
+		  const struct nc_channel_opts *opts)
+{
+	struct nc_ctl_create m;
+	struct nc_ctl_channel info;
+	int ret;
+
+	if (c == NULL || name == NULL || r == NULL || strlen(name) >= sizeof(m.name)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	memset(&m, 0, sizeof(m));
+	strcpy(m.name, name);
+	m.rule = (struct nc_ctl_rule){
+		.family = r->family, .proto = r->proto, .proto_mask = r->proto_mask,
+		.dst_len = r->dst_len, .src_len = r->src_len, .dport_kind = r->dport.kind,
+		.sport_kind = r->sport.kind, .dport_lo = r->dport.lo, .dport_hi = r->dport.hi,
+		.sport_lo = r->sport.lo, .sport_hi = r->sport.hi, .priority = r->priority,
+	};
+	memcpy(m.rule.dst, r->dst.a, 16);
+	memcpy(m.rule.src, r->src.a, 16);
+	if (opts != NULL) {
+		m.action = opts->drop ? NC_ACTION_DROP : NC_ACTION_DELIVER;
+		m.ring_size = opts->ring_size;
+		m.queue_bytes = opts->queue_bytes;
+		m.memory_limit_order = opts->memory_limit_order;
+	}
+	ret = call(c, NC_CTL_CHANNEL_CREATE, &m, sizeof(m), &info, sizeof(info));
+	if (ret != 0) {
+		errno = -ret;
+		return NULL;
+	}
+	return channel_open(c, &info, 1);
+}
+
+NC_EXPORT struct nc_channel *
+nc_channel_attach(struct nc_client *c, const char *name)
+{
+	struct nc_ctl_name m;
+	struct nc_ctl_channel info;
+	int ret;
+
+	if (c == NULL || name == NULL || strlen(name) >= sizeof(m.name)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	memset(&m, 0, sizeof(m));
+	strcpy(m.name, name);
+	ret = call(c, NC_CTL_CHANNEL_ATTACH, &m, sizeof(m), &info, sizeof(info));
+	if (ret != 0) {
+		errno = -ret;
+		return NULL;
+	}
+	return channel_open(c, &info, 0);
+}
+
+NC_EXPORT int
+nc_channel_destroy(struct nc_channel *ch)
+{
+	struct nc_ctl_id m;
+	int ret = 0;
+
+	if (ch == NULL)
+		return -EINVAL;
+	if (ch->owned) {
+		m.id = ch->id;
+		ret = call(ch->client, NC_CTL_CHANNEL_DESTROY, &m, sizeof(m), NULL, 0);
+	}
+	free(ch);
+	return ret;
+}
+
+NC_EXPORT uint16_t
+nc_rx_burst(struct nc_channel *ch, struct rte_mbuf **pkts, uint16_t n)
+{
+	unsigned int k;
+	uint64_t bytes = 0;
+
+	if (ch->rx == NULL)
+		return 0;
+	k = rte_ring_dequeue_burst(ch->rx, (void **)pkts, n, NULL);
+	for (unsigned int i = 0; i < k; i++)
+		bytes += pkts[i]->pkt_len;
+	/* The daemon's byte budget: what left the ring no longer counts against it. */
+	if (bytes)
+		__atomic_fetch_sub(&ch->dir->bytes_queued, bytes, __ATOMIC_RELAXED);
+	return (uint16_t)k;
+}
+
+/* Whether the daemon closed the connection (it died, or it stopped). */
+static int
+daemon_gone(const struct nc_client *c, int wait_ms)
+{
+	struct pollfd p = { .fd = c->fd, .events = POLLIN };
+
+	return poll(&p, 1, wait_ms) > 0 && (p.revents & (POLLHUP | POLLERR | POLLIN));
+}
+
+NC_EXPORT ssize_t
+nc_recv(struct nc_channel *ch, void *buf, size_t len, int timeout_ms)
+{
+	int waited = 0;
+
+	for (;;) {
+		struct rte_mbuf *m;
+
+		if (nc_rx_burst(ch, &m, 1) == 1) {
+			uint32_t n = m->pkt_len, take = n < len ? n : (uint32_t)len;
+			const void *p = rte_pktmbuf_read(m, 0, take, buf);
+
+			if (p != NULL && p != buf)
+				memcpy(buf, p, take);
+			rte_pktmbuf_free(m);
+			return n;
+		}
+		if (timeout_ms >= 0 && waited >= timeout_ms) {
+			errno = EAGAIN;
+			return -1;
+		}
+		/* Wait a millisecond, and notice meanwhile if the daemon went away. */
+		if (daemon_gone(ch->client, 1)) {
+			errno = EPIPE;
+			return -1;
+		}
+		waited++;
+	}
+}
+
+NC_EXPORT uint32_t
+nc_channel_id(const struct nc_channel *ch)
+{
+	return ch->id;
+}
+
+NC_EXPORT const char *
+nc_strerror(int err)
+{
+	const char *s;
+
+	if (err < 0)
+		err = -err;
+	switch (err) {
+	case EPERM: return "not allowed by the daemon's control.allow";
+	case EBUSY: return "another channel has the same rule and priority";
+	case EEXIST: return "a channel with that name exists";
+	case EPIPE: return "the daemon is gone";
+	case EPROTO: return "protocol error (version mismatch, or HELLO missing)";
+	}
+	s = strerrordesc_np(err);
+	return s ? s : "unknown error";
+}
