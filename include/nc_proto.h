@@ -29,7 +29,8 @@
  * unknown type, of the wrong length, or out of order gets a reply with
  * -EBADMSG, -EMSGSIZE, -EOPNOTSUPP, -EINVAL or -EPROTO; a connection that sends
  * NC_CTL_MAX_ERRORS bad messages is closed. Neither affects other clients.
- * Channels a connection created live as long as it does.
+ * Channels a connection created live as long as it does. The replies to
+ * CHANNEL_CREATE and CHANNEL_ATTACH carry the channel's eventfd (SCM_RIGHTS).
  */
 #ifndef NC_PROTO_H
 #define NC_PROTO_H
@@ -69,7 +70,13 @@ struct nc_dir_entry {
 	uint64_t generation;           /**< changes each time the entry is reused */
 	/** Bytes in the ring: the daemon adds, the consumer subtracts. Own cache line. */
 	uint64_t bytes_queued __attribute__((aligned(64)));
-	uint8_t pad[56];
+	/**
+	 * A consumer about to sleep sets it to 1 (then looks at the ring once more);
+	 * a worker that enqueued clears it and signals the channel's eventfd. Both
+	 * sides put a full fence between their store and their load.
+	 */
+	uint32_t want_wakeup;
+	uint8_t pad[52];
 } __attribute__((aligned(64)));
 
 /** The channel directory (memzone NC_DIR_MZ). */
@@ -93,8 +100,8 @@ struct nc_dir {
 /** Request types. */
 enum nc_ctl_type {
 	NC_CTL_HELLO = 1,          /**< struct nc_ctl_hello -> struct nc_ctl_hello_reply */
-	NC_CTL_CHANNEL_CREATE = 2, /**< struct nc_ctl_create -> struct nc_ctl_channel */
-	NC_CTL_CHANNEL_ATTACH = 3, /**< struct nc_ctl_name -> struct nc_ctl_channel */
+	NC_CTL_CHANNEL_CREATE = 2, /**< struct nc_ctl_create -> struct nc_ctl_channel + eventfd */
+	NC_CTL_CHANNEL_ATTACH = 3, /**< struct nc_ctl_name -> struct nc_ctl_channel + eventfd */
 	NC_CTL_CHANNEL_DESTROY = 4,/**< struct nc_ctl_id -> nothing */
 	NC_CTL_CHANNEL_LIST = 5,   /**< nothing -> JSON text: every channel */
 	NC_CTL_STATS = 6,          /**< nothing -> JSON text: every counter */

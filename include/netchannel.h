@@ -133,12 +133,33 @@ uint16_t nc_rx_burst(struct nc_channel *ch, struct rte_mbuf **pkts, uint16_t n);
  * @param len
  *   buf's size; a longer frame is cut (its full length is returned).
  * @param timeout_ms
- *   0: do not wait; -1: wait for ever; otherwise at most this long.
+ *   0: do not wait; -1: wait for ever; otherwise at most this long. Waiting
+ *   sleeps on the channel's eventfd: an idle client uses no CPU.
  * @return
  *   The frame's length, or -1 with errno EAGAIN (nothing in time) or EPIPE
  *   (the daemon is gone).
  */
 ssize_t nc_recv(struct nc_channel *ch, void *buf, size_t len, int timeout_ms);
+
+/**
+ * The channel's eventfd, to poll() with other descriptors: the daemon signals
+ * it when the ring goes from empty to non-empty after nc_channel_arm(). Read
+ * it (8 bytes) to reset it; drain the channel with nc_rx_burst(), then arm
+ * again before sleeping. A busy client that never arms costs no syscall.
+ *
+ * @return
+ *   The fd (owned by the channel: do not close it), or -1 for a drop channel.
+ */
+int nc_channel_fd(const struct nc_channel *ch);
+
+/**
+ * Ask to be woken through nc_channel_fd() when a packet arrives.
+ *
+ * @return
+ *   0: armed, the ring is empty, sleep; 1: packets are waiting already, do not
+ *   sleep; -EINVAL: a channel with no ring.
+ */
+int nc_channel_arm(struct nc_channel *ch);
 
 /** The channel's id in the daemon. */
 uint32_t nc_channel_id(const struct nc_channel *ch);

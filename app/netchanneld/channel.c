@@ -2,6 +2,8 @@
 /* Channels: the classifier's rules, their rings, and the directory clients read. */
 #include <errno.h>
 #include <string.h>
+#include <unistd.h>
+#include <sys/eventfd.h>
 
 #include <rte_malloc.h>
 #include <rte_mbuf.h>
@@ -30,6 +32,15 @@ ncd_channel_add(struct ncd *d, const struct ncd_channel_conf *cc, int owner)
 	ch->rule = cc->rule;
 	ch->queue_bytes = cc->queue_bytes;
 	ch->owner = owner;
+	ch->efd = -1;
+	if (cc->action == NCD_ACTION_DELIVER) {
+		/* Non-blocking: a worker's signal never waits. */
+		ch->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+		if (ch->efd < 0) {
+			ret = -errno;
+			goto out_free;
+		}
+	}
 	/*
 	 * The rule goes in first, for its id; until channels[id] is published
 	 * below, workers that match it see no channel and pass the packet to the
@@ -67,6 +78,7 @@ ncd_channel_add(struct ncd *d, const struct ncd_channel_conf *cc, int owner)
 	e->queue_bytes = cc->queue_bytes;
 	e->generation++;
 	__atomic_store_n(&e->bytes_queued, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&e->want_wakeup, 0, __ATOMIC_RELAXED);
 	/* Release: a client that sees the entry live sees all of it. */
 	__atomic_store_n(&e->state, NC_DIR_LIVE, __ATOMIC_RELEASE);
 	/* Release: a worker that finds the channel finds it whole (its ring, its limits). */
@@ -76,6 +88,8 @@ ncd_channel_add(struct ncd *d, const struct ncd_channel_conf *cc, int owner)
 out_delete:
 	nc_trie_delete(d->trie, (uint32_t)id);
 out_free:
+	if (ch->efd >= 0)
+		close(ch->efd);
 	rte_free(ch);
 	return ret;
 }
@@ -102,6 +116,9 @@ ncd_channel_del(struct ncd *d, uint32_t id)
 	       (n = rte_ring_dequeue_burst(ch->rx, (void **)m, NCD_BURST, NULL)) > 0)
 		rte_pktmbuf_free_bulk(m, n);
 	rte_ring_free(ch->rx);
+	/* A client still holding its copy of the eventfd just never hears from it again. */
+	if (ch->efd >= 0)
+		close(ch->efd);
 	rte_free(ch);
 }
 

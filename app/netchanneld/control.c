@@ -60,9 +60,10 @@ client_close(struct ncd *d, struct client *c)
 	c->fd = -1;
 }
 
+/* A reply, with a file descriptor attached when fd >= 0. */
 static int
-reply(struct client *c, const struct nc_ctl_req *req, int32_t status, const void *body,
-      size_t len)
+reply_fd(struct client *c, const struct nc_ctl_req *req, int32_t status, const void *body,
+	 size_t len, int fd)
 {
 	struct nc_ctl_rep rep = {
 		.magic = NC_CTL_MAGIC, .type = req ? req->type : 0, .for_id = req ? req->id : 0,
@@ -70,9 +71,29 @@ reply(struct client *c, const struct nc_ctl_req *req, int32_t status, const void
 	};
 	struct iovec iov[2] = { { &rep, sizeof(rep) }, { (void *)body, len } };
 	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = len ? 2 : 1 };
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} cm;
 
+	if (fd >= 0) {
+		memset(&cm, 0, sizeof(cm));
+		mh.msg_control = cm.buf;
+		mh.msg_controllen = sizeof(cm.buf);
+		cm.h.cmsg_level = SOL_SOCKET;
+		cm.h.cmsg_type = SCM_RIGHTS;
+		cm.h.cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(&cm.h), &fd, sizeof(int));
+	}
 	/* A client that does not read its replies only stalls itself. */
 	return sendmsg(c->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) < 0 ? -errno : 0;
+}
+
+static int
+reply(struct client *c, const struct nc_ctl_req *req, int32_t status, const void *body,
+      size_t len)
+{
+	return reply_fd(c, req, status, body, len, -1);
 }
 
 /* A JSON document as the reply's body. */
@@ -180,7 +201,7 @@ do_create(struct ncd *d, struct client *c, const struct nc_ctl_req *req,
 	c->channels[c->nchannels++] = (uint32_t)id;
 	NCD_LOG(INFO, "control: pid %d created channel %s (%d)", (int)c->cred.pid, cc.name, id);
 	channel_info(d->channels[id], &info);
-	return reply(c, req, 0, &info, sizeof(info));
+	return reply_fd(c, req, 0, &info, sizeof(info), d->channels[id]->efd);
 }
 
 static int
@@ -213,7 +234,7 @@ do_attach(struct ncd *d, struct client *c, const struct nc_ctl_req *req, const s
 			if (!allowed(d, &c->cred, &ch->rule))
 				return reply(c, req, -EPERM, NULL, 0);
 			channel_info(ch, &info);
-			return reply(c, req, 0, &info, sizeof(info));
+			return reply_fd(c, req, 0, &info, sizeof(info), ch->efd);
 		}
 	}
 	return reply(c, req, -ENOENT, NULL, 0);

@@ -42,6 +42,7 @@ struct ncd_port_stats {
 
 struct ncd_chan_stats {
 	uint64_t hits, delivered, bytes, drop_ring_full, drop_queue_bytes, dropped;
+	uint64_t wakeups, wakeup_errors;   /* eventfd signals to a sleeping consumer */
 } __rte_cache_aligned;
 
 struct ncd_channel {
@@ -53,6 +54,7 @@ struct ncd_channel {
 	uint64_t queue_bytes;
 	struct nc_trie_rule rule;
 	int owner;                     /* NCD_OWNER_CONFIG, or the client's slot */
+	int efd;                       /* eventfd that wakes a sleeping consumer, or -1 */
 };
 
 #define NCD_OWNER_CONFIG (-1)

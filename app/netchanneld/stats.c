@@ -15,7 +15,8 @@
 	X(rx) X(delivered) X(dropped_by_rule) X(to_kernel) X(drop_ring_full) \
 	X(drop_queue_bytes) X(drop_exc_full) X(drop_no_exception) X(drop_too_big) X(miss) \
 	X(kernel_rx) X(kernel_tx) X(kernel_tx_drop)
-#define CHAN_FIELDS(X) X(hits) X(delivered) X(bytes) X(drop_ring_full) X(drop_queue_bytes) X(dropped)
+#define CHAN_FIELDS(X) X(hits) X(delivered) X(bytes) X(drop_ring_full) X(drop_queue_bytes) X(dropped) \
+	X(wakeups) X(wakeup_errors)
 
 void
 ncd_stats_json(const struct ncd *d, FILE *f)

@@ -7,6 +7,7 @@
  * no allocation; counters are per worker, on the worker's own cache lines.
  */
 #include <string.h>
+#include <unistd.h>
 
 #include <rte_ethdev.h>
 #include <rte_mbuf.h>
@@ -54,6 +55,24 @@ deliver(struct ncd_worker *w, struct ncd_port_stats *ps, struct batch *b)
 		bytes -= b->m[i]->pkt_len;
 	/* Relaxed: a budget, not a synchronisation; the ring orders the packets. */
 	__atomic_fetch_add(&ch->dir->bytes_queued, bytes, __ATOMIC_RELAXED);
+	/*
+	 * A consumer that went to sleep on an empty ring asked to be woken. Full
+	 * fence between the enqueue and the flag's load (the consumer has one
+	 * between its store of the flag and its look at the ring): one of the two
+	 * sees the other, so no wake-up is lost. Busy consumers never set the
+	 * flag, so they cost no syscall.
+	 */
+	if (sent > 0) {
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		if (__atomic_load_n(&ch->dir->want_wakeup, __ATOMIC_RELAXED) &&
+		    __atomic_exchange_n(&ch->dir->want_wakeup, 0, __ATOMIC_RELAXED)) {
+			uint64_t one = 1;
+
+			cs->wakeups++;
+			if (write(ch->efd, &one, sizeof(one)) != sizeof(one))
+				cs->wakeup_errors++;
+		}
+	}
 	cs->delivered += sent;
 	cs->bytes += bytes;
 	cs->drop_ring_full += fit - sent;

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -37,26 +38,46 @@ struct nc_channel {
 	struct nc_dir_entry *dir;
 	uint32_t id;
 	int owned;                 /* created by this client: destroy it in the daemon */
+	int efd;                   /* the daemon's eventfd for this channel, or -1 */
 };
 
-/* One request, one reply. Returns the reply's status, or -errno of the transport. */
+/*
+ * One request, one reply. Returns the reply's status, or -errno of the
+ * transport. A file descriptor the reply carries goes to *fd_out (else -1).
+ */
 static int
-call(struct nc_client *c, uint16_t type, const void *body, uint32_t len, void *out,
-     uint32_t out_len)
+call_fd(struct nc_client *c, uint16_t type, const void *body, uint32_t len, void *out,
+	uint32_t out_len, int *fd_out)
 {
 	struct nc_ctl_req req = { .magic = NC_CTL_MAGIC, .type = type, .id = ++c->next_id,
 				  .len = len };
 	struct iovec iov[2] = { { &req, sizeof(req) }, { (void *)body, len } };
 	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = len ? 2 : 1 };
 	static __thread uint8_t buf[NC_CTL_MAX_MSG];
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} cm;
+	struct iovec riov = { buf, sizeof(buf) };
+	struct msghdr rmh = { .msg_iov = &riov, .msg_iovlen = 1, .msg_control = cm.buf,
+			      .msg_controllen = sizeof(cm.buf) };
 	struct nc_ctl_rep rep;
+	struct cmsghdr *h;
+	int fd = -1;
 	ssize_t n;
 
 	if (sendmsg(c->fd, &mh, MSG_NOSIGNAL) < 0)
 		return errno == ECONNRESET ? -EPIPE : -errno;
 	do
-		n = recv(c->fd, buf, sizeof(buf), 0);
+		n = recvmsg(c->fd, &rmh, MSG_CMSG_CLOEXEC);
 	while (n < 0 && errno == EINTR);
+	for (h = n > 0 ? CMSG_FIRSTHDR(&rmh) : NULL; h != NULL; h = CMSG_NXTHDR(&rmh, h))
+		if (h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_RIGHTS)
+			memcpy(&fd, CMSG_DATA(h), sizeof(int));
+	if (fd_out != NULL)
+		*fd_out = fd;
+	else if (fd >= 0)
+		close(fd);
 	if (n == 0)
 		return -EPIPE;
 	if (n < 0)
@@ -72,6 +93,13 @@ call(struct nc_client *c, uint16_t type, const void *body, uint32_t len, void *o
 		memcpy(out, buf + sizeof(rep), out_len);
 	}
 	return rep.status;
+}
+
+static int
+call(struct nc_client *c, uint16_t type, const void *body, uint32_t len, void *out,
+     uint32_t out_len)
+{
+	return call_fd(c, type, body, len, out, out_len, NULL);
 }
 
 static int
@@ -165,30 +193,38 @@ nc_disconnect(struct nc_client *c)
 }
 
 static struct nc_channel *
-channel_open(struct nc_client *c, const struct nc_ctl_channel *info, int owned)
+channel_open(struct nc_client *c, const struct nc_ctl_channel *info, int owned, int efd)
 {
 	struct nc_channel *ch = calloc(1, sizeof(*ch));
 
-	if (ch == NULL)
+	if (ch == NULL) {
+		if (efd >= 0)
+			close(efd);
 		return NULL;
+	}
+	ch->efd = efd;
 	ch->client = c;
 	ch->id = info->id;
 	ch->owned = owned;
 	if (info->id >= c->dir->max_channels) {
-		free(ch);
 		errno = EBADMSG;
-		return NULL;
+		goto out_free;
 	}
 	ch->dir = &c->dir->e[info->id];
 	if (info->action == NC_ACTION_DELIVER) {
 		ch->rx = rte_ring_lookup(info->rx_ring);
 		if (ch->rx == NULL) {
-			free(ch);
 			errno = ENOENT;
-			return NULL;
+			goto out_free;
 		}
 	}
 	return ch;
+
+out_free:
+	if (efd >= 0)
+		close(efd);
+	free(ch);
+	return NULL;
 }
 
 NC_EXPORT struct nc_channel *
@@ -197,7 +233,7 @@ nc_channel_create(struct nc_client *c, const char *name, const struct nc_trie_ru
 {
 	struct nc_ctl_create m;
 	struct nc_ctl_channel info;
-	int ret;
+	int ret, efd;
 
 	if (c == NULL || name == NULL || r == NULL || strlen(name) >= sizeof(m.name)) {
 		errno = EINVAL;
@@ -219,12 +255,12 @@ nc_channel_create(struct nc_client *c, const char *name, const struct nc_trie_ru
 		m.queue_bytes = opts->queue_bytes;
 		m.memory_limit_order = opts->memory_limit_order;
 	}
-	ret = call(c, NC_CTL_CHANNEL_CREATE, &m, sizeof(m), &info, sizeof(info));
+	ret = call_fd(c, NC_CTL_CHANNEL_CREATE, &m, sizeof(m), &info, sizeof(info), &efd);
 	if (ret != 0) {
 		errno = -ret;
 		return NULL;
 	}
-	return channel_open(c, &info, 1);
+	return channel_open(c, &info, 1, efd);
 }
 
 NC_EXPORT struct nc_channel *
@@ -232,7 +268,7 @@ nc_channel_attach(struct nc_client *c, const char *name)
 {
 	struct nc_ctl_name m;
 	struct nc_ctl_channel info;
-	int ret;
+	int ret, efd;
 
 	if (c == NULL || name == NULL || strlen(name) >= sizeof(m.name)) {
 		errno = EINVAL;
@@ -240,12 +276,12 @@ nc_channel_attach(struct nc_client *c, const char *name)
 	}
 	memset(&m, 0, sizeof(m));
 	strcpy(m.name, name);
-	ret = call(c, NC_CTL_CHANNEL_ATTACH, &m, sizeof(m), &info, sizeof(info));
+	ret = call_fd(c, NC_CTL_CHANNEL_ATTACH, &m, sizeof(m), &info, sizeof(info), &efd);
 	if (ret != 0) {
 		errno = -ret;
 		return NULL;
 	}
-	return channel_open(c, &info, 0);
+	return channel_open(c, &info, 0, efd);
 }
 
 NC_EXPORT int
@@ -260,6 +296,8 @@ nc_channel_destroy(struct nc_channel *ch)
 		m.id = ch->id;
 		ret = call(ch->client, NC_CTL_CHANNEL_DESTROY, &m, sizeof(m), NULL, 0);
 	}
+	if (ch->efd >= 0)
+		close(ch->efd);
 	free(ch);
 	return ret;
 }
@@ -281,42 +319,73 @@ nc_rx_burst(struct nc_channel *ch, struct rte_mbuf **pkts, uint16_t n)
 	return (uint16_t)k;
 }
 
-/* Whether the daemon closed the connection (it died, or it stopped). */
-static int
-daemon_gone(const struct nc_client *c, int wait_ms)
+NC_EXPORT int
+nc_channel_fd(const struct nc_channel *ch)
 {
-	struct pollfd p = { .fd = c->fd, .events = POLLIN };
+	return ch->efd;
+}
 
-	return poll(&p, 1, wait_ms) > 0 && (p.revents & (POLLHUP | POLLERR | POLLIN));
+NC_EXPORT int
+nc_channel_arm(struct nc_channel *ch)
+{
+	if (ch->rx == NULL || ch->efd < 0)
+		return -EINVAL;
+	__atomic_store_n(&ch->dir->want_wakeup, 1, __ATOMIC_RELAXED);
+	/* Full fence: the worker has one between its enqueue and its look at the flag. */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	return rte_ring_empty(ch->rx) ? 0 : 1;
+}
+
+static uint64_t
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
 NC_EXPORT ssize_t
 nc_recv(struct nc_channel *ch, void *buf, size_t len, int timeout_ms)
 {
-	int waited = 0;
+	uint64_t deadline = timeout_ms > 0 ? now_ms() + (uint64_t)timeout_ms : 0;
 
 	for (;;) {
+		struct pollfd p[2] = { { .fd = ch->efd, .events = POLLIN },
+				       { .fd = ch->client->fd, .events = POLLIN } };
 		struct rte_mbuf *m;
+		uint64_t v;
+		int wait;
 
 		if (nc_rx_burst(ch, &m, 1) == 1) {
 			uint32_t n = m->pkt_len, take = n < len ? n : (uint32_t)len;
-			const void *p = rte_pktmbuf_read(m, 0, take, buf);
+			const void *q = rte_pktmbuf_read(m, 0, take, buf);
 
-			if (p != NULL && p != buf)
-				memcpy(buf, p, take);
+			if (q != NULL && q != buf)
+				memcpy(buf, q, take);
 			rte_pktmbuf_free(m);
 			return n;
 		}
-		if (timeout_ms >= 0 && waited >= timeout_ms) {
+		if (timeout_ms == 0) {
 			errno = EAGAIN;
 			return -1;
 		}
-		/* Wait a millisecond, and notice meanwhile if the daemon went away. */
-		if (daemon_gone(ch->client, 1)) {
+		if (nc_channel_arm(ch) != 0)
+			continue;              /* a packet came in meanwhile */
+		wait = timeout_ms < 0 ? -1 : (int)(deadline > now_ms() ? deadline - now_ms() : 0);
+		if (wait == 0 && timeout_ms > 0) {
+			errno = EAGAIN;
+			return -1;
+		}
+		/* Asleep until the worker signals, the timeout, or the daemon hangs up. */
+		if (poll(p, 2, wait) < 0 && errno != EINTR)
+			return -1;
+		if (p[1].revents & (POLLHUP | POLLERR | POLLIN)) {
 			errno = EPIPE;
 			return -1;
 		}
-		waited++;
+		if (p[0].revents & POLLIN && read(ch->efd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+			return -1;
 	}
 }
 

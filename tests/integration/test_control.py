@@ -326,5 +326,57 @@ class Control(T.DaemonCase):
         self.assertIn("the daemon is gone", out)
 
 
+    def test_library_blocking_wakeup(self):
+        """A client blocked in nc_recv() sleeps (no CPU) until the kernel sends it datagrams
+        through a net_tap port; the worker's eventfd wakes it."""
+        ns = f"ncdwk{os.getpid()}"
+        port_mac = "02:00:00:00:00:10"
+        T.sh("ip", "netns", "add", ns)
+        self.addCleanup(T.sh, "ip", "netns", "del", ns)
+        cfg = {"eal": EAL, "mempool": {"mbufs": 8191, "cache": 64},
+               "ports": [{"name": "wire0", "device": f"net_tap0,iface=nctap0,mac={port_mac}",
+                          "exception": {"device": "none"}}],
+               "workers": [{"lcore": 1}], "control": {"socket": self.sock}}
+        self.daemon = T.Daemon(cfg, self.w, self.prefix, netns=ns)
+        self.daemon.start()
+        for cmd in (["ip", "addr", "add", "10.9.0.1/24", "dev", "nctap0"],
+                    ["ip", "link", "set", "nctap0", "up"],
+                    ["ip", "neigh", "add", "10.9.0.2", "lladdr", port_mac, "dev", "nctap0",
+                     "nud", "permanent"]):
+            T.sh("ip", "netns", "exec", ns, *cmd)
+        exe = os.path.join(T.BUILD, "tests/integration/nc_client_test")
+        p = subprocess.Popen([exe, self.sock, "create", "sleeper", "7000", "3", "copy", "20000"],
+                             stdout=subprocess.PIPE, text=True)
+        self.assertIn("channel sleeper", p.stdout.readline())
+
+        def cpu_ticks():
+            with open(f"/proc/{p.pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            return int(fields[11]) + int(fields[12])      # utime + stime
+
+        t0 = cpu_ticks()
+        time.sleep(1.0)
+        idle = cpu_ticks() - t0
+        self.assertLessEqual(idle, 5, "an idle client must sleep, not spin")
+        send = ("import socket; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+                "for i in range(3): s.sendto(b'wake %d' % i, ('10.9.0.2', 7000))")
+        T.sh("ip", "netns", "exec", ns, "/usr/bin/python3", "-c", send)
+        try:
+            out, _ = p.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            self.fail("the client was not woken")
+        self.assertEqual(p.returncode, 0, out)
+        self.assertIn("received 3", out)
+        c = Ctl(self.sock)
+        c.hello()
+        port = c.json(STATS)["ports"][0]
+        c.close()
+        self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
+        self.assertTrue(T.accounting_ok(port), port)
+        st = self.daemon.read_stats()
+        self.assertTrue(T.accounting_ok(st["ports"][0]), st["ports"][0])
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)
