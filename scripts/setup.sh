@@ -12,7 +12,7 @@ shift || true
 
 # Build: DPDK 22.11 (libraries, PMDs, testpmd and tools), meson/ninja, jansson,
 # Check, libnuma, libpcap. Tests and benchmarks: scapy (traffic generator),
-# gnuplot (charts), iproute2 (namespaces), clang (fuzzers).
+# gnuplot (charts), iproute2 (namespaces).
 packages=(
 	libdpdk-dev dpdk dpdk-dev meson ninja-build pkg-config gcc libc6-dev
 	libjansson-dev check libnuma-dev libpcap-dev
