@@ -69,7 +69,10 @@ struct nc_client *nc_connect(const char *socket_path, unsigned int flags);
 
 /**
  * Close the connection: the daemon removes its channels. Mbufs the
- * application still holds must be freed before.
+ * application still holds must be freed before. If nc_connect() initialised
+ * EAL, EAL is cleaned up too (rte_eal_cleanup()), and cannot be initialised
+ * again in this process: an application that wants to reconnect initialises
+ * EAL itself and passes NC_CONNECT_NO_EAL.
  *
  * @param c
  *   The client; NULL is a no-op.

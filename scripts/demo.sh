@@ -6,7 +6,7 @@
 # network, VLANs, fragments, ICMP, ARP, frames for another host, malformed frames), runs
 # netchanneld on config/demo.json with net_pcap ports, lets a real client process (a DPDK
 # secondary) take the "dns" channel's packets, stops the daemon with SIGTERM and shows where
-# every packet went. Bounded (about 10 s), cleans up after itself, safe to run twice.
+# every packet went. Bounded (about 5 s), cleans up after itself, safe to run twice.
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -37,12 +37,12 @@ for _ in $(seq 50); do
 	sleep 0.1
 done
 
-echo "== a client process takes the dns channel's packets"
+echo "== a client process (nc-dump, on libnetchannel) takes the dns channel's packets for 2 s"
 # net_pcap in a secondary re-opens the daemon's output files: keep them out of its reach.
 touch "$work/tx.pcap" "$work/kernel.pcap"
 unshare -m sh -c "mount --bind /dev/null '$work/tx.pcap' && mount --bind /dev/null '$work/kernel.pcap' &&
-	exec build/tests/integration/nc_consumer --prefix '$prefix' --channel dns \
-	--out '$work/dns.pcap' --timeout-ms 2000" | sed 's/^/   /'
+	exec build/app/examples/nc-dump -s /run/netchanneld/demo.sock --channel dns \
+	-w '$work/dns.pcap' -t 2" 2>&1 | sed 's/^/   /'
 
 kill -TERM "$daemon_pid"
 wait "$daemon_pid" && rc=0 || rc=$?

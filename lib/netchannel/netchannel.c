@@ -30,6 +30,7 @@ struct nc_client {
 	uint32_t next_id;
 	struct nc_ctl_hello_reply hello;
 	struct nc_dir *dir;
+	int eal_owned;             /* nc_connect() initialised EAL: nc_disconnect() cleans it up */
 };
 
 struct nc_channel {
@@ -161,8 +162,12 @@ nc_connect(const char *path, unsigned int flags)
 	if (ret != 0)
 		goto out_close;
 	c->hello.file_prefix[sizeof(c->hello.file_prefix) - 1] = '\0';
-	if (!(flags & NC_CONNECT_NO_EAL) && (ret = eal_secondary(&c->hello)) != 0)
-		goto out_close;
+	if (!(flags & NC_CONNECT_NO_EAL)) {
+		ret = eal_secondary(&c->hello);
+		if (ret != 0)
+			goto out_close;
+		c->eal_owned = 1;
+	}
 	mz = rte_memzone_lookup(NC_DIR_MZ);
 	if (mz == NULL) {
 		ret = -ENOENT;
@@ -176,6 +181,8 @@ nc_connect(const char *path, unsigned int flags)
 	return c;
 
 out_close:
+	if (c->eal_owned)
+		rte_eal_cleanup();
 	if (c->fd >= 0)
 		close(c->fd);
 	free(c);
@@ -189,6 +196,9 @@ nc_disconnect(struct nc_client *c)
 	if (c == NULL)
 		return;
 	close(c->fd);
+	/* What EAL's buses and drivers hold in this process goes with it. */
+	if (c->eal_owned)
+		rte_eal_cleanup();
 	free(c);
 }
 

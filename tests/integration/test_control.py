@@ -378,5 +378,38 @@ class Control(T.DaemonCase):
         self.assertTrue(T.accounting_ok(st["ports"][0]), st["ports"][0])
 
 
+    def test_nc_dump(self):
+        """nc-dump, the example: a flow of its own to a pcap, a static channel summarised."""
+        c = self.start()
+        exe = os.path.join(T.BUILD, "app/examples/nc-dump")
+        out = os.path.join(self.w, "dump.pcap")
+        r = subprocess.run([exe, "-s", self.sock, "--dport", "5000", "--dst", "192.0.2.1",
+                            "-c", "20", "-w", out], capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        frames = T.read_pcap(out)
+        self.assertEqual(len(frames), 20)
+        for f in frames:
+            self.assertEqual(struct.unpack("!H", f[36:38])[0], 5000)
+        r = subprocess.run([exe, "-s", self.sock, "--channel", "hi", "-c", "3"],
+                           capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        lines = r.stdout.splitlines()
+        self.assertEqual(len(lines), 3)
+        for line in lines:
+            self.assertRegex(line, r"^203\.0\.113\.1\.\d+ > 192\.0\.2\.1\.6000 proto 17 len ")
+        # Its own channel went away with it.
+        c.hello()
+        self.assertEqual({ch["name"] for ch in c.json(LIST)}, {"dns", "hi"})
+        c.close()
+        for bad in ([], ["--channel", "x", "--dport", "1"], ["--dport", "70000"]):
+            self.assertEqual(subprocess.run([exe, "-s", self.sock] + bad,
+                                            capture_output=True).returncode, 2)
+        r = subprocess.run([exe, "-s", os.path.join(self.w, "nosock"), "--dport", "1"],
+                           capture_output=True, text=True)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("connect to", r.stderr)
+        self.stop_ok()
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -1,0 +1,217 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * nc-dump: a channel's packets to a pcap file, or summarised on stdout.
+ *
+ *   nc-dump [-s SOCKET] (--channel NAME | --dport N [--dst ADDR] [--proto P])
+ *           [-w FILE] [-c COUNT] [-t SECONDS]
+ *
+ * With --channel it attaches to a static channel of the daemon's config;
+ * with --dport it creates a channel of its own for that flow, which the
+ * daemon removes when nc-dump exits. Only libnetchannel's API is used: copy
+ * from here.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <pcap/pcap.h>
+#include <rte_mbuf.h>
+
+#include "netchannel.h"
+
+static volatile sig_atomic_t stop;
+
+static void
+on_signal(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
+static void
+usage(FILE *f)
+{
+	fprintf(f, "usage: nc-dump [-s SOCKET] (--channel NAME | --dport N [--dst ADDR] [--proto P])\n"
+		   "               [-w FILE] [-c COUNT] [-t SECONDS]\n"
+		   "  -s, --socket    the daemon's control socket (default " NC_DEFAULT_SOCKET ")\n"
+		   "      --channel   attach to this static channel\n"
+		   "      --dport     create a channel for this destination port (udp by default)\n"
+		   "      --dst       ... and this destination address or prefix\n"
+		   "      --proto     ... and this protocol: tcp, udp, sctp, or a number\n"
+		   "  -w, --write     write the packets to this pcap file; else print a line each\n"
+		   "  -c, --count     stop after this many packets\n"
+		   "  -t, --time      stop after this many seconds\n");
+}
+
+/* One line per packet: addresses, protocol, ports, length. */
+static void
+summarise(const uint8_t *f, uint32_t len)
+{
+	char a[INET6_ADDRSTRLEN], b[INET6_ADDRSTRLEN];
+	unsigned int off = 14, type, proto, ports;
+
+	if (len < 14)
+		goto raw;
+	type = (unsigned int)(f[12] << 8 | f[13]);
+	while ((type == 0x8100 || type == 0x88a8) && len >= off + 4) {
+		type = (unsigned int)(f[off + 2] << 8 | f[off + 3]);
+		off += 4;
+	}
+	if (type == 0x0800 && len >= off + 20) {
+		inet_ntop(AF_INET, f + off + 12, a, sizeof(a));
+		inet_ntop(AF_INET, f + off + 16, b, sizeof(b));
+		proto = f[off + 9];
+		off += (f[off] & 0xfu) * 4;
+	} else if (type == 0x86dd && len >= off + 40) {
+		inet_ntop(AF_INET6, f + off + 8, a, sizeof(a));
+		inet_ntop(AF_INET6, f + off + 24, b, sizeof(b));
+		proto = f[off + 6];
+		off += 40;
+	} else {
+		goto raw;
+	}
+	ports = (proto == 6 || proto == 17 || proto == 132) && len >= off + 4;
+	if (ports)
+		printf("%s.%u > %s.%u proto %u len %u\n", a, f[off] << 8 | f[off + 1], b,
+		       f[off + 2] << 8 | f[off + 3], proto, len);
+	else
+		printf("%s > %s proto %u len %u\n", a, b, proto, len);
+	return;
+raw:
+	printf("ethertype %#x len %u\n", len >= 14 ? (unsigned int)(f[12] << 8 | f[13]) : 0, len);
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "socket", required_argument, NULL, 's' },
+		{ "channel", required_argument, NULL, 'n' },
+		{ "dport", required_argument, NULL, 'd' },
+		{ "dst", required_argument, NULL, 'a' },
+		{ "proto", required_argument, NULL, 'p' },
+		{ "write", required_argument, NULL, 'w' },
+		{ "count", required_argument, NULL, 'c' },
+		{ "time", required_argument, NULL, 't' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *sock = NULL, *channel = NULL, *dst = NULL, *proto = "udp", *out = NULL;
+	long dport = -1, count = 0, seconds = 0, got = 0;
+	struct nc_trie_rule rule;
+	struct nc_channel *ch;
+	struct nc_client *c;
+	pcap_dumper_t *dump = NULL;
+	pcap_t *pc = NULL;
+	time_t end;
+	int o;
+
+	while ((o = getopt_long(argc, argv, "s:w:c:t:h", opts, NULL)) != -1) {
+		switch (o) {
+		case 's': sock = optarg; break;
+		case 'n': channel = optarg; break;
+		case 'd': dport = strtol(optarg, NULL, 0); break;
+		case 'a': dst = optarg; break;
+		case 'p': proto = optarg; break;
+		case 'w': out = optarg; break;
+		case 'c': count = strtol(optarg, NULL, 0); break;
+		case 't': seconds = strtol(optarg, NULL, 0); break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if ((channel == NULL) == (dport < 0) || dport > 65535 || count < 0 || seconds < 0) {
+		usage(stderr);
+		return 2;
+	}
+	memset(&rule, 0, sizeof(rule));
+	if (channel == NULL) {
+		rule.proto_mask = 0xff;
+		rule.proto = strcmp(proto, "tcp") == 0 ? 6 : strcmp(proto, "udp") == 0 ? 17 :
+			     strcmp(proto, "sctp") == 0 ? 132 : (uint8_t)atoi(proto);
+		rule.dport = (struct nc_trie_port){ (uint16_t)dport, (uint16_t)dport,
+						    NC_TRIE_PORT_RANGE };
+		if (dst != NULL) {
+			char addr[INET6_ADDRSTRLEN + 4], *slash;
+
+			snprintf(addr, sizeof(addr), "%s", dst);
+			slash = strchr(addr, '/');
+			if (slash)
+				*slash = '\0';
+			rule.family = strchr(addr, ':') ? NC_TRIE_AF_INET6 : NC_TRIE_AF_INET;
+			if (inet_pton(rule.family == NC_TRIE_AF_INET6 ? AF_INET6 : AF_INET, addr,
+				      rule.dst.a) != 1) {
+				fprintf(stderr, "nc-dump: --dst %s: not an address\n", dst);
+				return 2;
+			}
+			rule.dst_len = (uint8_t)(slash ? atoi(slash + 1) :
+						 rule.family == NC_TRIE_AF_INET6 ? 128 : 32);
+		}
+	}
+	c = nc_connect(sock, 0);
+	if (c == NULL) {
+		fprintf(stderr, "nc-dump: connect to %s: %s\n", sock ? sock : NC_DEFAULT_SOCKET,
+			nc_strerror(errno));
+		return 1;
+	}
+	if (channel != NULL) {
+		ch = nc_channel_attach(c, channel);
+	} else {
+		char name[32];
+
+		snprintf(name, sizeof(name), "nc-dump-%d", (int)getpid());
+		ch = nc_channel_create(c, name, &rule, NULL);
+	}
+	if (ch == NULL) {
+		fprintf(stderr, "nc-dump: channel: %s\n", nc_strerror(errno));
+		nc_disconnect(c);
+		return 1;
+	}
+	if (out != NULL) {
+		pc = pcap_open_dead(DLT_EN10MB, 65535);
+		dump = pcap_dump_open(pc, out);
+		if (dump == NULL) {
+			fprintf(stderr, "nc-dump: %s: %s\n", out, pcap_geterr(pc));
+			return 1;
+		}
+	}
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	end = seconds ? time(NULL) + seconds : 0;
+	while (!stop && (count == 0 || got < count) && (end == 0 || time(NULL) < end)) {
+		static uint8_t buf[65536];
+		/* Sleep at most 100 ms at a time, to notice signals and the deadline. */
+		ssize_t n = nc_recv(ch, buf, sizeof(buf), 100);
+		struct pcap_pkthdr h;
+
+		if (n < 0) {
+			if (errno == EAGAIN)
+				continue;
+			fprintf(stderr, "nc-dump: receive: %s\n", nc_strerror(errno));
+			break;
+		}
+		got++;
+		if (dump == NULL) {
+			summarise(buf, (uint32_t)n);
+			continue;
+		}
+		gettimeofday(&h.ts, NULL);
+		h.len = (uint32_t)n;
+		h.caplen = (uint32_t)n < sizeof(buf) ? (uint32_t)n : sizeof(buf);
+		pcap_dump((u_char *)dump, &h, buf);
+	}
+	if (dump != NULL) {
+		pcap_dump_close(dump);
+		pcap_close(pc);
+	}
+	fprintf(stderr, "nc-dump: %ld packets\n", got);
+	nc_channel_destroy(ch);
+	nc_disconnect(c);
+	return count != 0 && got < count ? 1 : 0;
+}
