@@ -481,7 +481,10 @@ load_ports(struct ctx *c, const json_t *root)
 			if (strcmp(off, "off") == 0) {
 				pc->flow_offload = NCD_OFFLOAD_OFF;
 			} else if (strcmp(off, "required") == 0) {
-				pc->flow_offload = NCD_OFFLOAD_REQUIRED;
+				/* It promises refusals this version cannot make: refuse it instead. */
+				push(c, "flow_offload", 0);
+				return fail(c, "required, but this version has no rte_flow offload "
+					       "(use auto or off)");
 			} else if (strcmp(off, "auto") != 0) {
 				push(c, "flow_offload", 0);
 				return fail(c, "'%s': expected auto, off or required", off);
