@@ -13,6 +13,7 @@ Every config in config/ must pass --check-config.
 """
 import glob
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -33,6 +34,7 @@ class Configs(unittest.TestCase):
         cases = sorted(glob.glob(os.path.join(HERE, "invalid", "*", "input.json")))
         self.assertGreaterEqual(len(cases), 25)
         tmp = tempfile.mkdtemp(prefix="ncd_cfg_")
+        self.addCleanup(shutil.rmtree, tmp, True)
         for case in cases:
             d = os.path.dirname(case)
             name = os.path.basename(d)
@@ -56,8 +58,6 @@ class Configs(unittest.TestCase):
                     self.assertNotIn("running", r.stdout)
                     if not name.startswith("start_"):
                         self.assertFalse(os.path.exists(f"/var/run/dpdk/{prefix}"))
-                os.unlink(path)
-        os.rmdir(tmp)
 
     def test_usage(self):
         r = run([])
