@@ -48,7 +48,8 @@ ncd_channel_add(struct ncd *d, const struct ncd_channel_conf *cc, int owner)
 	 */
 	id = nc_trie_add(d->trie, &cc->rule);
 	if (id < 0) {
-		ret = id;
+		/* The same rule and priority: another channel holds that flow. */
+		ret = id == -EEXIST ? -EBUSY : id;
 		goto out_free;
 	}
 	ch->id = (uint32_t)id;

@@ -138,10 +138,12 @@ get_str(struct ctx *c, const json_t *obj, const char *key, bool required, const 
 	int r = 0;
 
 	*out = NULL;
-	if (v == NULL)
-		return required ? (l = push(c, key, 0), r = fail(c, "missing"), pop(c, l), r) : 0;
+	if (v == NULL && !required)
+		return 0;
 	l = push(c, key, 0);
-	if (!json_is_string(v))
+	if (v == NULL)
+		r = fail(c, "missing");
+	else if (!json_is_string(v))
 		r = fail(c, "expected a string, got %s", type_name(v));
 	else if (json_string_length(v) == 0)
 		r = fail(c, "empty string");

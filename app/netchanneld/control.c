@@ -189,13 +189,6 @@ do_create(struct ncd *d, struct client *c, const struct nc_ctl_req *req,
 	cc.queue_bytes = m->queue_bytes ? m->queue_bytes :
 			 m->memory_limit_order ? UINT64_C(1) << m->memory_limit_order : 1 << 20;
 	id = ncd_channel_add(d, &cc, (int)(c - ctl.clients));
-	if (id == -EEXIST) {
-		/* The same name, or the same rule: someone else holds that flow. */
-		for (unsigned int i = 0; i < NCD_MAX_CHANNELS; i++)
-			if (d->channels[i] != NULL && strcmp(d->channels[i]->name, cc.name) == 0)
-				return reply(c, req, -EEXIST, NULL, 0);
-		return reply(c, req, -EBUSY, NULL, 0);
-	}
 	if (id < 0)
 		return reply(c, req, id, NULL, 0);
 	c->channels[c->nchannels++] = (uint32_t)id;

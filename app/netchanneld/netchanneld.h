@@ -106,8 +106,8 @@ int ncd_channels_init(struct ncd *d);
 
 /**
  * Add a channel while the workers run.
- * @return its id, or -EEXIST (name taken, or the same rule and priority: the
- *   trie's -EEXIST), -ENOSPC, -ENOMEM, or the ring's error.
+ * @return its id, or -EEXIST (the name is taken), -EBUSY (another channel has
+ *   the same rule and priority), -ENOSPC, -ENOMEM, or the ring's error.
  */
 int ncd_channel_add(struct ncd *d, const struct ncd_channel_conf *cc, int owner);
 
