@@ -11,7 +11,10 @@
  * |---------------------------|------------------------------------|
  * | channel directory         | NC_DIR_MZ ("netchannel_dir")       |
  * | a channel's receive ring  | "nc_rx_<id>" (NC_RX_RING_FMT)      |
+ * | a channel's transmit ring | "nc_tx_<id>" (NC_TX_RING_FMT)      |
  * | mbuf pool of NUMA socket s| "nc_mbuf_<s>" (NC_MBUF_POOL_FMT)   |
+ * | client table              | NC_CLIENTS_MZ ("netchannel_clients") |
+ * | mbuf owner field (dynfield)| NC_MBUF_OWNER_FIELD                |
  *
  * The directory has a fixed layout: a magic, a version, and an array of
  * entries, each on its own cache lines, with no pointers, so that every
@@ -21,6 +24,20 @@
  * A consumer that dequeues packets from a channel's ring subtracts their
  * pkt_len from the entry's bytes_queued: the daemon adds it when it enqueues,
  * and drops packets (counting them) while bytes_queued is over queue_bytes.
+ *
+ * Transmit: a channel created with NC_CREATE_F_TX has a transmit ring, which
+ * its client enqueues on (multi-producer) and one worker empties. An mbuf
+ * whose packet_type has L2 bits (RTE_PTYPE_L2_MASK) is a whole frame; one
+ * without is an IP packet, to which the worker adds the Ethernet header of
+ * the next hop. Either way its source (address, port, protocol) must be in
+ * the channel's destination, or it is dropped as spoofed.
+ *
+ * Mbuf ownership: a client holds at most its quota of mbufs (the client
+ * table's quota): held counts what it dequeued or allocated, minus what it
+ * freed or transmitted. While a client holds an mbuf, the mbuf's owner field
+ * (the dynamic field NC_MBUF_OWNER_FIELD, a uint32_t) is the client's slot
+ * + 1, and 0 otherwise; when a client dies the daemon frees the mbufs still
+ * marked as its own and flushes its lcore's mempool cache.
  *
  * Control: a Unix SOCK_SEQPACKET socket (the config's control.socket). One
  * message is one request or one reply; every request carries an id that its
@@ -45,8 +62,12 @@ extern "C" {
 #define NC_DIR_MZ "netchannel_dir"
 #define NC_DIR_MAGIC 0x6e636469u    /* "ncdi" */
 #define NC_RX_RING_FMT "nc_rx_%u"
+#define NC_TX_RING_FMT "nc_tx_%u"
 #define NC_MBUF_POOL_FMT "nc_mbuf_%d"
+#define NC_CLIENTS_MZ "netchannel_clients"
+#define NC_MBUF_OWNER_FIELD "netchannel_owner"
 #define NC_NAME_SIZE 32
+#define NC_MAX_CLIENTS 64              /**< connections the daemon serves at once */
 
 enum nc_dir_state {
 	NC_DIR_FREE = 0,
@@ -62,6 +83,7 @@ enum nc_dir_action {
 struct nc_dir_entry {
 	char name[NC_NAME_SIZE];       /**< channel name, NUL terminated */
 	char rx_ring[NC_NAME_SIZE];    /**< its receive ring's name */
+	char tx_ring[NC_NAME_SIZE];    /**< its transmit ring's name, or "" */
 	uint32_t id;                   /**< channel id (also its index in the directory) */
 	uint32_t state;                /**< enum nc_dir_state */
 	uint32_t action;               /**< enum nc_dir_action */
@@ -77,6 +99,16 @@ struct nc_dir_entry {
 	 */
 	uint32_t want_wakeup;
 	uint8_t pad[52];
+} __attribute__((aligned(64)));
+
+/** A connection's shared state (memzone NC_CLIENTS_MZ, indexed by slot). */
+struct nc_client_entry {
+	uint64_t held;                 /**< mbufs the client holds; the client updates it */
+	uint64_t quota;                /**< most mbufs it may hold; set by the daemon */
+	uint64_t quota_stalls;         /**< receives cut short by the quota; the client counts */
+	uint32_t pid;                  /**< SO_PEERCRED */
+	uint32_t live;                 /**< 1 while the connection is open */
+	uint8_t pad[32];
 } __attribute__((aligned(64)));
 
 /** The channel directory (memzone NC_DIR_MZ). */
@@ -106,6 +138,7 @@ enum nc_ctl_type {
 	NC_CTL_CHANNEL_LIST = 5,   /**< nothing -> JSON text: every channel */
 	NC_CTL_STATS = 6,          /**< nothing -> JSON text: every counter */
 	NC_CTL_CLI = 7,            /**< a CLI command line -> its text output */
+	NC_CTL_CHANNEL_STATS = 8,  /**< struct nc_ctl_id -> struct nc_channel_stats */
 	NC_CTL_TYPE_MAX
 };
 
@@ -137,6 +170,8 @@ struct nc_ctl_hello_reply {
 	uint32_t lcore_id;         /**< the lcore id a client's EAL must use (--lcores ID@cpu) */
 	char file_prefix[64];      /**< the daemon's --file-prefix */
 	char mbuf_pool[NC_NAME_SIZE]; /**< the pool to allocate transmit mbufs from */
+	uint32_t slot;             /**< this connection's entry in the client table */
+	uint32_t reserved;
 };
 
 /** A rule on the wire: addresses in network order, ports in host order. */
@@ -159,9 +194,13 @@ struct nc_ctl_create {
 	uint32_t ring_size;        /**< packets; 0: 1024 */
 	uint32_t memory_limit_order; /**< the seed's: 12..31, or 0 */
 	uint64_t queue_bytes;      /**< byte budget; 0: 2^memory_limit_order, or 1 MiB */
-	uint32_t flags;            /**< 0 */
-	uint32_t reserved;         /**< 0 */
+	uint32_t flags;            /**< NC_CREATE_F_* */
+	uint16_t port;             /**< the port it transmits on (index in the config) */
+	uint16_t reserved;         /**< 0 */
 };
+
+/** nc_ctl_create flags. */
+#define NC_CREATE_F_TX 0x1         /**< give the channel a transmit ring */
 
 struct nc_ctl_name {
 	char name[NC_NAME_SIZE];
@@ -178,15 +217,38 @@ struct nc_ctl_channel {
 	uint64_t generation;       /**< the directory entry's */
 	char name[NC_NAME_SIZE];
 	char rx_ring[NC_NAME_SIZE];
+	char tx_ring[NC_NAME_SIZE];    /**< "" without NC_CREATE_F_TX */
 };
 
+/** A channel's counters (CHANNEL_STATS; nc_channel_stats()). */
+struct nc_channel_stats {
+	uint64_t hits;             /**< packets that matched its rule */
+	uint64_t delivered;        /**< enqueued on its receive ring */
+	uint64_t bytes;            /**< bytes of those */
+	uint64_t drop_ring_full;   /**< dropped: receive ring full */
+	uint64_t drop_queue_bytes; /**< dropped: over its byte budget (queue_bytes) */
+	uint64_t dropped;          /**< matched a drop channel */
+	uint64_t tx;               /**< sent out of the port */
+	uint64_t tx_bytes;         /**< bytes of those */
+	uint64_t tx_dropped;       /**< the port did not take them */
+	uint64_t tx_spoofed;       /**< dropped: source not in the channel's destination */
+	uint64_t tx_malformed;     /**< dropped: not a well-formed IP packet or frame */
+	uint64_t tx_no_route;      /**< dropped: no route out of the channel's port */
+	uint64_t tx_no_neigh;      /**< dropped: next hop not resolved (yet) */
+	uint64_t tx_ring_full;     /**< dropped: resolved, but the transmit ring was full */
+	uint32_t rx_count;         /**< packets in the receive ring now */
+	uint32_t tx_count;         /**< packets in the transmit ring now */
+};
+
+_Static_assert(sizeof(struct nc_channel_stats) == 120, "nc_channel_stats layout is part of the protocol");
 _Static_assert(sizeof(struct nc_ctl_req) == 16, "nc_ctl_req layout is part of the protocol");
 _Static_assert(sizeof(struct nc_ctl_rep) == 16, "nc_ctl_rep layout is part of the protocol");
 _Static_assert(sizeof(struct nc_ctl_rule) == 52, "nc_ctl_rule layout is part of the protocol");
 _Static_assert(sizeof(struct nc_ctl_create) == 112, "nc_ctl_create layout is part of the protocol");
-_Static_assert(sizeof(struct nc_ctl_channel) == 80, "nc_ctl_channel layout is part of the protocol");
+_Static_assert(sizeof(struct nc_ctl_channel) == 112, "nc_ctl_channel layout is part of the protocol");
 
 _Static_assert(sizeof(struct nc_dir_entry) == 192, "nc_dir_entry layout is part of the ABI");
+_Static_assert(sizeof(struct nc_client_entry) == 64, "nc_client_entry layout is part of the ABI");
 _Static_assert(sizeof(struct nc_dir) == 64, "nc_dir header layout is part of the ABI");
 
 #ifdef __cplusplus

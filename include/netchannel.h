@@ -16,6 +16,17 @@
  *
  * Calls on one client and its channels are not thread-safe; use one client
  * per thread, or lock.
+ *
+ * Mbufs: what nc_rx_burst() and nc_mbuf_alloc() return belongs to the client
+ * until it gives it back with nc_mbuf_free() or nc_tx_burst(). The daemon
+ * bounds how many a client may hold (control.mbuf_quota: nc_rx_burst()
+ * returns fewer at the quota), and takes back what a client held when it
+ * dies. Do not free them with rte_pktmbuf_free(): the client would still be
+ * charged for them, and could reach its quota.
+ *
+ * If the daemon goes away, every call fails with EPIPE instead of hanging.
+ * A process cannot initialise EAL twice, so to reconnect to a new daemon it
+ * starts again (for example by exec()ing itself, as nc-echo --reconnect does).
  */
 #ifndef NETCHANNEL_H
 #define NETCHANNEL_H
@@ -24,6 +35,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "nc_proto.h"
 #include "nc_trie.h"
 
 #ifdef __cplusplus
@@ -50,6 +62,8 @@ struct nc_channel_opts {
 	uint32_t ring_size;         /**< packets; 0: 1024 */
 	uint64_t queue_bytes;       /**< byte budget; 0: memory_limit_order, or 1 MiB */
 	uint32_t memory_limit_order;/**< the seed's: budget 2^order, 12..31; 0: unused */
+	int tx;                     /**< non-zero: the channel may transmit (nc_tx_burst()) */
+	uint16_t port;              /**< the daemon's port to transmit on (index in its config) */
 };
 
 /**
@@ -69,7 +83,8 @@ struct nc_client *nc_connect(const char *socket_path, unsigned int flags);
 
 /**
  * Close the connection: the daemon removes its channels. Mbufs the
- * application still holds must be freed before. If nc_connect() initialised
+ * application still holds must be freed before (nc_mbuf_free()); the
+ * mbufs in this process's mempool cache are given back. If nc_connect() initialised
  * EAL, EAL is cleaned up too (rte_eal_cleanup()), and cannot be initialised
  * again in this process: an application that wants to reconnect initialises
  * EAL itself and passes NC_CONNECT_NO_EAL.
@@ -119,12 +134,90 @@ struct nc_channel *nc_channel_attach(struct nc_client *c, const char *name);
 int nc_channel_destroy(struct nc_channel *ch);
 
 /**
- * Receive up to n packets, zero-copy. Free them with rte_pktmbuf_free().
+ * Receive up to n packets, zero-copy. Give each back with nc_mbuf_free() or
+ * nc_tx_burst().
  *
  * @return
- *   The number of packets (0 when none is waiting).
+ *   The number of packets: 0 when none is waiting, or when the client holds
+ *   its quota of mbufs (errno ENOBUFS), or when the daemon is gone (errno
+ *   EPIPE).
  */
 uint16_t nc_rx_burst(struct nc_channel *ch, struct rte_mbuf **pkts, uint16_t n);
+
+/**
+ * Transmit up to n Ethernet frames out of the channel's port, zero-copy.
+ * Each frame must come from one of the channel's flows: its source address,
+ * port and protocol must be in the channel's destination (a received packet
+ * with its addresses and ports swapped is); others are dropped and counted
+ * as tx_spoofed. The channel must have been created with opts.tx.
+ *
+ * @return
+ *   How many were taken, at most 256 (the caller still owns the rest); 0 with errno
+ *   EINVAL (no transmit ring) or EPIPE (the daemon is gone).
+ */
+uint16_t nc_tx_burst(struct nc_channel *ch, struct rte_mbuf **pkts, uint16_t n);
+
+/**
+ * Transmit up to n IP packets (no Ethernet header): the daemon adds one,
+ * addressed to the next hop that the kernel's routing and neighbour tables
+ * give for the port's exception interface. A packet whose next hop is not
+ * resolved is dropped and counted (tx_no_neigh), and the kernel is asked to
+ * resolve it. Otherwise as nc_tx_burst().
+ */
+uint16_t nc_tx_burst_ip(struct nc_channel *ch, struct rte_mbuf **pkts, uint16_t n);
+
+/**
+ * Copy a frame into an mbuf and transmit it, like the seed's write().
+ *
+ * @return
+ *   len, or -1 with errno: EMSGSIZE (larger than an mbuf), ENOBUFS (no mbuf,
+ *   or the quota), EAGAIN (the transmit ring is full), EINVAL, EPIPE.
+ */
+ssize_t nc_send(struct nc_channel *ch, const void *buf, size_t len);
+
+/** As nc_send(), for an IP packet (see nc_tx_burst_ip()). */
+ssize_t nc_send_ip(struct nc_channel *ch, const void *buf, size_t len);
+
+/**
+ * An mbuf from the daemon's pool, to fill and nc_tx_burst(). It counts
+ * against the client's quota until given back.
+ *
+ * @return
+ *   The mbuf, or NULL with errno ENOBUFS (pool empty, or quota reached).
+ */
+struct rte_mbuf *nc_mbuf_alloc(struct nc_client *c);
+
+/**
+ * Give back an mbuf (and its segments) from nc_rx_burst() or nc_mbuf_alloc().
+ *
+ * @param c
+ *   The client it came to.
+ * @param m
+ *   The mbuf; NULL is a no-op.
+ */
+void nc_mbuf_free(struct nc_client *c, struct rte_mbuf *m);
+
+/** nc_mbuf_free() for n mbufs. */
+void nc_mbuf_free_bulk(struct nc_client *c, struct rte_mbuf **pkts, unsigned int n);
+
+/** The client a channel belongs to. */
+struct nc_client *nc_channel_client(const struct nc_channel *ch);
+
+/**
+ * The channel's counters, as the daemon has them now.
+ *
+ * @return
+ *   0, or a negative errno (-EPIPE: the daemon is gone).
+ */
+int nc_channel_stats(const struct nc_channel *ch, struct nc_channel_stats *st);
+
+/**
+ * How many mbufs the client holds, and its quota.
+ *
+ * @return
+ *   The number held.
+ */
+uint64_t nc_mbufs_held(const struct nc_client *c, uint64_t *quota);
 
 /**
  * Receive one packet by copy, like the seed's read().
@@ -166,6 +259,24 @@ int nc_channel_arm(struct nc_channel *ch);
 
 /** The channel's id in the daemon. */
 uint32_t nc_channel_id(const struct nc_channel *ch);
+
+/**
+ * Fill in a rule for the flows to one local port, as the examples take it
+ * on their command lines: protocol, destination port, and optionally a
+ * destination address or prefix.
+ *
+ * @param r
+ *   The rule (zeroed first; priority 0).
+ * @param proto
+ *   "tcp", "udp", "udplite", "sctp", or a number 0..255.
+ * @param dst
+ *   "192.0.2.1", "2001:db8::/64", or NULL for any address of either family.
+ * @param dport
+ *   The destination port, 0..65535.
+ * @return
+ *   0, or -EINVAL.
+ */
+int nc_rule_flow(struct nc_trie_rule *r, const char *proto, const char *dst, long dport);
 
 /**
  * A description of an error this library or the daemon returned (positive or

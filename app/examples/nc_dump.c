@@ -130,29 +130,10 @@ main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	memset(&rule, 0, sizeof(rule));
-	if (channel == NULL) {
-		rule.proto_mask = 0xff;
-		rule.proto = strcmp(proto, "tcp") == 0 ? 6 : strcmp(proto, "udp") == 0 ? 17 :
-			     strcmp(proto, "sctp") == 0 ? 132 : (uint8_t)atoi(proto);
-		rule.dport = (struct nc_trie_port){ (uint16_t)dport, (uint16_t)dport,
-						    NC_TRIE_PORT_RANGE };
-		if (dst != NULL) {
-			char addr[INET6_ADDRSTRLEN + 4], *slash;
-
-			snprintf(addr, sizeof(addr), "%s", dst);
-			slash = strchr(addr, '/');
-			if (slash)
-				*slash = '\0';
-			rule.family = strchr(addr, ':') ? NC_TRIE_AF_INET6 : NC_TRIE_AF_INET;
-			if (inet_pton(rule.family == NC_TRIE_AF_INET6 ? AF_INET6 : AF_INET, addr,
-				      rule.dst.a) != 1) {
-				fprintf(stderr, "nc-dump: --dst %s: not an address\n", dst);
-				return 2;
-			}
-			rule.dst_len = (uint8_t)(slash ? atoi(slash + 1) :
-						 rule.family == NC_TRIE_AF_INET6 ? 128 : 32);
-		}
+	if (channel == NULL && nc_rule_flow(&rule, proto, dst, dport) != 0) {
+		fprintf(stderr, "nc-dump: --proto %s --dst %s: not a protocol and an address\n", proto,
+			dst ? dst : "any");
+		return 2;
 	}
 	c = nc_connect(sock, 0);
 	if (c == NULL) {

@@ -7,18 +7,79 @@
 
 #include <rte_malloc.h>
 #include <rte_mbuf.h>
+#include <rte_mbuf_dyn.h>
 #include <rte_memzone.h>
 #include <rte_rcu_qsbr.h>
 #include <rte_ring.h>
 
 #include "netchanneld.h"
 
+/* The worker that empties a channel's tx ring: one of those with a queue on its port. */
+static int
+tx_worker_of(const struct ncd *d, uint16_t port, uint32_t id)
+{
+	unsigned int n = 0, k;
+
+	for (int pass = 0; pass < 2; pass++) {
+		k = 0;
+		for (unsigned int w = 0; w < d->cfg.nworkers; w++)
+			for (unsigned int i = 0; i < d->workers[w].nrx; i++)
+				if (d->workers[w].rx[i].port == port) {
+					if (pass == 1 && k == id % n)
+						return (int)w;
+					k++;
+					break;
+				}
+		n = k;
+		if (n == 0)
+			return -1;
+	}
+	return -1;
+}
+
+static void
+tx_list_add(struct ncd_worker *w, struct ncd_channel *ch)
+{
+	/* Release, twice: a worker that sees ntx grow sees the entry, and the entry whole. */
+	__atomic_store_n(&w->txch[w->ntx], ch, __ATOMIC_RELEASE);
+	__atomic_store_n(&w->ntx, w->ntx + 1, __ATOMIC_RELEASE);
+}
+
+static void
+tx_list_del(struct ncd_worker *w, const struct ncd_channel *ch)
+{
+	for (uint32_t i = 0; i < w->ntx; i++)
+		if (w->txch[i] == ch) {
+			/*
+			 * The last entry moves into the hole, then the list shrinks. A worker
+			 * between the two may see the moved channel twice in one pass: harmless,
+			 * it is that ring's only consumer.
+			 */
+			__atomic_store_n(&w->txch[i], w->txch[w->ntx - 1], __ATOMIC_RELEASE);
+			__atomic_store_n(&w->ntx, w->ntx - 1, __ATOMIC_RELEASE);
+			return;
+		}
+}
+
+/* A ring of a channel: multi-producer, single consumer; its name goes to name (NC_NAME_SIZE). */
+static struct rte_ring *
+channel_ring(const struct ncd_channel_conf *cc, const char *fmt, uint32_t id, char *name)
+{
+	struct rte_ring *r;
+
+	snprintf(name, NC_NAME_SIZE, fmt, id);
+	r = rte_ring_create(name, cc->ring_size, (int)rte_socket_id(), RING_F_SC_DEQ | RING_F_EXACT_SZ);
+	if (r == NULL)
+		NCD_LOG(ERR, "rte_ring_create(%s, %u) for channel %s: %s", name, cc->ring_size,
+			cc->name, rte_strerror(rte_errno));
+	return r;
+}
+
 int
 ncd_channel_add(struct ncd *d, const struct ncd_channel_conf *cc, int owner)
 {
 	struct ncd_channel *ch;
 	struct nc_dir_entry *e;
-	char ring[NC_NAME_SIZE];
 	int id, ret;
 
 	for (unsigned int i = 0; i < NCD_MAX_CHANNELS; i++)
@@ -56,22 +117,42 @@ ncd_channel_add(struct ncd *d, const struct ncd_channel_conf *cc, int owner)
 	e = &d->dir->e[id];
 	ch->dir = e;
 	if (cc->action == NCD_ACTION_DELIVER) {
-		snprintf(ring, sizeof(ring), NC_RX_RING_FMT, ch->id);
 		/* Any worker may enqueue (multi-producer); one client dequeues. */
-		ch->rx = rte_ring_create(ring, cc->ring_size, rte_socket_id(),
-					 RING_F_SC_DEQ | RING_F_EXACT_SZ);
+		ch->rx = channel_ring(cc, NC_RX_RING_FMT, ch->id, e->rx_ring);
 		if (ch->rx == NULL) {
-			NCD_LOG(ERR, "rte_ring_create(%s, %u) for channel %s: %s", ring, cc->ring_size,
-				cc->name, rte_strerror(rte_errno));
 			ret = -rte_errno;
 			goto out_delete;
 		}
-		snprintf(e->rx_ring, sizeof(e->rx_ring), "%s", ring);
 	} else {
 		e->rx_ring[0] = '\0';
 	}
+	e->tx_ring[0] = '\0';
+	if (cc->tx) {
+		int w = cc->port < d->cfg.nports ? tx_worker_of(d, cc->port, ch->id) : -1;
+
+		if (w < 0) {
+			NCD_LOG(ERR, "channel %s: no worker polls port %u to transmit on", cc->name,
+				cc->port);
+			ret = -EINVAL;
+			goto out_delete;
+		}
+		/* Clients enqueue (and the control thread, resolved IP packets); one worker dequeues. */
+		ch->tx = channel_ring(cc, NC_TX_RING_FMT, ch->id, e->tx_ring);
+		if (ch->tx == NULL) {
+			ret = -rte_errno;
+			goto out_delete;
+		}
+		ch->port = cc->port;
+		ch->tx_worker = (unsigned int)w;
+		/* What it may send: from the flows it receives, to anywhere. */
+		ch->tx_rule = cc->rule;
+		ch->tx_rule.src_len = 0;
+		memset(&ch->tx_rule.src, 0, sizeof(ch->tx_rule.src));
+		memset(&ch->tx_rule.sport, 0, sizeof(ch->tx_rule.sport));
+	}
 	for (unsigned int w = 0; w < d->cfg.nworkers; w++)
 		memset(&d->workers[w].cstats[id], 0, sizeof(d->workers[w].cstats[id]));
+	memset(&d->ctl_cstats[id], 0, sizeof(d->ctl_cstats[id]));
 	snprintf(e->name, sizeof(e->name), "%s", cc->name);
 	e->id = ch->id;
 	e->action = cc->action == NCD_ACTION_DROP ? NC_ACTION_DROP : NC_ACTION_DELIVER;
@@ -84,9 +165,12 @@ ncd_channel_add(struct ncd *d, const struct ncd_channel_conf *cc, int owner)
 	__atomic_store_n(&e->state, NC_DIR_LIVE, __ATOMIC_RELEASE);
 	/* Release: a worker that finds the channel finds it whole (its ring, its limits). */
 	__atomic_store_n(&d->channels[id], ch, __ATOMIC_RELEASE);
+	if (ch->tx != NULL)
+		tx_list_add(&d->workers[ch->tx_worker], ch);
 	return id;
 
 out_delete:
+	rte_ring_free(ch->rx);
 	nc_trie_delete(d->trie, (uint32_t)id);
 out_free:
 	if (ch->efd >= 0)
@@ -95,12 +179,20 @@ out_free:
 	return ret;
 }
 
+static void
+drain(struct rte_ring *r)
+{
+	struct rte_mbuf *m[NCD_BURST];
+	unsigned int n;
+
+	while (r != NULL && (n = rte_ring_dequeue_burst(r, (void **)m, NCD_BURST, NULL)) > 0)
+		rte_pktmbuf_free_bulk(m, n);
+}
+
 void
 ncd_channel_del(struct ncd *d, uint32_t id)
 {
 	struct ncd_channel *ch = d->channels[id];
-	struct rte_mbuf *m[NCD_BURST];
-	unsigned int n;
 
 	if (ch == NULL)
 		return;
@@ -109,14 +201,19 @@ ncd_channel_del(struct ncd *d, uint32_t id)
 	 * burst that looked the rule up, so none holds the channel or its ring.
 	 */
 	nc_trie_delete(d->trie, id);
+	if (ch->tx != NULL)
+		tx_list_del(&d->workers[ch->tx_worker], ch);
 	rte_rcu_qsbr_synchronize(d->qsbr, RTE_QSBR_THRID_INVALID);
+	/* Packets workers handed over for next-hop resolution still name the channel. */
+	if (ch->tx != NULL)
+		ncd_nh_run(d);
 	__atomic_store_n(&d->channels[id], NULL, __ATOMIC_RELAXED);
 	__atomic_store_n(&ch->dir->state, NC_DIR_FREE, __ATOMIC_RELEASE);
-	/* Whatever no client took goes back to the pool. */
-	while (ch->rx != NULL &&
-	       (n = rte_ring_dequeue_burst(ch->rx, (void **)m, NCD_BURST, NULL)) > 0)
-		rte_pktmbuf_free_bulk(m, n);
+	/* Whatever no client took, and whatever it sent that no worker took, goes back. */
+	drain(ch->rx);
+	drain(ch->tx);
 	rte_ring_free(ch->rx);
+	rte_ring_free(ch->tx);
 	/* A client still holding its copy of the eventfd just never hears from it again. */
 	if (ch->efd >= 0)
 		close(ch->efd);
@@ -143,6 +240,20 @@ ncd_channels_init(struct ncd *d)
 	d->dir->version = NC_PROTO_VERSION;
 	d->dir->max_channels = NCD_MAX_CHANNELS;
 	snprintf(d->dir->mbuf_pool, sizeof(d->dir->mbuf_pool), "%s", d->pool->name);
+
+	/* Clients' shared state, and the mark on the mbufs they hold. */
+	d->clients_mz = rte_memzone_reserve_aligned(NC_CLIENTS_MZ,
+						    NC_MAX_CLIENTS * sizeof(struct nc_client_entry),
+						    (int)rte_socket_id(), 0, RTE_CACHE_LINE_SIZE);
+	d->owner_off = rte_mbuf_dynfield_register(&(const struct rte_mbuf_dynfield){
+		.name = NC_MBUF_OWNER_FIELD, .size = sizeof(uint32_t), .align = sizeof(uint32_t) });
+	if (d->clients_mz == NULL || d->owner_off < 0) {
+		NCD_LOG(ERR, "client table (%s) or mbuf owner field (%s): %s", NC_CLIENTS_MZ,
+			NC_MBUF_OWNER_FIELD, rte_strerror(rte_errno));
+		return -1;
+	}
+	d->clients = d->clients_mz->addr;
+	memset(d->clients, 0, NC_MAX_CLIENTS * sizeof(struct nc_client_entry));
 
 	d->trie = nc_trie_create(&tc);
 	d->qsbr = rte_zmalloc("ncd_qsbr", qsz, RTE_CACHE_LINE_SIZE);
@@ -177,4 +288,7 @@ ncd_channels_free(struct ncd *d)
 	rte_memzone_free(d->dir_mz);
 	d->dir_mz = NULL;
 	d->dir = NULL;
+	rte_memzone_free(d->clients_mz);
+	d->clients_mz = NULL;
+	d->clients = NULL;
 }

@@ -153,6 +153,25 @@ get_str(struct ctx *c, const json_t *obj, const char *key, bool required, const 
 	return r;
 }
 
+static int
+get_bool(struct ctx *c, const json_t *obj, const char *key, bool dflt, bool *out)
+{
+	json_t *v = json_object_get(obj, key);
+	size_t l;
+	int r = 0;
+
+	*out = dflt;
+	if (v == NULL)
+		return 0;
+	l = push(c, key, 0);
+	if (!json_is_boolean(v))
+		r = fail(c, "expected a boolean, got %s", type_name(v));
+	else
+		*out = json_is_true(v);
+	pop(c, l);
+	return r;
+}
+
 /* ---- match syntax (shared with the CLI and the control protocol) -------- */
 
 int
@@ -669,16 +688,19 @@ load_workers(struct ctx *c, const json_t *root)
 static int
 load_control(struct ctx *c, const json_t *root)
 {
-	static const char *const keys[] = { "socket", "allow", NULL };
+	static const char *const keys[] = { "socket", "allow", "mbuf_quota", NULL };
 	static const char *const akeys[] = { "uid", "gid", "dport", NULL };
 	json_t *ctl = json_object_get(root, "control"), *allow, *a;
 	const char *sock = NULL;
+	int64_t quota = c->cfg->mbufs / 4;
 	size_t l, i;
 
 	l = push(c, "control", 0);
 	if (ctl != NULL && (want_type(c, ctl, JSON_OBJECT, "an object") ||
-			    check_keys(c, ctl, keys) || get_str(c, ctl, "socket", false, &sock)))
+			    check_keys(c, ctl, keys) || get_str(c, ctl, "socket", false, &sock) ||
+			    get_int(c, ctl, "mbuf_quota", 1, c->cfg->mbufs, quota, &quota)))
 		return -1;
+	c->cfg->mbuf_quota = (uint32_t)quota;
 	if (sock != NULL && sock[0] != '/') {
 		push(c, "socket", 0);
 		return fail(c, "'%s' is not an absolute path", sock);
@@ -827,7 +849,7 @@ static int
 load_channels(struct ctx *c, const json_t *root)
 {
 	static const char *const keys[] = { "name", "match", "priority", "action", "ring_size",
-					    "queue_bytes", "memory_limit_order", NULL };
+					    "queue_bytes", "memory_limit_order", "tx", "port", NULL };
 	json_t *chs = json_object_get(root, "channels"), *ch;
 	struct nc_trie_config tc = { .name = "config", .socket_id = -1, .max_rules = NCD_MAX_CHANNELS };
 	struct nc_trie *t;
@@ -848,7 +870,7 @@ load_channels(struct ctx *c, const json_t *root)
 		return fail(c, "nc_trie_create: %s", strerror(errno));
 	json_array_foreach(chs, i, ch) {
 		struct ncd_channel_conf *cc = &c->cfg->channels[i];
-		const char *name;
+		const char *name, *port = NULL;
 		json_t *act;
 		int64_t prio, ring, qb, order;
 		size_t l2 = push(c, NULL, (int)i);
@@ -859,8 +881,19 @@ load_channels(struct ctx *c, const json_t *root)
 		    get_int(c, ch, "priority", 0, NC_TRIE_PRIO_MAX, 0, &prio) ||
 		    get_int(c, ch, "ring_size", 1, 1 << 20, 1024, &ring) ||
 		    get_int(c, ch, "queue_bytes", 4096, INT64_C(1) << 31, 1 << 20, &qb) ||
-		    get_int(c, ch, "memory_limit_order", 12, 31, 0, &order))
+		    get_int(c, ch, "memory_limit_order", 12, 31, 0, &order) ||
+		    get_bool(c, ch, "tx", false, &cc->tx) || get_str(c, ch, "port", false, &port))
 			goto out;
+		if (port != NULL) {
+			int pi = port_index(c->cfg, port);
+
+			if (pi < 0) {
+				push(c, "port", 0);
+				fail(c, "no port named '%s'", port);
+				goto out;
+			}
+			cc->port = (uint16_t)pi;
+		}
 		if (!ncd_valid_name(name, NCD_NAME_MAX, true)) {
 			push(c, "name", 0);
 			fail(c, "'%s': 1-31 letters, digits, '_', '-' or '.'", name);
@@ -903,6 +936,11 @@ load_channels(struct ctx *c, const json_t *root)
 			pop(c, l2);
 			push(c, NULL, (int)i);
 		}
+		if (cc->tx && cc->action != NCD_ACTION_DELIVER) {
+			push(c, "tx", 0);
+			fail(c, "only a deliver channel has a client to transmit");
+			goto out;
+		}
 		id = nc_trie_add(t, &cc->rule);
 		if (id == -EEXIST) {
 			fail(c, "the same match and priority as an earlier channel");
@@ -928,7 +966,7 @@ ncd_config_load(const char *path, struct ncd_config *cfg)
 					    "channels", "telemetry", NULL };
 	struct ctx c = { .cfg = cfg, .path = path };
 	json_error_t jerr;
-	json_t *root, *tel;
+	json_t *root;
 	int ret = -1;
 
 	memset(cfg, 0, sizeof(*cfg));
@@ -949,14 +987,8 @@ ncd_config_load(const char *path, struct ncd_config *cfg)
 	    load_ports(&c, root) || load_workers(&c, root) || load_control(&c, root) ||
 	    load_channels(&c, root))
 		goto out;
-	tel = json_object_get(root, "telemetry");
-	cfg->telemetry = true;
-	if (tel != NULL) {
-		push(&c, "telemetry", 0);
-		if (want_type(&c, tel, JSON_TRUE, "a boolean"))
-			goto out;
-		cfg->telemetry = json_is_true(tel);
-	}
+	if (get_bool(&c, root, "telemetry", true, &cfg->telemetry))
+		goto out;
 	ret = 0;
 out:
 	json_decref(root);

@@ -49,6 +49,8 @@ struct ncd_channel_conf {
 	enum ncd_action action;
 	uint32_t ring_size;
 	uint64_t queue_bytes;
+	bool tx;                     /* it has a transmit ring */
+	uint16_t port;               /* the port it transmits on (index in ports[]) */
 };
 
 struct ncd_allow_conf {
@@ -68,6 +70,7 @@ struct ncd_config {
 	struct ncd_worker_conf *workers;
 	unsigned int nworkers;
 	char *control_socket;
+	uint32_t mbuf_quota;         /* most mbufs one client may hold */
 	struct ncd_allow_conf *allow;
 	unsigned int nallow;
 	struct ncd_channel_conf *channels;

@@ -20,12 +20,18 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <inttypes.h>
+
 #include <rte_eal.h>
 #include <rte_lcore.h>
+#include <rte_mbuf.h>
+#include <rte_mbuf_dyn.h>
+#include <rte_mempool.h>
+#include <rte_ring.h>
 
 #include "netchanneld.h"
 
-#define NCD_MAX_CLIENTS 64
+#define NCD_MAX_CLIENTS NC_MAX_CLIENTS
 #define NCD_MAX_CLIENT_CHANNELS 64
 
 struct client {
@@ -45,15 +51,94 @@ static struct {
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	uint64_t bad_messages;         /* over every connection */
 	uint64_t accepted, refused;
+	int nh_tag;                    /* its address marks the next-hop eventfd in epoll */
 } ctl = { .listen_fd = -1, .epoll_fd = -1 };
+
+/* Whether a process has exited (or is a zombie): it will never touch shared memory again. */
+static bool
+process_gone(pid_t pid)
+{
+	char path[64], buf[256], *p;
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "r");
+	if (f == NULL)
+		return true;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	return p != NULL && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
+}
+
+struct reclaim {
+	int off;
+	uint32_t owner;
+	unsigned int n;
+};
+
+static void
+reclaim_one(struct rte_mempool *mp __rte_unused, void *arg, void *obj, unsigned int idx __rte_unused)
+{
+	struct reclaim *r = arg;
+	struct rte_mbuf *m = obj;
+	uint32_t *owner = RTE_MBUF_DYNFIELD(m, r->off, uint32_t *);
+
+	if (__atomic_load_n(owner, __ATOMIC_RELAXED) == r->owner) {
+		*owner = 0;
+		rte_pktmbuf_free(m);
+		r->n++;
+	}
+}
+
+/*
+ * A dead client's mbufs: those it held (marked with its owner id) and those
+ * in its lcore's mempool cache. Only once it is gone: a live process that
+ * closed its socket still owns its cache.
+ */
+static void
+reclaim_mbufs(struct ncd *d, struct client *c)
+{
+	unsigned int slot = (unsigned int)(c - ctl.clients);
+	struct nc_client_entry *e = &d->clients[slot];
+	struct rte_mempool_cache *cache = rte_mempool_default_cache(d->pool, c->lcore_id);
+	struct reclaim r = { .off = d->owner_off, .owner = slot + 1 };
+	unsigned int cached = 0;
+
+	if (!c->hello)
+		return;
+	if (!process_gone(c->cred.pid)) {
+		if (e->held > 0)
+			NCD_LOG(WARNING, "control: pid %d closed its connection holding %" PRIu64
+				" mbufs", (int)c->cred.pid, e->held);
+		return;
+	}
+	rte_mempool_obj_iter(d->pool, reclaim_one, &r);
+	if (cache != NULL) {
+		cached = cache->len;
+		rte_mempool_cache_flush(cache, d->pool);
+	}
+	d->mbufs_reclaimed += r.n;
+	d->cache_flushed += cached;
+	if (r.n > 0 || cached > 0)
+		NCD_LOG(INFO, "control: pid %d died holding %u mbufs (%" PRIu64 " counted) and %u in "
+			"its lcore %u cache: all back in the pool", (int)c->cred.pid, r.n, e->held,
+			cached, c->lcore_id);
+}
 
 static void
 client_close(struct ncd *d, struct client *c)
 {
+	unsigned int slot = (unsigned int)(c - ctl.clients);
+
 	for (unsigned int i = 0; i < c->nchannels; i++)
 		ncd_channel_del(d, c->channels[i]);
 	NCD_LOG(INFO, "control: pid %d uid %u closed, %u channels removed", (int)c->cred.pid,
 		c->cred.uid, c->nchannels);
+	reclaim_mbufs(d, c);
+	memset(&d->clients[slot], 0, sizeof(d->clients[slot]));
 	epoll_ctl(ctl.epoll_fd, EPOLL_CTL_DEL, c->fd, NULL);
 	close(c->fd);
 	memset(c, 0, sizeof(*c));
@@ -159,6 +244,7 @@ channel_info(const struct ncd_channel *ch, struct nc_ctl_channel *info)
 	info->generation = ch->dir->generation;
 	snprintf(info->name, sizeof(info->name), "%s", ch->name);
 	snprintf(info->rx_ring, sizeof(info->rx_ring), "%s", ch->dir->rx_ring);
+	snprintf(info->tx_ring, sizeof(info->tx_ring), "%s", ch->dir->tx_ring);
 }
 
 static int
@@ -169,8 +255,9 @@ do_create(struct ncd *d, struct client *c, const struct nc_ctl_req *req,
 	struct nc_ctl_channel info;
 	int id;
 
-	if (!ncd_valid_name(m->name, sizeof(m->name), true) || m->flags != 0 || m->reserved != 0 ||
-	    m->action > NC_ACTION_DROP || m->ring_size > (1u << 20) ||
+	if (!ncd_valid_name(m->name, sizeof(m->name), true) || (m->flags & ~NC_CREATE_F_TX) ||
+	    m->reserved != 0 || m->action > NC_ACTION_DROP || m->ring_size > (1u << 20) ||
+	    ((m->flags & NC_CREATE_F_TX) && (m->action != NC_ACTION_DELIVER || m->port >= d->cfg.nports)) ||
 	    (m->memory_limit_order != 0 && (m->memory_limit_order < 12 || m->memory_limit_order > 31)) ||
 	    (m->queue_bytes != 0 && (m->queue_bytes < 4096 || m->queue_bytes > (UINT64_C(1) << 31))) ||
 	    (m->queue_bytes != 0 && m->memory_limit_order != 0))
@@ -185,6 +272,8 @@ do_create(struct ncd *d, struct client *c, const struct nc_ctl_req *req,
 	if (c->nchannels == NCD_MAX_CLIENT_CHANNELS)
 		return reply(c, req, -ENOSPC, NULL, 0);
 	cc.action = m->action == NC_ACTION_DROP ? NCD_ACTION_DROP : NCD_ACTION_DELIVER;
+	cc.tx = m->flags & NC_CREATE_F_TX;
+	cc.port = m->port;
 	cc.ring_size = m->ring_size ? m->ring_size : 1024;
 	cc.queue_bytes = m->queue_bytes ? m->queue_bytes :
 			 m->memory_limit_order ? UINT64_C(1) << m->memory_limit_order : 1 << 20;
@@ -233,6 +322,33 @@ do_attach(struct ncd *d, struct client *c, const struct nc_ctl_req *req, const s
 	return reply(c, req, -ENOENT, NULL, 0);
 }
 
+static int
+do_chan_stats(struct ncd *d, struct client *c, const struct nc_ctl_req *req, const struct nc_ctl_id *m)
+{
+	const struct ncd_channel *ch = m->id < NCD_MAX_CHANNELS ? d->channels[m->id] : NULL;
+	struct nc_channel_stats st;
+	struct ncd_chan_stats s;
+
+	if (ch == NULL)
+		return reply(c, req, -ENOENT, NULL, 0);
+	/* Its own, or a static one it may attach to. */
+	if (ch->owner != (int)(c - ctl.clients) &&
+	    (ch->owner != NCD_OWNER_CONFIG || !allowed(d, &c->cred, &ch->rule)))
+		return reply(c, req, -EPERM, NULL, 0);
+	ncd_chan_stats_sum(d, m->id, &s);
+	st = (struct nc_channel_stats){
+		.hits = s.hits, .delivered = s.delivered, .bytes = s.bytes,
+		.drop_ring_full = s.drop_ring_full, .drop_queue_bytes = s.drop_queue_bytes,
+		.dropped = s.dropped, .tx = s.tx, .tx_bytes = s.tx_bytes, .tx_dropped = s.tx_dropped,
+		.tx_spoofed = s.tx_spoofed, .tx_malformed = s.tx_malformed,
+		.tx_no_route = s.tx_no_route, .tx_no_neigh = s.tx_no_neigh,
+		.tx_ring_full = s.tx_ring_full,
+		.rx_count = ch->rx ? rte_ring_count(ch->rx) : 0,
+		.tx_count = ch->tx ? rte_ring_count(ch->tx) : 0,
+	};
+	return reply(c, req, 0, &st, sizeof(st));
+}
+
 /* Body sizes: exact for fixed requests, none for the JSON ones. */
 static const uint32_t body_len[NC_CTL_TYPE_MAX] = {
 	[NC_CTL_HELLO] = sizeof(struct nc_ctl_hello),
@@ -241,6 +357,7 @@ static const uint32_t body_len[NC_CTL_TYPE_MAX] = {
 	[NC_CTL_CHANNEL_DESTROY] = sizeof(struct nc_ctl_id),
 	[NC_CTL_CHANNEL_LIST] = 0,
 	[NC_CTL_STATS] = 0,
+	[NC_CTL_CHANNEL_STATS] = sizeof(struct nc_ctl_id),
 };
 
 /* Handle one message. Returns the status it replied with (<0: counts as an error). */
@@ -281,7 +398,10 @@ handle(struct ncd *d, struct client *c, const uint8_t *msg, ssize_t n, bool trun
 			return -EPROTO;
 		}
 		c->hello = true;
+		d->clients[c - ctl.clients] = (struct nc_client_entry){
+			.quota = d->cfg.mbuf_quota, .pid = (uint32_t)c->cred.pid, .live = 1 };
 		memset(&hr, 0, sizeof(hr));
+		hr.slot = (uint32_t)(c - ctl.clients);
 		hr.version = NC_CTL_VERSION;
 		hr.lcore_id = c->lcore_id;
 		snprintf(hr.file_prefix, sizeof(hr.file_prefix), "%s", d->file_prefix);
@@ -298,6 +418,8 @@ handle(struct ncd *d, struct client *c, const uint8_t *msg, ssize_t n, bool trun
 		return reply_json(c, req, ncd_channels_json, d);
 	case NC_CTL_STATS:
 		return reply_json(c, req, ncd_stats_json, d);
+	case NC_CTL_CHANNEL_STATS:
+		return do_chan_stats(d, c, req, body);
 	}
 	return 0;
 }
@@ -372,7 +494,7 @@ int
 ncd_control_init(struct ncd *d)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = NULL };
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = NULL }, nev = { .events = EPOLLIN };
 	char dir[sizeof(ctl.path)];
 
 	for (unsigned int i = 0; i < NCD_MAX_CLIENTS; i++)
@@ -408,7 +530,9 @@ ncd_control_init(struct ncd *d)
 		return -1;
 	}
 	ctl.epoll_fd = epoll_create1(EPOLL_CLOEXEC);
-	if (ctl.epoll_fd < 0 || epoll_ctl(ctl.epoll_fd, EPOLL_CTL_ADD, ctl.listen_fd, &ev) != 0) {
+	nev.data.ptr = &ctl.nh_tag;
+	if (ctl.epoll_fd < 0 || epoll_ctl(ctl.epoll_fd, EPOLL_CTL_ADD, ctl.listen_fd, &ev) != 0 ||
+	    epoll_ctl(ctl.epoll_fd, EPOLL_CTL_ADD, d->nh_efd, &nev) != 0) {
 		NCD_LOG(ERR, "epoll for the control socket: %s", strerror(errno));
 		return -1;
 	}
@@ -423,9 +547,13 @@ ncd_control_run(struct ncd *d)
 	while (!d->stop) {
 		int n = epoll_wait(ctl.epoll_fd, evs, 16, 100);
 
+		/* Clients' IP packets waiting for a next hop: on a signal, and at least every 100 ms. */
+		ncd_nh_run(d);
 		for (int i = 0; i < n; i++) {
 			if (evs[i].data.ptr == NULL)
 				accept_clients();
+			else if (evs[i].data.ptr == &ctl.nh_tag)
+				continue;
 			else if (((struct client *)evs[i].data.ptr)->fd >= 0)
 				client_readable(d, evs[i].data.ptr);
 		}

@@ -72,19 +72,27 @@ setup_workers(struct ncd *d)
 			w->rx[q] = (struct ncd_rxq){ wc->rx[q].port, wc->rx[q].queue };
 		w->cstats = rte_zmalloc("ncd_cstats", NCD_MAX_CHANNELS * sizeof(*w->cstats),
 					RTE_CACHE_LINE_SIZE);
-		if (w->cstats == NULL)
+		w->txch = rte_zmalloc("ncd_txch", NCD_MAX_CHANNELS * sizeof(*w->txch),
+				      RTE_CACHE_LINE_SIZE);
+		if (w->cstats == NULL || w->txch == NULL)
 			return -1;
 	}
-	return 0;
+	d->ctl_cstats = rte_zmalloc("ncd_ctl_cstats", NCD_MAX_CHANNELS * sizeof(*d->ctl_cstats),
+				    RTE_CACHE_LINE_SIZE);
+	return d->ctl_cstats == NULL ? -1 : 0;
 }
 
 static void
 free_workers(struct ncd *d)
 {
-	for (unsigned int i = 0; d->workers != NULL && i < d->cfg.nworkers; i++)
+	for (unsigned int i = 0; d->workers != NULL && i < d->cfg.nworkers; i++) {
 		rte_free(d->workers[i].cstats);
+		rte_free(d->workers[i].txch);
+	}
 	rte_free(d->workers);
 	d->workers = NULL;
+	rte_free(d->ctl_cstats);
+	d->ctl_cstats = NULL;
 }
 
 int
@@ -104,6 +112,8 @@ main(int argc, char **argv)
 	int eal_argc = 0, c, ret = 1;
 	struct ncd *d = &ncd;
 	unsigned int launched = 0;
+
+	d->nh_efd = -1;
 
 	while ((c = getopt_long(argc, argv, "+c:ih", opts, NULL)) != -1) {
 		switch (c) {
@@ -194,7 +204,7 @@ main(int argc, char **argv)
 	if (ret != 0)
 		goto out_close_ports;
 	ret = 1;
-	if (ncd_channels_init(d) != 0)
+	if (ncd_nh_init(d) != 0 || ncd_channels_init(d) != 0)
 		goto out_free_channels;
 	if (ncd_control_init(d) != 0)
 		goto out_close_control;
@@ -228,6 +238,7 @@ out_close_control:
 	ncd_control_close(d);
 out_free_channels:
 	ncd_channels_free(d);
+	ncd_nh_close(d);
 out_close_ports:
 	ncd_ports_close(d);
 	free_workers(d);

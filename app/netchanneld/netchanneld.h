@@ -38,12 +38,41 @@ struct ncd_port_stats {
 	uint64_t verdict[NCD_PKT_NVERDICTS];
 	/* The other direction: what the kernel sent, out of the port. */
 	uint64_t kernel_rx, kernel_tx, kernel_tx_drop;
+	/* What clients sent, out of the port (details per channel). */
+	uint64_t client_tx, client_tx_drop;
 } __rte_cache_aligned;
 
 struct ncd_chan_stats {
 	uint64_t hits, delivered, bytes, drop_ring_full, drop_queue_bytes, dropped;
 	uint64_t wakeups, wakeup_errors;   /* eventfd signals to a sleeping consumer */
+	/* Transmit: every packet dequeued from the tx ring lands in exactly one. */
+	uint64_t tx, tx_bytes;
+	uint64_t tx_dropped;               /* the port did not take it */
+	uint64_t tx_spoofed;               /* its source is not the channel's destination */
+	uint64_t tx_malformed;             /* not a well-formed IP packet */
+	uint64_t tx_no_route;              /* IP packet: no route out of this port */
+	uint64_t tx_no_neigh;              /* IP packet: next hop unresolved */
+	uint64_t tx_ring_full;             /* IP packet: resolved, but its tx ring was full */
+	uint64_t tx_resolving;             /* IP packet: handed to the control thread (not an outcome) */
 } __rte_cache_aligned;
+
+/* Next-hop cache of a port (nexthop.c): direct-mapped, seqlocked slots. */
+#define NCD_NH_SLOTS 1024
+#define NCD_NH_TTL_MS 5000             /* a resolved next hop is asked again after this */
+#define NCD_NH_NEG_TTL_MS 100          /* an unresolved one, after this */
+
+struct ncd_nh_slot {
+	uint32_t seq;                  /* odd while the control thread writes the slot */
+	uint8_t family;
+	int8_t status;                 /* 1: mac is good; -ENETUNREACH, -EHOSTUNREACH */
+	uint8_t mac[6];
+	uint8_t addr[16];
+	uint64_t expires;              /* TSC */
+};
+
+struct ncd_nh_cache {
+	struct ncd_nh_slot slot[NCD_NH_SLOTS];
+};
 
 struct ncd_channel {
 	uint32_t id;
@@ -55,6 +84,10 @@ struct ncd_channel {
 	struct nc_trie_rule rule;
 	int owner;                     /* NCD_OWNER_CONFIG, or the client's slot */
 	int efd;                       /* eventfd that wakes a sleeping consumer, or -1 */
+	struct rte_ring *tx;           /* the client's transmit ring, or NULL */
+	uint16_t port;                 /* the port it transmits on */
+	unsigned int tx_worker;        /* the worker that empties tx */
+	struct nc_trie_rule tx_rule;   /* what a sent packet's reversed key must match */
 };
 
 #define NCD_OWNER_CONFIG (-1)
@@ -68,6 +101,9 @@ struct ncd_port {
 	struct rte_ether_addr mac;
 	uint32_t exc_max_frame;        /* largest frame the exception device takes */
 	unsigned int exc_owner;        /* worker that moves the kernel's frames to the wire */
+	struct ncd_nh_cache *nh;       /* next hops of clients' IP packets */
+	int nh_ifindex;                /* the kernel interface whose tables give them, or 0 */
+	struct { uint64_t resolved, no_route, no_neigh; } nh_stats; /* control thread's */
 };
 
 struct ncd_rxq {
@@ -83,6 +119,13 @@ struct ncd_worker {
 	uint16_t exc_txq[NCD_MAX_PORTS]; /* this worker's tx queue on each exception device */
 	struct ncd_port_stats pstats[NCD_MAX_PORTS];
 	struct ncd_chan_stats *cstats;   /* [NCD_MAX_CHANNELS] */
+	/*
+	 * Channels whose tx ring this worker empties. The control thread edits
+	 * the list while the worker reads it: entries are published before ntx
+	 * grows, and a removed channel is freed only after a grace period.
+	 */
+	struct ncd_channel **txch;       /* [NCD_MAX_CHANNELS] */
+	uint32_t ntx;
 } __rte_cache_aligned;
 
 struct ncd {
@@ -95,6 +138,14 @@ struct ncd {
 	struct nc_dir *dir;
 	const struct rte_memzone *dir_mz;
 	struct ncd_channel *channels[NCD_MAX_CHANNELS]; /* by trie rule id */
+	struct ncd_chan_stats *ctl_cstats; /* [NCD_MAX_CHANNELS]: what the control thread counts */
+	struct rte_ring *nh_req;       /* workers -> control thread: IP packets to resolve */
+	int nh_efd;                    /* signals the control thread that nh_req has work */
+	struct nc_client_entry *clients; /* the client table (memzone NC_CLIENTS_MZ) */
+	const struct rte_memzone *clients_mz;
+	int owner_off;                 /* offset of the mbuf owner dynfield */
+	uint64_t mbufs_reclaimed;      /* freed for dead clients */
+	uint64_t cache_flushed;        /* taken back from dead clients' mempool caches */
 	char file_prefix[64];          /* EAL's, for clients */
 	volatile bool stop;
 };
@@ -152,6 +203,23 @@ void ncd_control_run(struct ncd *d);
 
 /** Close every client (their channels go) and the socket. */
 void ncd_control_close(struct ncd *d);
+
+/** Set up the next-hop caches, the request ring and the netlink socket. @return 0 or -1. */
+int ncd_nh_init(struct ncd *d);
+
+/**
+ * Look up dst's next-hop MAC in a port's cache (workers; no lock, no syscall).
+ * @return 1 with mac set; -ENETUNREACH or -EHOSTUNREACH (recently failed);
+ *   0 (not cached, expired, or being updated: ask the control thread).
+ */
+int ncd_nh_get(const struct ncd_nh_cache *c, uint8_t family, const uint8_t *addr, uint64_t now,
+		uint8_t mac[6]);
+
+/** Control thread: resolve the packets workers handed over and put them back on their channels. */
+void ncd_nh_run(struct ncd *d);
+
+/** Free what ncd_nh_init() set up, with any packet still waiting. */
+void ncd_nh_close(struct ncd *d);
 
 /** Print the counters for a person. */
 void ncd_stats_print(const struct ncd *d, FILE *f);

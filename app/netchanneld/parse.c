@@ -190,7 +190,7 @@ ncd_parse(const uint8_t *f, uint32_t avail, uint32_t frame_len, const uint8_t po
 	if (avail < ETH_HLEN)
 		return NCD_PKT_TRUNC_L2;
 	/* Group bit clear: unicast, which must be ours to be classified. */
-	if (!(f[0] & 1) && memcmp(f, port_mac, 6) != 0)
+	if (port_mac != NULL && !(f[0] & 1) && memcmp(f, port_mac, 6) != 0)
 		return NCD_PKT_OTHERHOST;
 	type = rd16(f + 12);
 	for (int tags = 0; type == ETH_P_8021Q || type == ETH_P_8021AD; tags++) {

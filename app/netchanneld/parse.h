@@ -52,7 +52,8 @@ struct ncd_parsed {
  * @param frame     the frame's first bytes (contiguous)
  * @param avail     how many bytes frame holds
  * @param frame_len the whole frame's length (avail may be less, for a multi-segment frame)
- * @param port_mac  the port's MAC: unicast to another MAC is NCD_PKT_OTHERHOST
+ * @param port_mac  the port's MAC: unicast to another MAC is NCD_PKT_OTHERHOST;
+ *                  NULL: any destination MAC (frames a client transmits)
  * @param flags     NCD_PARSE_*
  * @param out       the key and lengths, valid when the verdict is NCD_PKT_OK
  * @return the verdict

@@ -14,9 +14,10 @@
 #define PORT_FIELDS(X) \
 	X(rx) X(delivered) X(dropped_by_rule) X(to_kernel) X(drop_ring_full) \
 	X(drop_queue_bytes) X(drop_exc_full) X(drop_no_exception) X(drop_too_big) X(miss) \
-	X(kernel_rx) X(kernel_tx) X(kernel_tx_drop)
+	X(kernel_rx) X(kernel_tx) X(kernel_tx_drop) X(client_tx) X(client_tx_drop)
 #define CHAN_FIELDS(X) X(hits) X(delivered) X(bytes) X(drop_ring_full) X(drop_queue_bytes) X(dropped) \
-	X(wakeups) X(wakeup_errors)
+	X(wakeups) X(wakeup_errors) X(tx) X(tx_bytes) X(tx_dropped) X(tx_spoofed) X(tx_malformed) \
+	X(tx_no_route) X(tx_no_neigh) X(tx_ring_full) X(tx_resolving)
 
 void
 ncd_stats_json(const struct ncd *d, FILE *f)
@@ -34,7 +35,10 @@ ncd_stats_json(const struct ncd *d, FILE *f)
 		fprintf(f, ", \"reasons\": {");
 		for (unsigned int v = 1; v < NCD_PKT_NVERDICTS; v++, sep = ", ")
 			fprintf(f, "%s\"%s\": %" PRIu64, sep, ncd_verdict_names[v], s.verdict[v]);
-		fprintf(f, "}}");
+		fprintf(f, "}, \"next_hop\": {\"ifindex\": %d, \"resolved\": %" PRIu64
+			", \"no_route\": %" PRIu64 ", \"no_neigh\": %" PRIu64 "}}",
+			d->ports[i].nh_ifindex, d->ports[i].nh_stats.resolved,
+			d->ports[i].nh_stats.no_route, d->ports[i].nh_stats.no_neigh);
 	}
 	fprintf(f, "], \"channels\": [");
 	for (unsigned int i = 0, first = 1; i < NCD_MAX_CHANNELS; i++) {
@@ -52,8 +56,9 @@ ncd_stats_json(const struct ncd *d, FILE *f)
 		fprintf(f, "}");
 		first = 0;
 	}
-	fprintf(f, "], \"mempool\": {\"size\": %u, \"in_use\": %u}}\n", d->pool->size,
-		rte_mempool_in_use_count(d->pool));
+	fprintf(f, "], \"mempool\": {\"size\": %u, \"in_use\": %u, \"reclaimed\": %" PRIu64
+		", \"cache_flushed\": %" PRIu64 "}}\n", d->pool->size,
+		rte_mempool_in_use_count(d->pool), d->mbufs_reclaimed, d->cache_flushed);
 }
 
 void

@@ -6,9 +6,11 @@
  * everything else to the exception device unchanged. No locks, no syscalls,
  * no allocation; counters are per worker, on the worker's own cache lines.
  */
+#include <errno.h>
 #include <string.h>
 #include <unistd.h>
 
+#include <rte_cycles.h>
 #include <rte_ethdev.h>
 #include <rte_mbuf.h>
 #include <rte_rcu_qsbr.h>
@@ -210,6 +212,117 @@ from_kernel(struct ncd *d, struct ncd_worker *w, unsigned int pi)
 		rte_pktmbuf_free_bulk(&m[sent], n - sent);
 }
 
+/*
+ * A client's packets, out of its channel's port. A frame goes as it is; an
+ * IP packet gets the port's Ethernet header, addressed to the next hop the
+ * kernel's tables give (cached; a miss goes to the control thread, which
+ * puts the packet back on the ring once resolved). Either must come from the
+ * channel's own flows: its reversed 5-tuple must match the channel's rule
+ * (without the rule's source side), or it is dropped as spoofed.
+ */
+static void
+tx_channel(struct ncd *d, struct ncd_worker *w, const struct ncd_channel *ch, uint64_t now)
+{
+	const struct ncd_port *p = &d->ports[ch->port];
+	struct ncd_chan_stats *cs = &w->cstats[ch->id];
+	struct ncd_port_stats *ps = &w->pstats[ch->port];
+	struct rte_mbuf *m[NCD_BURST], *out[NCD_BURST], *bad[NCD_BURST], *res[NCD_BURST];
+	uint32_t len[NCD_BURST];
+	uint16_t n, nout = 0, nbad = 0, nres = 0, sent;
+	uint8_t buf[PARSE_BYTES];
+
+	n = (uint16_t)rte_ring_sc_dequeue_burst(ch->tx, (void **)m, NCD_BURST, NULL);
+	for (uint16_t i = 0; i < n; i++) {
+		struct rte_mbuf *x = m[i];
+		bool ip = !(x->packet_type & RTE_PTYPE_L2_MASK);
+		struct rte_ether_hdr *eh = NULL;
+		struct ncd_parsed pp;
+		struct nc_trie_key rev;
+		uint32_t want;
+		const uint8_t *f;
+		int v, nh;
+
+		if (ip) {
+			v = x->data_len > 0 ? *rte_pktmbuf_mtod(x, uint8_t *) >> 4 : 0;
+			if ((v != 4 && v != 6) ||
+			    (eh = (struct rte_ether_hdr *)rte_pktmbuf_prepend(x, sizeof(*eh))) == NULL) {
+				cs->tx_malformed++;
+				bad[nbad++] = x;
+				continue;
+			}
+			eh->ether_type = rte_cpu_to_be_16(v == 4 ? RTE_ETHER_TYPE_IPV4 :
+							  RTE_ETHER_TYPE_IPV6);
+			rte_ether_addr_copy(&p->mac, &eh->src_addr);
+			memset(&eh->dst_addr, 0, sizeof(eh->dst_addr));
+			x->packet_type = RTE_PTYPE_L2_ETHER;
+		}
+		want = x->pkt_len < PARSE_BYTES ? x->pkt_len : PARSE_BYTES;
+		f = rte_pktmbuf_read(x, 0, want, buf);
+		v = ncd_parse(f, want, x->pkt_len, NULL,
+			      x->ol_flags & RTE_MBUF_F_TX_IP_CKSUM ? NCD_PARSE_CSUM_GOOD : 0, &pp);
+		if (v != NCD_PKT_OK) {
+			if (v == NCD_PKT_NOT_IP)
+				cs->tx_spoofed++;      /* ARP and the like are the kernel's to send */
+			else
+				cs->tx_malformed++;
+			bad[nbad++] = x;
+			continue;
+		}
+		rev = pp.key;
+		rev.src = pp.key.dst;
+		rev.dst = pp.key.src;
+		rev.sport = pp.key.dport;
+		rev.dport = pp.key.sport;
+		if (!nc_trie_rule_matches(&ch->tx_rule, &rev)) {
+			cs->tx_spoofed++;
+			bad[nbad++] = x;
+			continue;
+		}
+		if (ip) {
+			nh = ncd_nh_get(p->nh, pp.key.family, pp.key.dst.a, now, eh->dst_addr.addr_bytes);
+			if (nh == 0) {
+				x->hash.usr = ch->id;
+				res[nres++] = x;
+				continue;
+			}
+			if (nh < 0) {
+				if (nh == -ENETUNREACH)
+					cs->tx_no_route++;
+				else
+					cs->tx_no_neigh++;
+				bad[nbad++] = x;
+				continue;
+			}
+		}
+		len[nout] = x->pkt_len;
+		out[nout++] = x;
+	}
+	sent = nout ? rte_eth_tx_burst(p->port_id, w->exc_txq[ch->port], out, nout) : 0;
+	for (uint16_t i = 0; i < sent; i++)
+		cs->tx_bytes += len[i];
+	cs->tx += sent;
+	cs->tx_dropped += nout - sent;
+	ps->client_tx += sent;
+	ps->client_tx_drop += nout - sent;
+	if (sent < nout)
+		rte_pktmbuf_free_bulk(&out[sent], nout - sent);
+	if (nres > 0) {
+		unsigned int k = rte_ring_mp_enqueue_burst(d->nh_req, (void **)res, nres, NULL);
+		uint64_t one = 1;
+
+		cs->tx_resolving += k;
+		/* A syscall only on a cache miss; the control thread also looks every 100 ms. */
+		if (k > 0 && write(d->nh_efd, &one, sizeof(one)) < 0)
+			cs->wakeup_errors++;
+		for (unsigned int i = k; i < nres; i++) {
+			cs->tx_no_neigh++;
+			bad[nbad++] = res[i];
+		}
+	}
+	if (nbad > 0)
+		rte_pktmbuf_free_bulk(bad, nbad);
+}
+
 int
 ncd_worker_main(void *arg)
 {
@@ -235,6 +348,15 @@ ncd_worker_main(void *arg)
 		for (unsigned int pi = 0; pi < d->cfg.nports; pi++)
 			if (polls_port[pi] && d->ports[pi].has_exc)
 				from_kernel(d, w, pi);
+		/* Acquire: pairs with the control thread's publication of each entry. */
+		uint32_t ntx = __atomic_load_n(&w->ntx, __ATOMIC_ACQUIRE);
+
+		if (ntx > 0) {
+			uint64_t now = rte_get_tsc_cycles();
+
+			for (uint32_t i = 0; i < ntx; i++)
+				tx_channel(d, w, __atomic_load_n(&w->txch[i], __ATOMIC_ACQUIRE), now);
+		}
 		rte_rcu_qsbr_quiescent(d->qsbr, w->index);
 	}
 	rte_rcu_qsbr_thread_offline(d->qsbr, w->index);
@@ -281,5 +403,10 @@ ncd_port_stats_sum(const struct ncd *d, unsigned int port, struct ncd_port_stats
 void
 ncd_chan_stats_sum(const struct ncd *d, uint32_t id, struct ncd_chan_stats *out)
 {
+	const uint64_t *ctl = (const uint64_t *)&d->ctl_cstats[id];
+
 	sum_counters(d, (uint64_t *)out, sizeof(*out), chan_block, id);
+	/* And what the control thread counted (next-hop resolution outcomes). */
+	for (size_t f = 0; f < sizeof(*out) / sizeof(uint64_t); f++)
+		((uint64_t *)out)[f] += ctl[f];
 }

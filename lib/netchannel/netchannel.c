@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* libnetchannel: the control protocol on one side, the channel's ring on the other. */
 #define _GNU_SOURCE /* sched_getaffinity, strerrordesc_np */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <poll.h>
 #include <sched.h>
@@ -13,10 +14,14 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <rte_cycles.h>
 #include <rte_eal.h>
 #include <rte_errno.h>
+#include <rte_lcore.h>
 #include <rte_mbuf.h>
+#include <rte_mbuf_dyn.h>
 #include <rte_memzone.h>
+#include <rte_mempool.h>
 #include <rte_ring.h>
 
 #include "nc_proto.h"
@@ -25,17 +30,27 @@
 #define NC_EXPORT __attribute__((visibility("default")))
 #define REPLY_TIMEOUT_S 10
 
+#define TX_MAX 256                 /* most packets one nc_tx_burst() takes */
+#define GONE_CHECK_MS 10           /* how often an idle client looks whether the daemon hung up */
+
 struct nc_client {
 	int fd;
 	uint32_t next_id;
 	struct nc_ctl_hello_reply hello;
 	struct nc_dir *dir;
+	struct nc_client_entry *me;  /* this connection's entry in the client table */
+	struct rte_mempool *pool;
+	int owner_off;             /* the mbuf owner field */
+	uint32_t owner;            /* our mark in it: slot + 1 */
 	int eal_owned;             /* nc_connect() initialised EAL: nc_disconnect() cleans it up */
+	int gone;                  /* the daemon hung up */
+	uint64_t next_check;       /* TSC of the next look at the socket */
 };
 
 struct nc_channel {
 	struct nc_client *client;
 	struct rte_ring *rx;
+	struct rte_ring *tx;
 	struct nc_dir_entry *dir;
 	uint32_t id;
 	int owned;                 /* created by this client: destroy it in the daemon */
@@ -67,8 +82,11 @@ call_fd(struct nc_client *c, uint16_t type, const void *body, uint32_t len, void
 	int fd = -1;
 	ssize_t n;
 
-	if (sendmsg(c->fd, &mh, MSG_NOSIGNAL) < 0)
+	if (sendmsg(c->fd, &mh, MSG_NOSIGNAL) < 0) {
+		if (errno == ECONNRESET || errno == EPIPE)
+			c->gone = 1;
 		return errno == ECONNRESET ? -EPIPE : -errno;
+	}
 	do
 		n = recvmsg(c->fd, &rmh, MSG_CMSG_CLOEXEC);
 	while (n < 0 && errno == EINTR);
@@ -79,8 +97,10 @@ call_fd(struct nc_client *c, uint16_t type, const void *body, uint32_t len, void
 		*fd_out = fd;
 	else if (fd >= 0)
 		close(fd);
-	if (n == 0)
+	if (n == 0) {
+		c->gone = 1;
 		return -EPIPE;
+	}
 	if (n < 0)
 		return errno == EAGAIN ? -ETIMEDOUT : -errno;
 	if ((size_t)n < sizeof(rep))
@@ -178,6 +198,15 @@ nc_connect(const char *path, unsigned int flags)
 		ret = -EPROTO;
 		goto out_close;
 	}
+	mz = rte_memzone_lookup(NC_CLIENTS_MZ);
+	c->pool = rte_mempool_lookup(c->hello.mbuf_pool);
+	c->owner_off = rte_mbuf_dynfield_lookup(NC_MBUF_OWNER_FIELD, NULL);
+	if (mz == NULL || c->pool == NULL || c->owner_off < 0 || c->hello.slot >= NC_MAX_CLIENTS) {
+		ret = -EPROTO;
+		goto out_close;
+	}
+	c->me = (struct nc_client_entry *)mz->addr + c->hello.slot;
+	c->owner = c->hello.slot + 1;
 	return c;
 
 out_close:
@@ -195,6 +224,13 @@ nc_disconnect(struct nc_client *c)
 {
 	if (c == NULL)
 		return;
+	/* Freed mbufs sit in this lcore's cache, out of the daemon's reach: give them back. */
+	if (c->pool != NULL && rte_lcore_id() != LCORE_ID_ANY) {
+		struct rte_mempool_cache *cache = rte_mempool_default_cache(c->pool, rte_lcore_id());
+
+		if (cache != NULL)
+			rte_mempool_cache_flush(cache, c->pool);
+	}
 	close(c->fd);
 	/* What EAL's buses and drivers hold in this process goes with it. */
 	if (c->eal_owned)
@@ -224,6 +260,13 @@ channel_open(struct nc_client *c, const struct nc_ctl_channel *info, int owned, 
 	if (info->action == NC_ACTION_DELIVER) {
 		ch->rx = rte_ring_lookup(info->rx_ring);
 		if (ch->rx == NULL) {
+			errno = ENOENT;
+			goto out_free;
+		}
+	}
+	if (info->tx_ring[0] != '\0') {
+		ch->tx = rte_ring_lookup(info->tx_ring);
+		if (ch->tx == NULL) {
 			errno = ENOENT;
 			goto out_free;
 		}
@@ -264,6 +307,8 @@ nc_channel_create(struct nc_client *c, const char *name, const struct nc_trie_ru
 		m.ring_size = opts->ring_size;
 		m.queue_bytes = opts->queue_bytes;
 		m.memory_limit_order = opts->memory_limit_order;
+		m.flags = opts->tx ? NC_CREATE_F_TX : 0;
+		m.port = opts->port;
 	}
 	ret = call_fd(c, NC_CTL_CHANNEL_CREATE, &m, sizeof(m), &info, sizeof(info), &efd);
 	if (ret != 0) {
@@ -312,21 +357,228 @@ nc_channel_destroy(struct nc_channel *ch)
 	return ret;
 }
 
+/*
+ * Whether the daemon hung up: the socket polled without blocking, at most
+ * every GONE_CHECK_MS, so a busy client makes no syscall per call.
+ */
+static int
+daemon_gone(struct nc_client *c)
+{
+	uint64_t now = rte_get_tsc_cycles();
+	struct pollfd p = { .fd = c->fd, .events = POLLIN };
+
+	if (c->gone || now < c->next_check)
+		return c->gone;
+	c->next_check = now + rte_get_tsc_hz() / 1000 * GONE_CHECK_MS;
+	/* The daemon sends nothing unasked: anything readable is its hang-up. */
+	if (poll(&p, 1, 0) > 0)
+		c->gone = 1;
+	return c->gone;
+}
+
+static inline uint32_t *
+owner_of(const struct nc_client *c, struct rte_mbuf *m)
+{
+	return RTE_MBUF_DYNFIELD(m, c->owner_off, uint32_t *);
+}
+
+static inline void
+held_add(struct nc_client *c, int64_t n)
+{
+	/* The client is the only writer; the daemon reads it. */
+	__atomic_store_n(&c->me->held, c->me->held + (uint64_t)n, __ATOMIC_RELAXED);
+}
+
+/* The client takes these mbufs: marked as its own, counted against its quota. */
+static void
+take(struct nc_client *c, struct rte_mbuf **m, unsigned int n)
+{
+	for (unsigned int i = 0; i < n; i++)
+		*owner_of(c, m[i]) = c->owner;
+	held_add(c, n);
+}
+
+/* The client gives up an mbuf chain: returns how many marks it cleared. */
+static unsigned int
+give(struct nc_client *c, struct rte_mbuf *m)
+{
+	unsigned int n = 0;
+
+	for (; m != NULL; m = m->next)
+		if (*owner_of(c, m) == c->owner) {
+			*owner_of(c, m) = 0;
+			n++;
+		}
+	return n;
+}
+
 NC_EXPORT uint16_t
 nc_rx_burst(struct nc_channel *ch, struct rte_mbuf **pkts, uint16_t n)
 {
+	struct nc_client *c = ch->client;
+	uint64_t room = c->me->quota > c->me->held ? c->me->quota - c->me->held : 0;
 	unsigned int k;
 	uint64_t bytes = 0;
 
 	if (ch->rx == NULL)
 		return 0;
+	if (room < n) {
+		n = (uint16_t)room;
+		c->me->quota_stalls++;
+		if (n == 0) {
+			errno = daemon_gone(c) ? EPIPE : ENOBUFS;
+			return 0;
+		}
+	}
 	k = rte_ring_dequeue_burst(ch->rx, (void **)pkts, n, NULL);
+	if (k == 0) {
+		if (daemon_gone(c))
+			errno = EPIPE;
+		return 0;
+	}
+	take(c, pkts, k);
 	for (unsigned int i = 0; i < k; i++)
 		bytes += pkts[i]->pkt_len;
 	/* The daemon's byte budget: what left the ring no longer counts against it. */
-	if (bytes)
-		__atomic_fetch_sub(&ch->dir->bytes_queued, bytes, __ATOMIC_RELAXED);
+	__atomic_fetch_sub(&ch->dir->bytes_queued, bytes, __ATOMIC_RELAXED);
 	return (uint16_t)k;
+}
+
+static uint16_t
+tx_burst(struct nc_channel *ch, struct rte_mbuf **pkts, uint16_t n, uint32_t ptype)
+{
+	struct nc_client *c = ch->client;
+	unsigned int given[TX_MAX], k, total = 0;
+
+	if (n > TX_MAX)
+		n = TX_MAX;
+	if (ch->tx == NULL || daemon_gone(c)) {
+		errno = ch->tx == NULL ? EINVAL : EPIPE;
+		return 0;
+	}
+	/* Unmarked before they are enqueued: once there, a worker may send and free them at once. */
+	for (uint16_t i = 0; i < n; i++) {
+		pkts[i]->packet_type = ptype;
+		given[i] = give(c, pkts[i]);
+		total += given[i];
+	}
+	k = rte_ring_mp_enqueue_burst(ch->tx, (void **)pkts, n, NULL);
+	/* What did not fit is still the caller's: its head is marked (and counted) again. */
+	for (uint16_t i = (uint16_t)k; i < n; i++)
+		if (given[i] > 0) {
+			*owner_of(c, pkts[i]) = c->owner;
+			total--;
+		}
+	held_add(c, -(int64_t)total);
+	return (uint16_t)k;
+}
+
+NC_EXPORT uint16_t
+nc_tx_burst(struct nc_channel *ch, struct rte_mbuf **pkts, uint16_t n)
+{
+	return tx_burst(ch, pkts, n, RTE_PTYPE_L2_ETHER);
+}
+
+NC_EXPORT uint16_t
+nc_tx_burst_ip(struct nc_channel *ch, struct rte_mbuf **pkts, uint16_t n)
+{
+	/* No L2 bits: the daemon adds the Ethernet header (nc_proto.h). */
+	return tx_burst(ch, pkts, n, RTE_PTYPE_UNKNOWN);
+}
+
+NC_EXPORT struct rte_mbuf *
+nc_mbuf_alloc(struct nc_client *c)
+{
+	struct rte_mbuf *m;
+
+	if (c->me->held >= c->me->quota || (m = rte_pktmbuf_alloc(c->pool)) == NULL) {
+		errno = ENOBUFS;
+		return NULL;
+	}
+	take(c, &m, 1);
+	return m;
+}
+
+NC_EXPORT void
+nc_mbuf_free(struct nc_client *c, struct rte_mbuf *m)
+{
+	if (m == NULL)
+		return;
+	held_add(c, -(int64_t)give(c, m));
+	rte_pktmbuf_free(m);
+}
+
+NC_EXPORT void
+nc_mbuf_free_bulk(struct nc_client *c, struct rte_mbuf **pkts, unsigned int n)
+{
+	unsigned int total = 0;
+
+	for (unsigned int i = 0; i < n; i++)
+		total += give(c, pkts[i]);
+	held_add(c, -(int64_t)total);
+	rte_pktmbuf_free_bulk(pkts, n);
+}
+
+static ssize_t
+send_copy(struct nc_channel *ch, const void *buf, size_t len, int ip)
+{
+	struct nc_client *c = ch->client;
+	struct rte_mbuf *m;
+	char *p;
+
+	if (ch->tx == NULL) {
+		errno = EINVAL;
+		return -1;
+	}
+	m = nc_mbuf_alloc(c);
+	if (m == NULL)
+		return -1;
+	if (len > rte_pktmbuf_tailroom(m) || (p = rte_pktmbuf_append(m, (uint16_t)len)) == NULL) {
+		nc_mbuf_free(c, m);
+		errno = EMSGSIZE;
+		return -1;
+	}
+	memcpy(p, buf, len);
+	if ((ip ? nc_tx_burst_ip(ch, &m, 1) : nc_tx_burst(ch, &m, 1)) == 1)
+		return (ssize_t)len;
+	if (errno != EPIPE)
+		errno = EAGAIN;
+	nc_mbuf_free(c, m);
+	return -1;
+}
+
+NC_EXPORT ssize_t
+nc_send(struct nc_channel *ch, const void *buf, size_t len)
+{
+	return send_copy(ch, buf, len, 0);
+}
+
+NC_EXPORT ssize_t
+nc_send_ip(struct nc_channel *ch, const void *buf, size_t len)
+{
+	return send_copy(ch, buf, len, 1);
+}
+
+NC_EXPORT struct nc_client *
+nc_channel_client(const struct nc_channel *ch)
+{
+	return ch->client;
+}
+
+NC_EXPORT uint64_t
+nc_mbufs_held(const struct nc_client *c, uint64_t *quota)
+{
+	if (quota != NULL)
+		*quota = c->me->quota;
+	return c->me->held;
+}
+
+NC_EXPORT int
+nc_channel_stats(const struct nc_channel *ch, struct nc_channel_stats *st)
+{
+	struct nc_ctl_id m = { .id = ch->id };
+
+	return call(ch->client, NC_CTL_CHANNEL_STATS, &m, sizeof(m), st, sizeof(*st));
 }
 
 NC_EXPORT int
@@ -368,13 +620,17 @@ nc_recv(struct nc_channel *ch, void *buf, size_t len, int timeout_ms)
 		int wait;
 
 		if (nc_rx_burst(ch, &m, 1) == 1) {
-			uint32_t n = m->pkt_len, take = n < len ? n : (uint32_t)len;
-			const void *q = rte_pktmbuf_read(m, 0, take, buf);
+			uint32_t n = m->pkt_len, cut = n < len ? n : (uint32_t)len;
+			const void *q = rte_pktmbuf_read(m, 0, cut, buf);
 
 			if (q != NULL && q != buf)
-				memcpy(buf, q, take);
-			rte_pktmbuf_free(m);
+				memcpy(buf, q, cut);
+			nc_mbuf_free(ch->client, m);
 			return n;
+		}
+		if (ch->client->gone) {
+			errno = EPIPE;
+			return -1;
 		}
 		if (timeout_ms == 0) {
 			errno = EAGAIN;
@@ -391,6 +647,7 @@ nc_recv(struct nc_channel *ch, void *buf, size_t len, int timeout_ms)
 		if (poll(p, 2, wait) < 0 && errno != EINTR)
 			return -1;
 		if (p[1].revents & (POLLHUP | POLLERR | POLLIN)) {
+			ch->client->gone = 1;
 			errno = EPIPE;
 			return -1;
 		}
@@ -403,6 +660,55 @@ NC_EXPORT uint32_t
 nc_channel_id(const struct nc_channel *ch)
 {
 	return ch->id;
+}
+
+NC_EXPORT int
+nc_rule_flow(struct nc_trie_rule *r, const char *proto, const char *dst, long dport)
+{
+	static const struct { const char *name; uint8_t num; } protos[] = {
+		{ "tcp", 6 }, { "udp", 17 }, { "udplite", 136 }, { "sctp", 132 },
+	};
+	char addr[INET6_ADDRSTRLEN + 8], *slash, *end;
+	long v;
+
+	memset(r, 0, sizeof(*r));
+	if (proto == NULL || dport < 0 || dport > 65535)
+		return -EINVAL;
+	r->proto_mask = 0xff;
+	v = strtol(proto, &end, 10);
+	if (*proto != '\0' && *end == '\0' && v >= 0 && v <= 255) {
+		r->proto = (uint8_t)v;
+	} else {
+		size_t i;
+
+		for (i = 0; i < RTE_DIM(protos) && strcmp(proto, protos[i].name) != 0; i++)
+			;
+		if (i == RTE_DIM(protos))
+			return -EINVAL;
+		r->proto = protos[i].num;
+	}
+	r->dport = (struct nc_trie_port){ (uint16_t)dport, (uint16_t)dport, NC_TRIE_PORT_RANGE };
+	if (dst == NULL)
+		return 0;
+	if (strlen(dst) >= sizeof(addr))
+		return -EINVAL;
+	strcpy(addr, dst);
+	slash = strchr(addr, '/');
+	if (slash != NULL)
+		*slash++ = '\0';
+	r->family = strchr(addr, ':') ? NC_TRIE_AF_INET6 : NC_TRIE_AF_INET;
+	if (inet_pton(r->family == NC_TRIE_AF_INET6 ? AF_INET6 : AF_INET, addr, r->dst.a) != 1)
+		return -EINVAL;
+	v = r->family == NC_TRIE_AF_INET6 ? 128 : 32;
+	if (slash != NULL) {
+		long len = strtol(slash, &end, 10);
+
+		if (*slash == '\0' || *end != '\0' || len < 0 || len > v)
+			return -EINVAL;
+		v = len;
+	}
+	r->dst_len = (uint8_t)v;
+	return 0;
 }
 
 NC_EXPORT const char *

@@ -2,21 +2,35 @@
 /*
  * A libnetchannel client for the tests.
  *
- *   nc_client_test SOCKET create NAME DPORT COUNT copy|zerocopy [TIMEOUT_MS]
- *   nc_client_test SOCKET attach NAME DPORT COUNT copy|zerocopy [TIMEOUT_MS]
+ *   nc_client_test SOCKET create NAME DPORT COUNT copy|zerocopy|hold [TIMEOUT_MS]
+ *   nc_client_test SOCKET attach NAME DPORT COUNT copy|zerocopy|hold [TIMEOUT_MS]
+ *   nc_client_test SOCKET spoof NAME DPORT
  *
  * Receives COUNT packets of its channel, checks that each is UDP to DPORT,
  * prints "received N", and exits 0. Exits 1 on a short count (printing the
  * errno of nc_recv), 2 when the channel cannot be had (printing nc_strerror).
  * TIMEOUT_MS -1 waits for ever: the test of a daemon that dies.
+ *
+ * hold: keeps the COUNT mbufs instead of freeing them, prints "holding N"
+ * (fewer if the quota stops it: "holding N quota Q") and sleeps until killed.
+ *
+ * spoof: a transmitting channel for udp 192.0.2.1:DPORT sends one packet of
+ * its own flow and six that it may not send (see below), waits until the
+ * daemon has counted all seven, and prints the channel's counters.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include <arpa/inet.h>
+
+#include <rte_ether.h>
+#include <rte_ip.h>
 #include <rte_mbuf.h>
+#include <rte_udp.h>
 
 #include "netchannel.h"
 
@@ -34,6 +48,154 @@ udp_dport(const uint8_t *f, size_t n)
 	return f[14 + ihl + 2] << 8 | f[14 + ihl + 3];
 }
 
+/* An Ethernet + IPv4 + UDP frame from src:sport to 203.0.113.9:4000; returns its length. */
+static size_t
+udp4_frame(uint8_t *f, const char *src, uint16_t sport, uint8_t proto)
+{
+	struct rte_ether_hdr *eh = (struct rte_ether_hdr *)f;
+	struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(eh + 1);
+	struct rte_udp_hdr *udp = (struct rte_udp_hdr *)(ip + 1);
+	static const uint8_t dmac[6] = { 0x02, 0, 0, 0, 0, 0x09 }, smac[6] = { 0x02, 0, 0, 0, 0, 0x01 };
+	size_t payload = 18;
+
+	memset(f, 0, 14 + 20 + 8 + payload);
+	memcpy(eh->dst_addr.addr_bytes, dmac, 6);
+	memcpy(eh->src_addr.addr_bytes, smac, 6);
+	eh->ether_type = rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4);
+	ip->version_ihl = 0x45;
+	ip->time_to_live = 64;
+	ip->next_proto_id = proto;
+	ip->total_length = rte_cpu_to_be_16((uint16_t)(20 + 8 + payload));
+	inet_pton(AF_INET, src, &ip->src_addr);
+	inet_pton(AF_INET, "203.0.113.9", &ip->dst_addr);
+	udp->src_port = rte_cpu_to_be_16(sport);
+	udp->dst_port = rte_cpu_to_be_16(4000);
+	udp->dgram_len = rte_cpu_to_be_16((uint16_t)(8 + payload));
+	memcpy(udp + 1, "netchannel spoof t", payload);
+	ip->hdr_checksum = rte_ipv4_cksum(ip);
+	udp->dgram_cksum = rte_ipv4_udptcp_cksum(ip, udp);
+	return 14 + 20 + 8 + payload;
+}
+
+/* nc_send() or nc_send_ip(), waiting for room on the (small) transmit ring. */
+static int
+send_one(struct nc_channel *ch, const uint8_t *f, size_t n, int ip)
+{
+	for (int i = 0; i < 1000; i++) {
+		if ((ip ? nc_send_ip(ch, f, n) : nc_send(ch, f, n)) == (ssize_t)n)
+			return 1;
+		if (errno != EAGAIN)
+			break;
+		usleep(1000);
+	}
+	return 0;
+}
+
+static int
+spoof(struct nc_client *c, const char *name, int dport)
+{
+	struct nc_channel_opts o = { .tx = 1, .ring_size = 4 };
+	struct rte_mbuf *burst[64];
+	unsigned int taken;
+	uint64_t held_after;
+	struct nc_channel_stats st;
+	struct nc_trie_rule rule;
+	struct nc_channel *ch;
+	uint8_t f[128];
+	size_t n;
+	int sent = 0;
+
+	nc_rule_flow(&rule, "udp", "192.0.2.1", dport);
+	ch = nc_channel_create(c, name, &rule, &o);
+	if (ch == NULL) {
+		printf("channel %s: %s\n", name, nc_strerror(errno));
+		return 2;
+	}
+	/* 1. Its own flow: on the wire. */
+	n = udp4_frame(f, "192.0.2.1", (uint16_t)dport, IPPROTO_UDP);
+	sent += send_one(ch, f, n, 0);
+	/* 2-4. Another source port, another source address, another protocol: spoofed. */
+	n = udp4_frame(f, "192.0.2.1", (uint16_t)(dport + 1), IPPROTO_UDP);
+	sent += send_one(ch, f, n, 0);
+	n = udp4_frame(f, "192.0.2.99", (uint16_t)dport, IPPROTO_UDP);
+	sent += send_one(ch, f, n, 0);
+	n = udp4_frame(f, "192.0.2.1", (uint16_t)dport, IPPROTO_TCP);
+	sent += send_one(ch, f, n, 0);
+	/* 5. Not IP at all (an ARP-typed frame): spoofed, it is the kernel's to send. */
+	n = udp4_frame(f, "192.0.2.1", (uint16_t)dport, IPPROTO_UDP);
+	f[12] = 0x08;
+	f[13] = 0x06;
+	sent += send_one(ch, f, n, 0);
+	/* 6. A broken IPv4 header checksum: malformed. */
+	n = udp4_frame(f, "192.0.2.1", (uint16_t)dport, IPPROTO_UDP);
+	f[14 + 10] ^= 0xff;
+	sent += send_one(ch, f, n, 0);
+	/* 7. An IP packet of its flow, but the port has no kernel interface to route by. */
+	n = udp4_frame(f, "192.0.2.1", (uint16_t)dport, IPPROTO_UDP);
+	sent += send_one(ch, f + 14, n - 14, 1);
+	/*
+	 * 8. Over the transmit ring's size (4) in one burst: what it did not take is
+	 * still ours, and counted as held until freed.
+	 */
+	for (unsigned int i = 0; i < 64; i++) {
+		burst[i] = nc_mbuf_alloc(c);
+		if (burst[i] == NULL) {
+			printf("nc_mbuf_alloc: %s\n", nc_strerror(errno));
+			return 1;
+		}
+		n = udp4_frame(rte_pktmbuf_mtod(burst[i], uint8_t *), "192.0.2.1", (uint16_t)dport,
+			       IPPROTO_UDP);
+		rte_pktmbuf_append(burst[i], (uint16_t)n);
+	}
+	taken = nc_tx_burst(ch, burst, 64);
+	held_after = nc_mbufs_held(c, NULL);
+	nc_mbuf_free_bulk(c, burst + taken, 64 - taken);
+	printf("burst taken %u held %" PRIu64 "\n", taken, held_after);
+	/* Until the daemon has an outcome for every packet (2 s at most). */
+	for (int i = 0; i < 200; i++) {
+		if (nc_channel_stats(ch, &st) != 0 ||
+		    st.tx + st.tx_dropped + st.tx_spoofed + st.tx_malformed + st.tx_no_route +
+		    st.tx_no_neigh + st.tx_ring_full >= (uint64_t)sent + taken)
+			break;
+		usleep(10000);
+	}
+	printf("sent %d tx %" PRIu64 " spoofed %" PRIu64 " malformed %" PRIu64 " no_route %" PRIu64
+	       " no_neigh %" PRIu64 " dropped %" PRIu64 " held %" PRIu64 "\n", sent, st.tx,
+	       st.tx_spoofed, st.tx_malformed, st.tx_no_route, st.tx_no_neigh, st.tx_dropped,
+	       nc_mbufs_held(c, NULL));
+	nc_channel_destroy(ch);
+	return 0;
+}
+
+/* Take count mbufs and keep them; report how many the quota let through. */
+static __rte_noreturn void
+hold(struct nc_client *c, struct nc_channel *ch, long count)
+{
+	struct rte_mbuf *m[32];
+	long got = 0;
+	uint64_t quota;
+
+	for (int idle = 0; got < count && idle < 5000;) {
+		uint16_t n = nc_rx_burst(ch, m, count - got < 32 ? (uint16_t)(count - got) : 32);
+
+		if (n == 0 && errno == ENOBUFS)
+			break;
+		idle = n ? 0 : idle + 1;
+		if (n == 0)
+			usleep(1000);
+		got += n;
+	}
+	printf("holding %ld", got);
+	if (nc_mbufs_held(c, &quota) != (uint64_t)got)
+		printf(" (library counts %" PRIu64 ")", nc_mbufs_held(c, NULL));
+	if (got < count)
+		printf(" quota %" PRIu64, quota);
+	printf("\n");
+	fflush(stdout);
+	for (;;)
+		pause();
+}
+
 int
 main(int argc, char **argv)
 {
@@ -44,9 +206,21 @@ main(int argc, char **argv)
 	int dport, zerocopy;
 	long waited_ms = 0;
 
+	if (argc == 5 && strcmp(argv[2], "spoof") == 0) {
+		int ret;
+
+		c = nc_connect(argv[1], 0);
+		if (c == NULL) {
+			printf("nc_connect: %s\n", nc_strerror(errno));
+			return 2;
+		}
+		ret = spoof(c, argv[3], atoi(argv[4]));
+		nc_disconnect(c);
+		return ret;
+	}
 	if (argc < 7) {
-		fprintf(stderr, "usage: %s SOCKET create|attach NAME DPORT COUNT copy|zerocopy "
-				"[TIMEOUT_MS]\n", argv[0]);
+		fprintf(stderr, "usage: %s SOCKET create|attach NAME DPORT COUNT copy|zerocopy|hold "
+				"[TIMEOUT_MS]\n       %s SOCKET spoof NAME DPORT\n", argv[0], argv[0]);
 		return 2;
 	}
 	dport = atoi(argv[4]);
@@ -72,6 +246,8 @@ main(int argc, char **argv)
 	}
 	printf("channel %s: id %u\n", argv[3], nc_channel_id(ch));
 	fflush(stdout);
+	if (strcmp(argv[6], "hold") == 0)
+		hold(c, ch, count);
 	while (got < count) {
 		static uint8_t buf[16384];
 		struct rte_mbuf *m[32];
@@ -83,7 +259,7 @@ main(int argc, char **argv)
 			for (uint16_t i = 0; i < n; i++) {
 				bad |= udp_dport(rte_pktmbuf_mtod(m[i], uint8_t *),
 						 rte_pktmbuf_data_len(m[i])) != dport;
-				rte_pktmbuf_free(m[i]);
+				nc_mbuf_free(c, m[i]);
 			}
 			got += n;
 			if (n == 0) {

@@ -19,6 +19,14 @@ GEN = os.path.join(SRC, "scripts/gen_traffic.py")
 PCAP_MAC = "02:70:63:61:70:00"   # net_pcap's MAC for the first pcap device of a process
 
 
+def _terminated(signum, frame):
+    """meson's timeout sends SIGTERM: fail the test, so that its cleanups still run."""
+    raise SystemExit(f"terminated by signal {signum}")
+
+
+signal.signal(signal.SIGTERM, _terminated)
+
+
 def read_pcap(path):
     with open(path, "rb") as f:
         data = f.read()
@@ -87,20 +95,26 @@ class Daemon:
             return json.load(f)
 
 
-def consume(prefix, channel, out, count, timeout_ms=10000, lcore_id=7, protect=()):
-    """Run the test consumer (a DPDK secondary) on a static channel.
+def protected(cmd, protect):
+    """cmd, for a DPDK secondary of a daemon that writes the pcap files in protect.
 
     A secondary process probes the primary's vdevs, and net_pcap re-opens the
-    primary's tx_pcap files there, truncating them. The consumer therefore runs
+    primary's tx_pcap files there, truncating them. The client therefore runs
     in a mount namespace of its own where /dev/null covers those files.
     """
-    cmd = [CONSUMER, "--prefix", prefix, "--channel", channel, "--out", out,
-           "--count", str(count), "--timeout-ms", str(timeout_ms), "--lcore-id", str(lcore_id)]
     for path in protect:
         open(path, "a").close()
-    if protect:
-        binds = " && ".join(f"mount --bind /dev/null '{p}'" for p in protect)
-        cmd = ["unshare", "-m", "sh", "-c", f"{binds} && exec \"$@\"", "sh"] + cmd
+    if not protect:
+        return cmd
+    binds = " && ".join(f"mount --bind /dev/null '{p}'" for p in protect)
+    return ["unshare", "-m", "sh", "-c", f"{binds} && exec \"$@\"", "sh"] + cmd
+
+
+def consume(prefix, channel, out, count, timeout_ms=10000, lcore_id=7, protect=()):
+    """Run the test consumer (a DPDK secondary) on a static channel."""
+    cmd = protected([CONSUMER, "--prefix", prefix, "--channel", channel, "--out", out,
+                     "--count", str(count), "--timeout-ms", str(timeout_ms),
+                     "--lcore-id", str(lcore_id)], protect)
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
     return r.returncode, r.stdout + r.stderr
 

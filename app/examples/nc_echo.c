@@ -1,0 +1,281 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * nc-echo: a UDP echo server over a channel, receiving and transmitting
+ * zero-copy.
+ *
+ *   nc-echo [-s SOCKET] --dport N [--dst ADDR] [--proto udp] [--ip]
+ *           [-c COUNT] [-t SECONDS] [--reconnect]
+ *
+ * It claims the flows to a UDP port and sends each datagram back with its
+ * addresses and ports swapped (the IP and UDP checksums do not change). By
+ * default it swaps the Ethernet addresses too and sends the frame; with --ip
+ * it sends the IP packet and the daemon finds the next hop in the kernel's
+ * neighbour table. Between bursts it sleeps on the channel's fd, so an idle
+ * echo server uses no CPU. Only libnetchannel's API is used: copy from here.
+ */
+#define _GNU_SOURCE /* close_range */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <rte_ether.h>
+#include <rte_ip.h>
+#include <rte_mbuf.h>
+#include <rte_udp.h>
+
+#include "netchannel.h"
+
+static volatile sig_atomic_t stop;
+
+static void
+on_signal(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
+static void
+usage(FILE *f)
+{
+	fprintf(f, "usage: nc-echo [-s SOCKET] --dport N [--dst ADDR] [--proto udp] [--ip]\n"
+		   "               [-c COUNT] [-t SECONDS] [--reconnect]\n"
+		   "  -s, --socket     the daemon's control socket (default " NC_DEFAULT_SOCKET ")\n"
+		   "      --dport      the UDP port to claim and echo on\n"
+		   "      --dst        ... only for this local address or prefix\n"
+		   "      --proto      udp (the only protocol an echo makes sense for here)\n"
+		   "      --ip         send IP packets: the daemon adds the next hop's Ethernet header\n"
+		   "  -c, --count      stop after echoing this many datagrams\n"
+		   "  -t, --time       stop after this many seconds\n"
+		   "      --reconnect  if the daemon goes away, wait for a new one and start again\n");
+}
+
+/*
+ * Turn a received frame into its echo, in place. Returns the Ethernet (and
+ * VLAN) header length, or -1 for what is not a UDP datagram to echo.
+ */
+static int
+make_echo(struct rte_mbuf *m)
+{
+	struct rte_ether_hdr *eh = rte_pktmbuf_mtod(m, struct rte_ether_hdr *);
+	struct rte_ether_addr mac;
+	uint16_t type, l2 = sizeof(*eh);
+	struct rte_udp_hdr *udp;
+	uint16_t port;
+
+	if (m->data_len < l2)
+		return -1;
+	type = rte_be_to_cpu_16(eh->ether_type);
+	while ((type == RTE_ETHER_TYPE_VLAN || type == RTE_ETHER_TYPE_QINQ) &&
+	       m->data_len >= l2 + sizeof(struct rte_vlan_hdr)) {
+		type = rte_be_to_cpu_16(rte_pktmbuf_mtod_offset(m, struct rte_vlan_hdr *,
+								  l2)->eth_proto);
+		l2 += sizeof(struct rte_vlan_hdr);
+	}
+	if (type == RTE_ETHER_TYPE_IPV4 && m->data_len >= l2 + sizeof(struct rte_ipv4_hdr)) {
+		struct rte_ipv4_hdr *ip = rte_pktmbuf_mtod_offset(m, struct rte_ipv4_hdr *, l2);
+		uint32_t a = ip->src_addr;
+		uint16_t ihl = rte_ipv4_hdr_len(ip);
+
+		if (ip->next_proto_id != IPPROTO_UDP || m->data_len < l2 + ihl + sizeof(*udp))
+			return -1;
+		ip->src_addr = ip->dst_addr;
+		ip->dst_addr = a;
+		udp = rte_pktmbuf_mtod_offset(m, struct rte_udp_hdr *, l2 + ihl);
+	} else if (type == RTE_ETHER_TYPE_IPV6 &&
+		   m->data_len >= l2 + sizeof(struct rte_ipv6_hdr) + sizeof(*udp)) {
+		struct rte_ipv6_hdr *ip = rte_pktmbuf_mtod_offset(m, struct rte_ipv6_hdr *, l2);
+		uint8_t a[16];
+
+		/* Extension headers: not echoed (the daemon delivers them; this example keeps short). */
+		if (ip->proto != IPPROTO_UDP)
+			return -1;
+		memcpy(a, ip->src_addr, 16);
+		memcpy(ip->src_addr, ip->dst_addr, 16);
+		memcpy(ip->dst_addr, a, 16);
+		udp = rte_pktmbuf_mtod_offset(m, struct rte_udp_hdr *, l2 + sizeof(*ip));
+	} else {
+		return -1;
+	}
+	/* Swapping addresses and ports leaves both checksums as they were. */
+	port = udp->src_port;
+	udp->src_port = udp->dst_port;
+	udp->dst_port = port;
+	rte_ether_addr_copy(&eh->src_addr, &mac);
+	rte_ether_addr_copy(&eh->dst_addr, &eh->src_addr);
+	rte_ether_addr_copy(&mac, &eh->dst_addr);
+	return l2;
+}
+
+/* Wait until a daemon answers on the socket again; 0, or -1 if told to stop. */
+static int
+wait_for_daemon(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	while (!stop) {
+		int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+		int ok = fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+
+		if (fd >= 0)
+			close(fd);
+		if (ok)
+			return 0;
+		usleep(100 * 1000);
+	}
+	return -1;
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "socket", required_argument, NULL, 's' },
+		{ "dport", required_argument, NULL, 'd' },
+		{ "dst", required_argument, NULL, 'a' },
+		{ "proto", required_argument, NULL, 'p' },
+		{ "ip", no_argument, NULL, 'i' },
+		{ "count", required_argument, NULL, 'c' },
+		{ "time", required_argument, NULL, 't' },
+		{ "reconnect", no_argument, NULL, 'r' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *sock = NC_DEFAULT_SOCKET, *dst = NULL, *proto = "udp";
+	long dport = -1, count = 0, seconds = 0, echoed = 0, skipped = 0;
+	int ip = 0, reconnect = 0, o, gone = 0;
+	struct nc_channel_opts copts = { .tx = 1 };
+	struct nc_channel_stats st;
+	struct nc_trie_rule rule;
+	struct nc_channel *ch;
+	struct nc_client *c;
+	char name[32];
+	time_t end;
+
+	while ((o = getopt_long(argc, argv, "s:c:t:h", opts, NULL)) != -1) {
+		switch (o) {
+		case 's': sock = optarg; break;
+		case 'd': dport = strtol(optarg, NULL, 0); break;
+		case 'a': dst = optarg; break;
+		case 'p': proto = optarg; break;
+		case 'i': ip = 1; break;
+		case 'c': count = strtol(optarg, NULL, 0); break;
+		case 't': seconds = strtol(optarg, NULL, 0); break;
+		case 'r': reconnect = 1; break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (dport < 0 || dport > 65535 || count < 0 || seconds < 0 || optind != argc) {
+		usage(stderr);
+		return 2;
+	}
+	if (strcmp(proto, "udp") != 0) {
+		fprintf(stderr, "nc-echo: --proto %s: only udp is echoed\n", proto);
+		return 2;
+	}
+	if (nc_rule_flow(&rule, proto, dst, dport) != 0) {
+		fprintf(stderr, "nc-echo: --dst %s: not an address or prefix\n", dst);
+		return 2;
+	}
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	if (reconnect && wait_for_daemon(sock) != 0)
+		return 0;
+	c = nc_connect(sock, 0);
+	if (c == NULL) {
+		fprintf(stderr, "nc-echo: connect to %s: %s\n", sock, nc_strerror(errno));
+		return 1;
+	}
+	snprintf(name, sizeof(name), "nc-echo-%ld", dport);
+	ch = nc_channel_create(c, name, &rule, &copts);
+	if (ch == NULL) {
+		fprintf(stderr, "nc-echo: claim %s port %ld: %s\n", proto, dport, nc_strerror(errno));
+		nc_disconnect(c);
+		return 1;
+	}
+	printf("nc-echo: echoing %s port %ld as channel %s (%u)%s\n", proto, dport, name,
+	       nc_channel_id(ch), ip ? ", sending IP packets" : "");
+	fflush(stdout);
+	end = seconds ? time(NULL) + seconds : 0;
+	while (!stop && (count == 0 || echoed < count) && (end == 0 || time(NULL) < end)) {
+		struct rte_mbuf *m[32], *out[32];
+		uint16_t n, k = 0, sent;
+
+		errno = 0;
+		n = nc_rx_burst(ch, m, count && count - echoed < 32 ? (uint16_t)(count - echoed) : 32);
+
+		if (n == 0) {
+			struct pollfd p = { .fd = nc_channel_fd(ch), .events = POLLIN };
+			uint64_t v;
+
+			if (errno == EPIPE) {
+				gone = 1;
+				break;
+			}
+			/* Ask to be woken, look once more, then sleep (100 ms at most, for signals). */
+			if (nc_channel_arm(ch) == 0 && poll(&p, 1, 100) > 0 &&
+			    read(p.fd, &v, sizeof(v)) < 0)
+				break;
+			continue;
+		}
+		for (uint16_t i = 0; i < n; i++) {
+			int l2 = make_echo(m[i]);
+
+			if (l2 < 0) {
+				skipped++;
+				nc_mbuf_free(c, m[i]);
+				continue;
+			}
+			if (ip)
+				rte_pktmbuf_adj(m[i], (uint16_t)l2);
+			out[k++] = m[i];
+		}
+		sent = ip ? nc_tx_burst_ip(ch, out, k) : nc_tx_burst(ch, out, k);
+		echoed += sent;
+		/* A full transmit ring: those are dropped here, as a NIC's full queue would. */
+		nc_mbuf_free_bulk(c, out + sent, k - sent);
+		if (sent < k && errno == EPIPE) {
+			gone = 1;
+			break;
+		}
+	}
+	/* The daemon's view, once its worker has dealt with all we handed it (1 s at most). */
+	for (int i = 0; !gone && i < 100 && nc_channel_stats(ch, &st) == 0; i++) {
+		if (st.tx + st.tx_dropped + st.tx_spoofed + st.tx_malformed + st.tx_no_route +
+		    st.tx_no_neigh + st.tx_ring_full >= (uint64_t)echoed)
+			break;
+		usleep(10 * 1000);
+	}
+	if (!gone && nc_channel_stats(ch, &st) == 0)
+		fprintf(stderr, "nc-echo: %ld echoed, %ld skipped; daemon: tx=%" PRIu64 " tx_spoofed=%"
+			PRIu64 " tx_malformed=%" PRIu64 " tx_no_route=%" PRIu64 " tx_no_neigh=%" PRIu64
+			" tx_dropped=%" PRIu64 "\n", echoed, skipped, st.tx, st.tx_spoofed,
+			st.tx_malformed, st.tx_no_route, st.tx_no_neigh, st.tx_dropped);
+	else
+		fprintf(stderr, "nc-echo: %ld echoed, %ld skipped%s\n", echoed, skipped,
+			gone ? "; the daemon is gone" : "");
+	if (gone && reconnect && !stop) {
+		/*
+		 * EAL cannot be initialised twice in a process, and this one is attached
+		 * to the old daemon's memory: start afresh, without its descriptors.
+		 */
+		fflush(NULL);
+		close_range(3, ~0u, CLOSE_RANGE_CLOEXEC);
+		execv("/proc/self/exe", argv);
+		fprintf(stderr, "nc-echo: re-exec: %s\n", strerror(errno));
+		return 1;
+	}
+	nc_channel_destroy(ch);
+	nc_disconnect(c);
+	return gone ? 1 : 0;
+}

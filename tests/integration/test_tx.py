@@ -1,0 +1,288 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
+"""Clients that transmit (nc-echo, frames and IP packets), anti-spoofing, mbuf ownership
+(quota, kill -9 while holding mbufs) and reconnecting to a new daemon."""
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ncd_test as T  # noqa: E402
+from test_datapath import EAL  # noqa: E402
+from test_control import Ctl, STATS  # noqa: E402
+
+ECHO = os.path.join(T.BUILD, "app/examples/nc-echo")
+CLIENT = os.path.join(T.BUILD, "tests/integration/nc_client_test")
+PORT_MAC = "02:00:00:00:00:10"
+
+
+def scapy():
+    from scapy import all as s
+    return s
+
+
+def checksums_ok(pkt):
+    """Recompute the IP and UDP checksums with scapy, an independent parser."""
+    s = scapy()
+    again = pkt.__class__(bytes(pkt))
+    if s.IP in again:
+        del again[s.IP].chksum
+    if s.UDP in again:
+        del again[s.UDP].chksum
+    again = again.__class__(bytes(again))
+    for layer in (s.IP, s.UDP):
+        if layer in pkt and pkt[layer].chksum != again[layer].chksum:
+            return False
+    return True
+
+
+def echo_of(frame_bytes):
+    """What nc-echo must send back for a received frame (Ethernet addresses swapped)."""
+    s = scapy()
+    p = s.Ether(frame_bytes)
+    ip = p[s.IP] if s.IP in p else p[s.IPv6]
+    p.src, p.dst = p.dst, p.src
+    ip.src, ip.dst = ip.dst, ip.src
+    p[s.UDP].sport, p[s.UDP].dport = p[s.UDP].dport, p[s.UDP].sport
+    return bytes(p)
+
+
+class Tx(T.DaemonCase):
+    def setUp(self):
+        super().setUp()
+        self.sock = os.path.join(self.w, "ncd.sock")
+        self.tx = os.path.join(self.w, "tx.pcap")
+        self.procs = []
+        self.addCleanup(self.stop_procs)
+
+    def stop_procs(self):
+        for p in self.procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+
+    def client(self, cmd):
+        p = subprocess.Popen(T.protected(cmd, [self.tx]), stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True)
+        self.procs.append(p)
+        return p
+
+    def frames(self, flows):
+        s = scapy()
+        out = []
+        for src, dst, sport, dport in flows:
+            ip = s.IPv6(src=src, dst=dst) if ":" in dst else s.IP(src=src, dst=dst)
+            out.append(bytes(s.Ether(src="02:00:00:00:00:02", dst=T.PCAP_MAC) / ip /
+                             s.UDP(sport=sport, dport=dport) / s.Raw(b"echo me %d" % sport)))
+        return out
+
+    def pcap_daemon(self, frames, exception="none", control=None, netns=None, tap=None):
+        T.write_pcap(os.path.join(self.w, "in.pcap"), frames)
+        port = {"name": "wire0",
+                "device": f"net_pcap0,rx_pcap={self.w}/in.pcap,tx_pcap={self.tx},infinite_rx=1",
+                "exception": {"device": tap or exception}}
+        cfg = {"eal": EAL, "mempool": {"mbufs": 8191, "cache": 64}, "ports": [port],
+               "workers": [{"lcore": 1}], "control": dict(socket=self.sock, **(control or {}))}
+        self.daemon = T.Daemon(cfg, self.w, self.prefix, netns=netns)
+        self.daemon.start()
+
+    def wait_line(self, p, want, timeout=20):
+        """The client's first line that contains want (EAL may print before it)."""
+        deadline = time.time() + timeout
+        seen = []
+        while time.time() < deadline:
+            line = p.stdout.readline()
+            if not line:
+                break
+            seen.append(line)
+            if want in line:
+                return line.strip()
+        self.fail(f"{p.args}: no line with {want!r}:\n{''.join(seen)}")
+
+    def finish(self, p, timeout=30):
+        try:
+            out, _ = p.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            self.fail(f"{p.args} did not finish")
+        return out
+
+    def test_echo_frames(self):
+        """nc-echo, zero-copy both ways: every echo on the wire is the received datagram with
+        its Ethernet and IP addresses and UDP ports swapped, checksums valid (scapy)."""
+        flows = [("203.0.113.%d" % i, "192.0.2.1", 2000 + i, 7) for i in range(1, 5)]
+        flows += [("2001:db8::%x" % (0x100 + i), "2001:db8::1", 3000 + i, 7) for i in range(3)]
+        other = [("203.0.113.1", "192.0.2.1", 2000, 9)]      # not claimed: to the kernel
+        frames = self.frames(flows + other)
+        self.pcap_daemon(frames)
+        p = self.client([ECHO, "-s", self.sock, "--dport", "7", "-c", "300"])
+        self.wait_line(p, "echoing udp port 7")
+        out = self.finish(p)
+        self.assertEqual(p.returncode, 0, out)
+        m = re.search(r"(\d+) echoed, 0 skipped; daemon: tx=(\d+) tx_spoofed=0 tx_malformed=0 "
+                      r"tx_no_route=0 tx_no_neigh=0 tx_dropped=0", out)
+        self.assertTrue(m, out)
+        self.assertEqual(int(m.group(1)), 300)
+        self.assertEqual(int(m.group(2)), 300, "every echo left through the port")
+        self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
+        port = self.daemon.read_stats()["ports"][0]
+        self.assertEqual(port["client_tx"], 300)
+        self.assertTrue(T.accounting_ok(port), port)
+        wire = T.read_pcap(self.tx)
+        self.assertEqual(len(wire), 300)
+        expected = {echo_of(f) for f in frames[:len(flows)]}
+        s = scapy()
+        seen = set()
+        for f in wire:
+            self.assertIn(f, expected, s.Ether(f).summary())
+            self.assertTrue(checksums_ok(s.Ether(f)), s.Ether(f).show(dump=True))
+            seen.add(f)
+        self.assertEqual(seen, expected, "every flow, IPv4 and IPv6, was echoed")
+
+    def test_spoofing_and_malformed_counted(self):
+        """A client may send only from its own flows; the rest is dropped and counted, and only
+        its own frame reaches the wire."""
+        self.pcap_daemon(self.frames([("203.0.113.1", "192.0.2.1", 2000, 9)]))
+        p = self.client([CLIENT, self.sock, "spoof", "liar", "5353"])
+        out = self.finish(p)
+        self.assertEqual(p.returncode, 0, out)
+        m = re.search(r"burst taken (\d+) held (\d+)", out)
+        self.assertTrue(m, out)
+        taken, held = int(m.group(1)), int(m.group(2))
+        self.assertTrue(1 <= taken <= 4, out)
+        self.assertEqual(held, 64 - taken, "what the ring did not take is still the client's")
+        self.assertIn(f"sent 7 tx {1 + taken} spoofed 4 malformed 1 no_route 1 no_neigh 0 "
+                      "dropped 0 held 0", out)
+        self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
+        wire = T.read_pcap(self.tx)
+        self.assertEqual(len(wire), 1 + taken)
+        s = scapy()
+        for f in wire:
+            pkt = s.Ether(f)
+            self.assertEqual((pkt[s.IP].src, pkt[s.UDP].sport, pkt[s.IP].dst, pkt[s.UDP].dport),
+                             ("192.0.2.1", 5353, "203.0.113.9", 4000))
+
+    def test_echo_ip_next_hop_from_kernel(self):
+        """nc-echo --ip: the daemon adds the Ethernet header of the next hop that the kernel's
+        routing and neighbour tables (of the exception TAP) give: on-link neighbours, a gateway
+        for an off-link network; an unresolved neighbour and an unroutable address are counted,
+        and the kernel is asked to resolve the neighbour (its ARP request goes out)."""
+        ns = f"ncdtx{os.getpid()}"
+        T.sh("ip", "netns", "add", ns)
+        self.addCleanup(T.sh, "ip", "netns", "del", ns)
+        flows = [("192.0.2.2", "192.0.2.1", 2001, 7),         # neighbour, permanent
+                 ("2001:db8::2", "2001:db8::1", 2002, 7),     # IPv6 neighbour
+                 ("198.51.100.5", "192.0.2.1", 2003, 7),      # off-link: via 192.0.2.254
+                 ("192.0.2.3", "192.0.2.1", 2004, 7),         # on-link, never answers ARP
+                 ("203.0.113.5", "192.0.2.1", 2005, 7)]       # no route at all
+        frames = self.frames(flows)
+        self.pcap_daemon(frames, netns=ns, tap="net_tap0,iface=ncet0")
+        gw_mac, nb_mac, nb6_mac = "02:00:00:00:00:fe", "02:00:00:00:00:02", "02:00:00:00:00:06"
+        for cmd in (["ip", "link", "set", "ncet0", "up"],
+                    ["ip", "addr", "add", "192.0.2.1/24", "dev", "ncet0"],
+                    ["ip", "addr", "add", "2001:db8::1/64", "dev", "ncet0", "nodad"],
+                    ["ip", "neigh", "replace", "192.0.2.2", "lladdr", nb_mac, "dev", "ncet0",
+                     "nud", "permanent"],
+                    ["ip", "neigh", "replace", "2001:db8::2", "lladdr", nb6_mac, "dev", "ncet0",
+                     "nud", "permanent"],
+                    ["ip", "neigh", "replace", "192.0.2.254", "lladdr", gw_mac, "dev", "ncet0",
+                     "nud", "permanent"],
+                    ["ip", "route", "add", "198.51.100.0/24", "via", "192.0.2.254"]):
+            T.sh("ip", "netns", "exec", ns, *cmd)
+        p = self.client([ECHO, "-s", self.sock, "--dport", "7", "--ip", "-c", "2000"])
+        self.wait_line(p, "sending IP packets")
+        out = self.finish(p)
+        self.assertEqual(p.returncode, 0, out)
+        m = re.search(r"tx=(\d+) tx_spoofed=0 tx_malformed=0 tx_no_route=(\d+) "
+                      r"tx_no_neigh=(\d+) tx_dropped=0", out)
+        self.assertTrue(m, out)
+        tx, no_route, no_neigh = (int(x) for x in m.groups())
+        self.assertGreater(tx, 0, out)
+        self.assertGreater(no_route, 0, out)
+        self.assertGreater(no_neigh, 0, out)
+        time.sleep(0.3)                     # the kernel's ARP request, through the TAP
+        self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
+        st = self.daemon.read_stats()["ports"][0]
+        self.assertGreater(st["next_hop"]["resolved"], 0, st)
+        s = scapy()
+        want = {"192.0.2.2": nb_mac, "2001:db8::2": nb6_mac, "198.51.100.5": gw_mac}
+        seen, arp_for = set(), set()
+        for f in T.read_pcap(self.tx):
+            pkt = s.Ether(f)
+            if s.ARP in pkt:
+                arp_for.add(pkt[s.ARP].pdst)
+                continue
+            if s.UDP not in pkt or pkt[s.UDP].sport != 7:
+                continue                                     # the kernel's own traffic
+            ip = pkt[s.IP] if s.IP in pkt else pkt[s.IPv6]
+            self.assertIn(ip.dst, want, pkt.summary())
+            self.assertEqual(pkt.dst, want[ip.dst], pkt.summary())
+            self.assertEqual(pkt.src, T.PCAP_MAC, "the port's own MAC")
+            self.assertTrue(checksums_ok(pkt), pkt.show(dump=True))
+            seen.add(ip.dst)
+        self.assertEqual(seen, set(want), "every resolvable destination got its echoes")
+        self.assertIn("192.0.2.3", arp_for, "the kernel was asked to resolve the neighbour")
+        self.assertEqual(st["client_tx"], tx)
+
+    def test_quota_and_kill_9_while_holding(self):
+        """A client holds at most control.mbuf_quota mbufs; killed with SIGKILL while holding
+        them, it gets them all taken back: in_use returns to its baseline."""
+        self.pcap_daemon(self.frames([("203.0.113.1", "192.0.2.1", 2000 + i, 5000)
+                                      for i in range(8)] +
+                                     [("203.0.113.1", "192.0.2.1", 2000, 9)]),
+                         control={"mbuf_quota": 600})
+        c = Ctl(self.sock)
+        c.hello()
+        time.sleep(0.3)
+        base = c.json(STATS)["mempool"]["in_use"]
+        p = self.client([CLIENT, self.sock, "create", "hog", "5000", "1000", "hold"])
+        self.wait_line(p, "channel hog")
+        self.assertEqual(self.wait_line(p, "holding"), "holding 600 quota 600")
+        time.sleep(0.2)
+        # The 600 it holds, and its full ring (1024) behind them.
+        self.assertGreaterEqual(c.json(STATS)["mempool"]["in_use"], base + 1500)
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+        deadline = time.time() + 5
+        while time.time() < deadline and c.json(STATS)["mempool"]["reclaimed"] < 600:
+            time.sleep(0.05)
+        st = c.json(STATS)
+        self.assertEqual(st["mempool"]["reclaimed"], 600, st["mempool"])
+        # A burst (32) may be in flight in the daemon at any moment.
+        self.assertLessEqual(st["mempool"]["in_use"], base + 32, st["mempool"])
+        c.close()
+        self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
+        self.assertTrue(T.accounting_ok(self.daemon.read_stats()["ports"][0]))
+
+    def test_reconnect_to_new_daemon(self):
+        """nc-echo --reconnect outlives its daemon: it waits for a new one on the same socket
+        and echoes there."""
+        frames = self.frames([("203.0.113.1", "192.0.2.1", 2000, 7)])
+        self.pcap_daemon(frames)
+        p = self.client([ECHO, "-s", self.sock, "--dport", "7", "--reconnect"])
+        self.wait_line(p, "echoing udp port 7")
+        time.sleep(0.3)
+        self.daemon.kill()
+        self.wait_line(p, "the daemon is gone")
+        T.cleanup_prefix(self.prefix)
+        self.pcap_daemon(frames)
+        self.wait_line(p, "echoing udp port 7")
+        c = Ctl(self.sock)
+        c.hello()
+        deadline = time.time() + 5
+        while time.time() < deadline and c.json(STATS)["ports"][0]["client_tx"] == 0:
+            time.sleep(0.05)
+        self.assertGreater(c.json(STATS)["ports"][0]["client_tx"], 0)
+        c.close()
+        p.send_signal(signal.SIGTERM)
+        out = self.finish(p)
+        self.assertEqual(p.returncode, 0, out)
+        self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
