@@ -13,7 +13,7 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ncd_test as T  # noqa: E402
 from test_datapath import EAL  # noqa: E402
-from test_control import Ctl, STATS  # noqa: E402
+from test_control import Ctl, LIST, STATS  # noqa: E402
 
 ECHO = os.path.join(T.BUILD, "app/examples/nc-echo")
 CLIENT = os.path.join(T.BUILD, "tests/integration/nc_client_test")
@@ -257,6 +257,61 @@ class Tx(T.DaemonCase):
         c.close()
         self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
         self.assertTrue(T.accounting_ok(self.daemon.read_stats()["ports"][0]))
+
+    def test_dead_clients_cache_flushed(self):
+        """A client that frees what it receives keeps freed mbufs in its lcore's mempool cache;
+        killed with SIGKILL, that cache is flushed back into the pool for the NIC."""
+        self.pcap_daemon(self.frames([("203.0.113.1", "192.0.2.1", 2000 + i, 5000)
+                                      for i in range(8)]))
+        c = Ctl(self.sock)
+        c.hello()
+        p = self.client([CLIENT, self.sock, "create", "busy", "5000", "100000000", "zerocopy"])
+        self.wait_line(p, "channel busy")
+        time.sleep(0.5)
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+        deadline = time.time() + 5
+        while time.time() < deadline and "busy" in {ch["name"] for ch in c.json(LIST)}:
+            time.sleep(0.05)
+        st = c.json(STATS)["mempool"]
+        self.assertGreater(st["cache_flushed"], 0, st)
+        c.close()
+        self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
+
+    def test_several_clients_exact_flows(self):
+        """Three clients create channels at run time, at the same time: each receives only its
+        own flow, byte for byte as sent; what no channel claims reaches the exception device
+        unchanged, and every port counter adds up."""
+        flows = {port: [("203.0.113.%d" % i, "192.0.2.1", 1000 + i, port) for i in range(1, 4)]
+                 for port in (5000, 6000, 7000, 9)}
+        frames = self.frames([f for fl in flows.values() for f in fl])
+        exc = os.path.join(self.w, "exc.pcap")
+        self.pcap_daemon(frames, exception=f"net_pcap1,tx_pcap={exc}")
+        dumps, procs = {}, {}
+        for port in (5000, 6000, 7000):
+            dumps[port] = os.path.join(self.w, f"d{port}.pcap")
+            cmd = [os.path.join(T.BUILD, "app/examples/nc-dump"), "-s", self.sock, "--dport",
+                   str(port), "-c", "200", "-w", dumps[port]]
+            procs[port] = subprocess.Popen(T.protected(cmd, [self.tx, exc]),
+                                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                           text=True)
+            self.procs.append(procs[port])
+        for port, p in procs.items():
+            out = self.finish(p)
+            self.assertEqual(p.returncode, 0, out)
+        self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
+        by_port = {port: {T.trimmed(f) for f in self.frames(fl)} for port, fl in flows.items()}
+        for port, path in dumps.items():
+            got = T.read_pcap(path)
+            self.assertEqual(len(got), 200)
+            self.assertTrue(set(got) <= by_port[port], f"port {port}: another flow's packet")
+            self.assertEqual(set(got), by_port[port], f"port {port}: a flow missing")
+        kernel = T.read_pcap(exc)
+        self.assertTrue(set(kernel) <= set(frames), "the kernel gets frames unchanged")
+        self.assertTrue(by_port[9] <= set(kernel), "the unclaimed flows reach the kernel")
+        port = self.daemon.read_stats()["ports"][0]
+        self.assertEqual(port["to_kernel"], len(kernel))
+        self.assertTrue(T.accounting_ok(port), port)
 
     def test_reconnect_to_new_daemon(self):
         """nc-echo --reconnect outlives its daemon: it waits for a new one on the same socket
