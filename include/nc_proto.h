@@ -137,7 +137,7 @@ enum nc_ctl_type {
 	NC_CTL_CHANNEL_DESTROY = 4,/**< struct nc_ctl_id -> nothing */
 	NC_CTL_CHANNEL_LIST = 5,   /**< nothing -> JSON text: every channel */
 	NC_CTL_STATS = 6,          /**< nothing -> JSON text: every counter */
-	NC_CTL_CLI = 7,            /**< a CLI command line -> its text output */
+	NC_CTL_CLI = 7,            /**< struct nc_ctl_cli -> the command's output (text or JSON) */
 	NC_CTL_CHANNEL_STATS = 8,  /**< struct nc_ctl_id -> struct nc_channel_stats */
 	NC_CTL_TYPE_MAX
 };
@@ -201,6 +201,18 @@ struct nc_ctl_create {
 
 /** nc_ctl_create flags. */
 #define NC_CREATE_F_TX 0x1         /**< give the channel a transmit ring */
+
+/**
+ * A CLI command line (the commands of netchanneld -i). The reply's body is
+ * the output; on error the status is -errno and the body says what was
+ * wrong. Commands that change the daemon need uid 0 or the daemon's uid.
+ */
+struct nc_ctl_cli {
+	uint32_t flags;            /**< NC_CLI_F_* */
+	char line[];               /**< the command, not NUL terminated, at most 1023 bytes */
+};
+
+#define NC_CLI_F_JSON 0x1          /**< answer in JSON */
 
 struct nc_ctl_name {
 	char name[NC_NAME_SIZE];

@@ -55,6 +55,7 @@ struct nc_channel;
 
 /** nc_connect() flags. */
 #define NC_CONNECT_NO_EAL 0x1   /**< the application has initialised EAL as the daemon's secondary */
+#define NC_CONNECT_CONTROL 0x2  /**< the control protocol only: no EAL, no channels (nc_cli()) */
 
 /** Channel options (nc_channel_create()); pass NULL for the defaults. */
 struct nc_channel_opts {
@@ -259,6 +260,25 @@ int nc_channel_arm(struct nc_channel *ch);
 
 /** The channel's id in the daemon. */
 uint32_t nc_channel_id(const struct nc_channel *ch);
+
+/**
+ * Run a CLI command in the daemon, as `netchanneld -i` or `ncctl -c` would.
+ *
+ * @param c
+ *   The client (NC_CONNECT_CONTROL is enough).
+ * @param line
+ *   The command, e.g. "show port stats all".
+ * @param json
+ *   Non-zero: the output is one line of JSON.
+ * @param out
+ *   The output, or on error the daemon's message saying what was wrong;
+ *   NUL terminated, to free().
+ * @return
+ *   0, or a negative errno: -EINVAL (a bad command), -EPERM (a command that
+ *   changes the daemon, from a user other than root or the daemon's), -ENOENT,
+ *   -EPIPE, ...
+ */
+int nc_cli(struct nc_client *c, const char *line, int json, char **out);
 
 /**
  * Fill in a rule for the flows to one local port, as the examples take it

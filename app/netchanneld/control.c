@@ -29,6 +29,8 @@
 #include <rte_mempool.h>
 #include <rte_ring.h>
 
+#include "cli_table.h"
+#define NCD_LOGTYPE ncd_logtype_control
 #include "netchanneld.h"
 
 #define NCD_MAX_CLIENTS NC_MAX_CLIENTS
@@ -53,6 +55,40 @@ static struct {
 	uint64_t accepted, refused;
 	int nh_tag;                    /* its address marks the next-hop eventfd in epoll */
 } ctl = { .listen_fd = -1, .epoll_fd = -1 };
+
+void
+ncd_client_cred(int slot, pid_t *pid, uid_t *uid)
+{
+	*pid = slot >= 0 && slot < NCD_MAX_CLIENTS ? ctl.clients[slot].cred.pid : 0;
+	*uid = slot >= 0 && slot < NCD_MAX_CLIENTS ? ctl.clients[slot].cred.uid : 0;
+}
+
+json_t *
+ncd_view_clients(const struct ncd *d)
+{
+	json_t *a = json_array();
+
+	for (unsigned int i = 0; i < NCD_MAX_CLIENTS; i++) {
+		const struct client *c = &ctl.clients[i];
+		const struct nc_client_entry *e = &d->clients[i];
+		json_t *chs;
+
+		if (c->fd < 0)
+			continue;
+		chs = json_array();
+		for (unsigned int k = 0; k < c->nchannels; k++)
+			json_array_append_new(chs, json_string(d->channels[c->channels[k]]->name));
+		json_array_append_new(a, json_pack("{s:i, s:i, s:i, s:i, s:b, s:i, s:o, s:I, s:I, s:I, "
+						   "s:i}", "slot", (int)i, "pid", (int)c->cred.pid,
+						   "uid", (int)c->cred.uid, "gid", (int)c->cred.gid,
+						   "hello", c->hello, "lcore", (int)c->lcore_id,
+						   "channels", chs, "mbufs_held", (json_int_t)e->held,
+						   "mbuf_quota", (json_int_t)e->quota, "quota_stalls",
+						   (json_int_t)e->quota_stalls, "bad_messages",
+						   (int)c->errors));
+	}
+	return a;
+}
 
 /* Whether a process has exited (or is a zombie): it will never touch shared memory again. */
 static bool
@@ -311,7 +347,7 @@ do_attach(struct ncd *d, struct client *c, const struct nc_ctl_req *req, const s
 		const struct ncd_channel *ch = d->channels[i];
 
 		if (ch != NULL && strcmp(ch->name, m->name) == 0) {
-			if (ch->owner != NCD_OWNER_CONFIG)
+			if (ch->owner >= 0)        /* a client's own */
 				return reply(c, req, -EPERM, NULL, 0);
 			if (!allowed(d, &c->cred, &ch->rule))
 				return reply(c, req, -EPERM, NULL, 0);
@@ -333,7 +369,7 @@ do_chan_stats(struct ncd *d, struct client *c, const struct nc_ctl_req *req, con
 		return reply(c, req, -ENOENT, NULL, 0);
 	/* Its own, or a static one it may attach to. */
 	if (ch->owner != (int)(c - ctl.clients) &&
-	    (ch->owner != NCD_OWNER_CONFIG || !allowed(d, &c->cred, &ch->rule)))
+	    (ch->owner >= 0 || !allowed(d, &c->cred, &ch->rule)))
 		return reply(c, req, -EPERM, NULL, 0);
 	ncd_chan_stats_sum(d, m->id, &s);
 	st = (struct nc_channel_stats){
@@ -347,6 +383,38 @@ do_chan_stats(struct ncd *d, struct client *c, const struct nc_ctl_req *req, con
 		.tx_count = ch->tx ? rte_ring_count(ch->tx) : 0,
 	};
 	return reply(c, req, 0, &st, sizeof(st));
+}
+
+static int
+do_cli(struct ncd *d, struct client *c, const struct nc_ctl_req *req, const struct nc_ctl_cli *m,
+       size_t len)
+{
+	char line[NC_CLI_MAX_LINE], *buf = NULL;
+	size_t blen = 0;
+	FILE *f;
+	int ret;
+	/* Only root and the daemon's own user may change things; anyone connected may look. */
+	bool priv = c->cred.uid == 0 || c->cred.uid == geteuid();
+
+	if (m->flags & ~NC_CLI_F_JSON)
+		return reply(c, req, -EINVAL, NULL, 0);
+	memcpy(line, m->line, len);
+	line[len] = '\0';
+	f = open_memstream(&buf, &blen);
+	if (f == NULL)
+		return reply(c, req, -ENOMEM, NULL, 0);
+	ret = ncd_cli_exec(d, line, m->flags & NC_CLI_F_JSON, priv, f);
+	fclose(f);
+	if (ret == 1)
+		ret = 0;                       /* quit: the client's own business */
+	if (blen + sizeof(struct nc_ctl_rep) > NC_CTL_MAX_MSG) {
+		free(buf);
+		return reply(c, req, -E2BIG, NULL, 0);
+	}
+	reply(c, req, ret, buf, blen);
+	free(buf);
+	/* A refused or bad command is an answer, not a broken message. */
+	return 0;
 }
 
 /* Body sizes: exact for fixed requests, none for the JSON ones. */
@@ -377,11 +445,13 @@ handle(struct ncd *d, struct client *c, const uint8_t *msg, ssize_t n, bool trun
 		reply(c, n >= (ssize_t)sizeof(*req) ? req : NULL, -EBADMSG, NULL, 0);
 		return -EBADMSG;
 	}
-	if (req->type == 0 || req->type >= NC_CTL_TYPE_MAX || req->type == NC_CTL_CLI) {
+	if (req->type == 0 || req->type >= NC_CTL_TYPE_MAX) {
 		reply(c, req, -EOPNOTSUPP, NULL, 0);
 		return -EOPNOTSUPP;
 	}
-	if (req->len != body_len[req->type]) {
+	if (req->type == NC_CTL_CLI ? req->len < sizeof(struct nc_ctl_cli) ||
+				      req->len >= sizeof(struct nc_ctl_cli) + NC_CLI_MAX_LINE :
+				      req->len != body_len[req->type]) {
 		reply(c, req, -EINVAL, NULL, 0);
 		return -EINVAL;
 	}
@@ -420,6 +490,8 @@ handle(struct ncd *d, struct client *c, const uint8_t *msg, ssize_t n, bool trun
 		return reply_json(c, req, ncd_stats_json, d);
 	case NC_CTL_CHANNEL_STATS:
 		return do_chan_stats(d, c, req, body);
+	case NC_CTL_CLI:
+		return do_cli(d, c, req, body, req->len - sizeof(struct nc_ctl_cli));
 	}
 	return 0;
 }
@@ -540,24 +612,31 @@ ncd_control_init(struct ncd *d)
 }
 
 void
-ncd_control_run(struct ncd *d)
+ncd_control_poll(struct ncd *d, int timeout_ms)
 {
 	struct epoll_event evs[16];
+	int n = epoll_wait(ctl.epoll_fd, evs, 16, timeout_ms);
 
-	while (!d->stop) {
-		int n = epoll_wait(ctl.epoll_fd, evs, 16, 100);
-
-		/* Clients' IP packets waiting for a next hop: on a signal, and at least every 100 ms. */
-		ncd_nh_run(d);
-		for (int i = 0; i < n; i++) {
-			if (evs[i].data.ptr == NULL)
-				accept_clients();
-			else if (evs[i].data.ptr == &ctl.nh_tag)
-				continue;
-			else if (((struct client *)evs[i].data.ptr)->fd >= 0)
-				client_readable(d, evs[i].data.ptr);
-		}
+	/* Telemetry reads the channels and clients from its own thread. */
+	pthread_mutex_lock(&d->lock);
+	/* Clients' IP packets waiting for a next hop: on a signal, and at least every poll. */
+	ncd_nh_run(d);
+	for (int i = 0; i < n; i++) {
+		if (evs[i].data.ptr == NULL)
+			accept_clients();
+		else if (evs[i].data.ptr == &ctl.nh_tag)
+			continue;
+		else if (((struct client *)evs[i].data.ptr)->fd >= 0)
+			client_readable(d, evs[i].data.ptr);
 	}
+	pthread_mutex_unlock(&d->lock);
+}
+
+void
+ncd_control_run(struct ncd *d)
+{
+	while (!d->stop)
+		ncd_control_poll(d, 100);
 }
 
 void

@@ -21,10 +21,14 @@
 #include <rte_malloc.h>
 #include <rte_mbuf.h>
 
-#include "netchanneld.h"
+#include <rte_pdump.h>
 
-struct ncd ncd;
-int ncd_logtype;
+#include "netchanneld.h"
+/* cmdline (in cli_table.c) redefines dprintf: its users come first. */
+#include "cli_table.h"
+
+struct ncd ncd = { .lock = PTHREAD_MUTEX_INITIALIZER, .nh_efd = -1 };
+int ncd_logtype, ncd_logtype_control, ncd_logtype_worker, ncd_logtype_nexthop;
 
 static volatile sig_atomic_t signals;
 
@@ -38,6 +42,26 @@ on_signal(int sig)
 	ncd.stop = true;
 }
 
+/* netchanneld -i: each line of the prompt, run here, with the control socket's lock. */
+static int
+run_cli(const char *line, void *arg)
+{
+	struct ncd *d = arg;
+	int ret;
+
+	pthread_mutex_lock(&d->lock);
+	ret = ncd_cli_exec(d, line, false, true, stdout);
+	pthread_mutex_unlock(&d->lock);
+	fflush(stdout);
+	return ret == 1 ? 1 : 0;
+}
+
+static void
+poll_control(void *arg)
+{
+	ncd_control_poll(arg, 0);
+}
+
 static void
 usage(FILE *f)
 {
@@ -45,11 +69,15 @@ usage(FILE *f)
 		"usage: netchanneld -c FILE [-i] [--check-config] [--stats FILE] [-- EAL-ARGS]\n"
 		"\n"
 		"  -c, --config FILE   the JSON config (see README.md, \"Config\")\n"
-		"  -i, --interactive   the interactive CLI on the terminal (not in this version)\n"
+		"  -i, --interactive   the CLI on the terminal (type help; tab completes)\n"
 		"      --check-config  check the config, print \"FILE: ok\" and exit\n"
 		"      --stats FILE    at exit, write every counter to FILE as JSON\n"
 		"  -h, --help          this text\n"
 		"  EAL-ARGS            appended to the config's \"eal\" list\n"
+		"\n"
+		"Log types: netchanneld.main, .control, .worker, .nexthop (EAL's --log-level\n"
+		"'netchanneld.*:debug', or the CLI's \"set log level\"). Telemetry: /netchannel/...\n"
+		"(dpdk-telemetry.py -f PREFIX). Capture: dpdk-dumpcap --file-prefix PREFIX.\n"
 		"\n"
 		"Exit codes: 0 clean shutdown, 2 bad usage or config, 1 runtime failure.\n");
 }
@@ -113,7 +141,6 @@ main(int argc, char **argv)
 	struct ncd *d = &ncd;
 	unsigned int launched = 0;
 
-	d->nh_efd = -1;
 
 	while ((c = getopt_long(argc, argv, "+c:ih", opts, NULL)) != -1) {
 		switch (c) {
@@ -133,10 +160,6 @@ main(int argc, char **argv)
 	if (optind < argc && strcmp(argv[optind - 1], "--") != 0) {
 		fprintf(stderr, "netchanneld: unexpected argument '%s' (EAL arguments go after --)\n",
 			argv[optind]);
-		return 2;
-	}
-	if (interactive) {
-		fprintf(stderr, "netchanneld: -i: the interactive CLI is not in this version\n");
 		return 2;
 	}
 	if (ncd_config_load(config, &d->cfg) != 0) {
@@ -174,6 +197,11 @@ main(int argc, char **argv)
 		return 1;
 	}
 	ncd_logtype = rte_log_register_type_and_pick_level("netchanneld.main", RTE_LOG_INFO);
+	ncd_logtype_control = rte_log_register_type_and_pick_level("netchanneld.control",
+								   RTE_LOG_INFO);
+	ncd_logtype_worker = rte_log_register_type_and_pick_level("netchanneld.worker", RTE_LOG_INFO);
+	ncd_logtype_nexthop = rte_log_register_type_and_pick_level("netchanneld.nexthop",
+								   RTE_LOG_INFO);
 	for (unsigned int i = 0; i < d->cfg.nworkers; i++)
 		if (!rte_lcore_is_enabled(d->cfg.workers[i].lcore) ||
 		    d->cfg.workers[i].lcore == rte_get_main_lcore()) {
@@ -206,8 +234,11 @@ main(int argc, char **argv)
 	ret = 1;
 	if (ncd_nh_init(d) != 0 || ncd_channels_init(d) != 0)
 		goto out_free_channels;
-	if (ncd_control_init(d) != 0)
+	if (ncd_control_init(d) != 0 || ncd_telemetry_init(d) != 0)
 		goto out_close_control;
+	/* dpdk-dumpcap and dpdk-pdump attach as secondaries and ask for copies of a port's packets. */
+	if (rte_pdump_init() != 0)
+		NCD_LOG(WARNING, "rte_pdump_init: %s: no packet capture", rte_strerror(rte_errno));
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	if (ncd_ports_start(d) != 0)
@@ -224,7 +255,11 @@ main(int argc, char **argv)
 		d->cfg.nworkers, d->cfg.nchannels);
 	printf("netchanneld: running (pid %d)\n", (int)getpid());
 	fflush(stdout);
-	ncd_control_run(d);
+	if (interactive)
+		nc_cli_shell("netchanneld> ", run_cli, d, poll_control, &d->stop);
+	else
+		ncd_control_run(d);
+	d->stop = true;
 	ret = launched == d->cfg.nworkers ? 0 : 1;
 
 	/* Shutdown: workers first, so no packet is in flight, then everything in reverse. */
@@ -235,6 +270,8 @@ main(int argc, char **argv)
 	if (stats != NULL && ncd_stats_write_json(d, stats) != 0)
 		ret = 1;
 out_close_control:
+	ncd_telemetry_close(d);
+	rte_pdump_uninit();
 	ncd_control_close(d);
 out_free_channels:
 	ncd_channels_free(d);

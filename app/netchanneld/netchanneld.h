@@ -3,8 +3,13 @@
 #ifndef NETCHANNELD_H
 #define NETCHANNELD_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#include <jansson.h>
 
 #include <rte_common.h>
 #include <rte_errno.h>
@@ -16,9 +21,13 @@
 #include "nc_trie.h"
 #include "parse.h"
 
-extern int ncd_logtype;
+/* Log types netchanneld.main, .control, .worker, .nexthop; a file picks its NCD_LOGTYPE. */
+extern int ncd_logtype, ncd_logtype_control, ncd_logtype_worker, ncd_logtype_nexthop;
+#ifndef NCD_LOGTYPE
+#define NCD_LOGTYPE ncd_logtype
+#endif
 #define NCD_LOG(level, fmt, ...) \
-	rte_log(RTE_LOG_##level, ncd_logtype, "netchanneld: " fmt "\n", ##__VA_ARGS__)
+	rte_log(RTE_LOG_##level, NCD_LOGTYPE, "netchanneld: " fmt "\n", ##__VA_ARGS__)
 
 #define NCD_BURST 32
 
@@ -56,6 +65,15 @@ struct ncd_chan_stats {
 	uint64_t tx_resolving;             /* IP packet: handed to the control thread (not an outcome) */
 } __rte_cache_aligned;
 
+/* The counters by name, in the order they are shown (stats.c, cli.c). */
+#define PORT_FIELDS(X) \
+	X(rx) X(delivered) X(dropped_by_rule) X(to_kernel) X(drop_ring_full) \
+	X(drop_queue_bytes) X(drop_exc_full) X(drop_no_exception) X(drop_too_big) X(miss) \
+	X(kernel_rx) X(kernel_tx) X(kernel_tx_drop) X(client_tx) X(client_tx_drop)
+#define CHAN_FIELDS(X) X(hits) X(delivered) X(bytes) X(drop_ring_full) X(drop_queue_bytes) \
+	X(dropped) X(wakeups) X(wakeup_errors) X(tx) X(tx_bytes) X(tx_dropped) X(tx_spoofed) \
+	X(tx_malformed) X(tx_no_route) X(tx_no_neigh) X(tx_ring_full) X(tx_resolving)
+
 /* Next-hop cache of a port (nexthop.c): direct-mapped, seqlocked slots. */
 #define NCD_NH_SLOTS 1024
 #define NCD_NH_TTL_MS 5000             /* a resolved next hop is asked again after this */
@@ -91,6 +109,7 @@ struct ncd_channel {
 };
 
 #define NCD_OWNER_CONFIG (-1)
+#define NCD_OWNER_OPERATOR (-2)        /* created with the CLI; attachable, like the config's */
 
 struct ncd_port {
 	uint16_t port_id;
@@ -126,6 +145,7 @@ struct ncd_worker {
 	 */
 	struct ncd_channel **txch;       /* [NCD_MAX_CHANNELS] */
 	uint32_t ntx;
+	uint32_t stats_gen;              /* the last ncd.stats_gen this worker acted on */
 } __rte_cache_aligned;
 
 struct ncd {
@@ -147,6 +167,12 @@ struct ncd {
 	uint64_t mbufs_reclaimed;      /* freed for dead clients */
 	uint64_t cache_flushed;        /* taken back from dead clients' mempool caches */
 	char file_prefix[64];          /* EAL's, for clients */
+	/* "clear port stats": workers zero their own counters of the ports in clear_mask. */
+	uint32_t stats_gen;
+	uint32_t clear_mask;
+	uint32_t stats_release;        /* = stats_gen once the NIC's counters are reset too */
+	/* Held by the control thread while it changes channels, and by telemetry readers. */
+	pthread_mutex_t lock;
 	volatile bool stop;
 };
 
@@ -220,6 +246,44 @@ void ncd_nh_run(struct ncd *d);
 
 /** Free what ncd_nh_init() set up, with any packet still waiting. */
 void ncd_nh_close(struct ncd *d);
+
+/** Zero a port's counters: every worker's (each zeroes its own, between bursts) and the NIC's. */
+void ncd_port_stats_clear(struct ncd *d, unsigned int port);
+
+/** A connected client's pid and uid, by slot. */
+void ncd_client_cred(int slot, pid_t *pid, uid_t *uid);
+
+/*
+ * Views of the daemon's state as JSON values (the caller owns them): the CLI
+ * prints them, as JSON or as text, and telemetry converts them.
+ */
+json_t *ncd_view_port_info(const struct ncd *d, unsigned int port);
+json_t *ncd_view_port_stats(const struct ncd *d, unsigned int port);
+json_t *ncd_view_port_xstats(const struct ncd *d, unsigned int port);
+json_t *ncd_view_channel(const struct ncd *d, uint32_t id);
+json_t *ncd_view_channels(const struct ncd *d);
+json_t *ncd_view_clients(const struct ncd *d);
+json_t *ncd_view_classifier(const struct ncd *d);
+json_t *ncd_view_mempool(const struct ncd *d);
+
+/**
+ * Run one CLI command line (cli_table.c has the commands).
+ *
+ * @param json  print JSON (one line) instead of text
+ * @param priv  the caller may change things (root, or the daemon's user)
+ * @param out   where the output, or the error message, goes
+ * @return 0; 1 for quit; or -errno, after writing what was wrong to out
+ */
+int ncd_cli_exec(struct ncd *d, const char *line, bool json, bool priv, FILE *out);
+
+/** Register the /netchannel/... telemetry endpoints. @return 0 or -1. */
+int ncd_telemetry_init(struct ncd *d);
+
+/** Make the telemetry endpoints answer with an error from now on (shutdown). */
+void ncd_telemetry_close(struct ncd *d);
+
+/** Serve the control socket once: wait at most timeout_ms for something to do. */
+void ncd_control_poll(struct ncd *d, int timeout_ms);
 
 /** Print the counters for a person. */
 void ncd_stats_print(const struct ncd *d, FILE *f);

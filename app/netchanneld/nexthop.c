@@ -32,6 +32,7 @@
 #include <rte_mbuf.h>
 #include <rte_ring.h>
 
+#define NCD_LOGTYPE ncd_logtype_nexthop
 #include "netchanneld.h"
 
 #define NL_TIMEOUT_MS 200

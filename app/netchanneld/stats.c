@@ -10,15 +10,6 @@
 
 #include "netchanneld.h"
 
-/* Port counters by name, in the order they are shown. */
-#define PORT_FIELDS(X) \
-	X(rx) X(delivered) X(dropped_by_rule) X(to_kernel) X(drop_ring_full) \
-	X(drop_queue_bytes) X(drop_exc_full) X(drop_no_exception) X(drop_too_big) X(miss) \
-	X(kernel_rx) X(kernel_tx) X(kernel_tx_drop) X(client_tx) X(client_tx_drop)
-#define CHAN_FIELDS(X) X(hits) X(delivered) X(bytes) X(drop_ring_full) X(drop_queue_bytes) X(dropped) \
-	X(wakeups) X(wakeup_errors) X(tx) X(tx_bytes) X(tx_dropped) X(tx_spoofed) X(tx_malformed) \
-	X(tx_no_route) X(tx_no_neigh) X(tx_ring_full) X(tx_resolving)
-
 void
 ncd_stats_json(const struct ncd *d, FILE *f)
 {
@@ -78,7 +69,8 @@ ncd_channels_json(const struct ncd *d, FILE *f)
 			"\"rule\": \"%s\", \"ring_count\": %u, \"bytes_queued\": %" PRIu64 "}",
 			first ? "" : ", ", ch->name, ch->id,
 			ch->action == NCD_ACTION_DROP ? "drop" : "deliver",
-			ch->owner == NCD_OWNER_CONFIG ? "\"config\"" : "\"client\"", rule,
+			ch->owner == NCD_OWNER_CONFIG ? "\"config\"" :
+			ch->owner == NCD_OWNER_OPERATOR ? "\"operator\"" : "\"client\"", rule,
 			ch->rx ? rte_ring_count(ch->rx) : 0,
 			__atomic_load_n(&ch->dir->bytes_queued, __ATOMIC_RELAXED));
 		first = 0;

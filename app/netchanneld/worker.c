@@ -13,9 +13,11 @@
 #include <rte_cycles.h>
 #include <rte_ethdev.h>
 #include <rte_mbuf.h>
+#include <rte_pause.h>
 #include <rte_rcu_qsbr.h>
 #include <rte_ring.h>
 
+#define NCD_LOGTYPE ncd_logtype_worker
 #include "netchanneld.h"
 
 /* Bytes the parser may need: Ethernet, two tags, IPv6 and a chain of extension headers. */
@@ -337,6 +339,22 @@ ncd_worker_main(void *arg)
 	rte_rcu_qsbr_thread_online(d->qsbr, w->index);
 	NCD_LOG(INFO, "worker %u on lcore %u: %u rx queues", w->index, w->lcore, w->nrx);
 	while (!__atomic_load_n(&d->stop, __ATOMIC_RELAXED)) {
+		uint32_t gen = __atomic_load_n(&d->stats_gen, __ATOMIC_ACQUIRE);
+
+		/*
+		 * Between bursts, so the counters stay consistent with each other; then
+		 * wait while the control thread resets the NIC's counters, which software
+		 * PMDs update in the rx path without atomics.
+		 */
+		if (unlikely(gen != w->stats_gen)) {
+			for (unsigned int pi = 0; pi < d->cfg.nports; pi++)
+				if (d->clear_mask & (1u << pi))
+					memset(&w->pstats[pi], 0, sizeof(w->pstats[pi]));
+			__atomic_store_n(&w->stats_gen, gen, __ATOMIC_RELEASE);
+			while (__atomic_load_n(&d->stats_release, __ATOMIC_ACQUIRE) != gen &&
+			       !__atomic_load_n(&d->stop, __ATOMIC_RELAXED))
+				rte_pause();
+		}
 		for (unsigned int i = 0; i < w->nrx; i++) {
 			const struct ncd_rxq *q = &w->rx[i];
 			uint16_t n = rte_eth_rx_burst(d->ports[q->port].port_id, q->queue, pkts,
@@ -392,6 +410,27 @@ static const uint64_t *
 chan_block(const struct ncd_worker *w, uint32_t id)
 {
 	return (const uint64_t *)&w->cstats[id];
+}
+
+void
+ncd_port_stats_clear(struct ncd *d, unsigned int port)
+{
+	uint64_t deadline = rte_get_tsc_cycles() + rte_get_tsc_hz();
+	uint32_t gen;
+
+	d->clear_mask = 1u << port;
+	gen = __atomic_add_fetch(&d->stats_gen, 1, __ATOMIC_RELEASE);
+	/* Each worker zeroes its own counters and waits; wait for all (a second at most). */
+	for (unsigned int w = 0; w < d->cfg.nworkers; w++)
+		while (__atomic_load_n(&d->workers[w].stats_gen, __ATOMIC_ACQUIRE) != gen &&
+		       rte_get_tsc_cycles() < deadline)
+			rte_pause();
+	/* No worker is in the rx path now: the NIC's counters can be reset without a race. */
+	rte_eth_stats_reset(d->ports[port].port_id);
+	if (d->ports[port].has_exc)
+		rte_eth_stats_reset(d->ports[port].exc_id);
+	memset(&d->ports[port].nh_stats, 0, sizeof(d->ports[port].nh_stats));
+	__atomic_store_n(&d->stats_release, gen, __ATOMIC_RELEASE);
 }
 
 void

@@ -57,6 +57,10 @@ struct nc_channel {
 	int efd;                   /* the daemon's eventfd for this channel, or -1 */
 };
 
+/* The last reply's body, for requests whose answer has no fixed size. */
+static __thread uint8_t last_body[NC_CTL_MAX_MSG];
+static __thread uint32_t last_len;
+
 /*
  * One request, one reply. Returns the reply's status, or -errno of the
  * transport. A file descriptor the reply carries goes to *fd_out (else -1).
@@ -108,6 +112,8 @@ call_fd(struct nc_client *c, uint16_t type, const void *body, uint32_t len, void
 	memcpy(&rep, buf, sizeof(rep));
 	if (rep.magic != NC_CTL_MAGIC || rep.for_id != req.id || rep.len != n - sizeof(rep))
 		return -EBADMSG;
+	last_len = rep.len;
+	memcpy(last_body, buf + sizeof(rep), rep.len);
 	if (rep.status == 0 && out != NULL) {
 		if (rep.len != out_len)
 			return -EBADMSG;
@@ -163,7 +169,8 @@ nc_connect(const char *path, unsigned int flags)
 
 	if (path == NULL)
 		path = NC_DEFAULT_SOCKET;
-	if (strlen(path) >= sizeof(sa.sun_path) || (flags & ~NC_CONNECT_NO_EAL)) {
+	if (strlen(path) >= sizeof(sa.sun_path) ||
+	    (flags & ~(NC_CONNECT_NO_EAL | NC_CONNECT_CONTROL))) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -182,6 +189,8 @@ nc_connect(const char *path, unsigned int flags)
 	if (ret != 0)
 		goto out_close;
 	c->hello.file_prefix[sizeof(c->hello.file_prefix) - 1] = '\0';
+	if (flags & NC_CONNECT_CONTROL)
+		return c;
 	if (!(flags & NC_CONNECT_NO_EAL)) {
 		ret = eal_secondary(&c->hello);
 		if (ret != 0)
@@ -660,6 +669,31 @@ NC_EXPORT uint32_t
 nc_channel_id(const struct nc_channel *ch)
 {
 	return ch->id;
+}
+
+NC_EXPORT int
+nc_cli(struct nc_client *c, const char *line, int json, char **out)
+{
+	size_t n = line ? strlen(line) : 0;
+	uint8_t body[sizeof(struct nc_ctl_cli) + 1024];
+	struct nc_ctl_cli *m = (struct nc_ctl_cli *)body;
+	int ret;
+
+	*out = NULL;
+	if (c == NULL || line == NULL || n >= 1024)
+		return -EINVAL;
+	m->flags = json ? NC_CLI_F_JSON : 0;
+	memcpy(m->line, line, n);
+	last_len = 0;
+	ret = call(c, NC_CTL_CLI, body, (uint32_t)(sizeof(*m) + n), NULL, 0);
+	if (ret == -EPIPE || ret == -ETIMEDOUT || ret == -EBADMSG)
+		return ret;
+	*out = malloc(last_len + 1);
+	if (*out == NULL)
+		return -ENOMEM;
+	memcpy(*out, last_body, last_len);
+	(*out)[last_len] = '\0';
+	return ret;
 }
 
 NC_EXPORT int

@@ -147,6 +147,9 @@ spoof(struct nc_client *c, const char *name, int dport)
 			       IPPROTO_UDP);
 		rte_pktmbuf_append(burst[i], (uint16_t)n);
 	}
+	/* The ring empty first (the worker sends what is there), so there is room for 4. */
+	for (int i = 0; i < 200 && nc_channel_stats(ch, &st) == 0 && st.tx_count > 0; i++)
+		usleep(10000);
 	taken = nc_tx_burst(ch, burst, 64);
 	held_after = nc_mbufs_held(c, NULL);
 	nc_mbuf_free_bulk(c, burst + taken, 64 - taken);

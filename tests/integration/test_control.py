@@ -124,7 +124,14 @@ class Control(T.DaemonCase):
         self.assertEqual(chans["dns"]["owner"], "config")
         st = c.json(STATS)
         self.assertGreater(st["ports"][0]["rx"], 0)
-        self.assertEqual(c.call(CLI)[0], -errno.EOPNOTSUPP)
+        self.assertEqual(c.call(CLI)[0], -errno.EINVAL)            # no flags word
+        status, body = c.call(CLI, struct.pack("<I", 1) + b"show channel dns")
+        self.assertEqual((status, json.loads(body)["name"]), (0, "dns"))
+        status, body = c.call(CLI, struct.pack("<I", 0) + b"show nothing")
+        self.assertEqual(status, -errno.EINVAL)
+        self.assertIn(b"expected one of", body)
+        self.assertEqual(c.call(CLI, struct.pack("<I", 4) + b"help")[0], -errno.EINVAL)
+        self.assertEqual(c.call(CLI, struct.pack("<I", 0) + b"x" * 1024)[0], -errno.EINVAL)
         # A second connection at the same time gets its own lcore id.
         c2 = Ctl(self.sock)
         self.assertNotEqual(c2.hello()[1][1], lcore)

@@ -1,0 +1,313 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
+"""Operators' tools: ncctl and netchanneld -i (the same commands, text and JSON), DPDK
+telemetry (dpdk-telemetry.py), packet capture (dpdk-dumpcap), and meson install."""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ncd_test as T  # noqa: E402
+from test_datapath import EAL  # noqa: E402
+
+NCCTL = os.path.join(T.BUILD, "app/ncctl/ncctl")
+CLIENT = os.path.join(T.BUILD, "tests/integration/nc_client_test")
+# Telemetry is on here (the other tests turn it off).
+EAL_TEL = [a for a in EAL if a != "--no-telemetry"]
+
+
+class Cli(T.DaemonCase):
+    def setUp(self):
+        super().setUp()
+        self.sock = os.path.join(self.w, "ncd.sock")
+        from scapy.all import IP, UDP, Ether, Raw
+        # 60 datagrams for the dns channel, 40 for nobody: the kernel's.
+        frames = [bytes(Ether(src="02:00:00:00:00:01", dst=T.PCAP_MAC) /
+                        IP(src="203.0.113.1", dst="192.0.2.1") /
+                        UDP(sport=1000 + i, dport=53 if i < 60 else 9) / Raw(b"q" * 30))
+                  for i in range(100)]
+        self.frames = frames
+        T.write_pcap(os.path.join(self.w, "in.pcap"), frames)
+
+    def start(self, infinite=False, eal=EAL, interactive=False):
+        dev = f"net_pcap0,rx_pcap={self.w}/in.pcap" + (",infinite_rx=1" if infinite else "")
+        exc = "none" if infinite else f"net_pcap1,tx_pcap={self.w}/exc.pcap"
+        cfg = {"eal": eal, "mempool": {"mbufs": 8191, "cache": 64},
+               "ports": [{"name": "wire0", "device": dev, "exception": {"device": exc}}],
+               "workers": [{"lcore": 1}], "control": {"socket": self.sock},
+               "channels": [{"name": "dns", "match": {"proto": "udp", "dport": 53}}]}
+        self.daemon = T.Daemon(cfg, self.w, self.prefix)
+        if not interactive:
+            self.daemon.start()
+            if not infinite:
+                self.wait_rx(100)
+
+    def ncctl(self, *cmds, json_out=False, user=None, check=True):
+        args = [NCCTL, "-s", self.sock] + (["--json"] if json_out else [])
+        for c in cmds:
+            args += ["-c", c]
+        if user is not None:
+            args = ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups"] + args
+        r = subprocess.run(args, capture_output=True, text=True, timeout=30)
+        if check:
+            self.assertEqual(r.returncode, 0, f"{cmds}: {r.stdout}{r.stderr}")
+        return r
+
+    def js(self, cmd):
+        return json.loads(self.ncctl(cmd, json_out=True).stdout)
+
+    def wait_rx(self, n):
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            if self.js("show port stats 0")[0]["rx"] >= n:
+                return
+            time.sleep(0.05)
+        self.fail(f"fewer than {n} packets received")
+
+    def test_show_commands_text_and_json(self):
+        """Every show command against known traffic, in text and in JSON."""
+        self.start()
+        st = self.js("show port stats all")
+        self.assertEqual(len(st), 1)
+        p = st[0]
+        self.assertEqual((p["rx"], p["delivered"], p["to_kernel"], p["miss"]), (100, 60, 40, 40))
+        self.assertEqual(p["nic"]["ipackets"], 100)
+        self.assertTrue(T.accounting_ok(p), p)
+        text = self.ncctl("show port stats wire0").stdout
+        for line in ("name: wire0", "rx: 100", "delivered: 60", "to_kernel: 40", "  ipackets: 100"):
+            self.assertIn(line + "\n", text)
+        info = self.js("show port info 0")[0]
+        self.assertEqual((info["name"], info["driver"], info["mac"]), ("wire0", "net_pcap", T.PCAP_MAC))
+        self.assertIn("driver: net_pcap\n", self.ncctl("show port info all").stdout)
+        xs = self.js("show port xstats wire0")[0]["xstats"]
+        self.assertEqual(xs["rx_good_packets"], 100)
+        ch = self.js("show channel dns")
+        self.assertEqual((ch["name"], ch["action"], ch["owner"]["kind"]), ("dns", "deliver", "config"))
+        self.assertEqual((ch["counters"]["hits"], ch["counters"]["delivered"], ch["ring_count"]),
+                         (60, 60, 60))
+        self.assertEqual(ch["rule"], "any proto 17 dport 53 priority 0")
+        self.assertEqual([c["name"] for c in self.js("show channel all")], ["dns"])
+        self.assertEqual(self.js("show channel 0")["name"], "dns")
+        text = self.ncctl("show channel dns").stdout
+        self.assertIn("  hits: 60\n", text)
+        self.assertIn("ring_count: 60\n", text)
+        cl = self.js("show classifier")
+        self.assertEqual(cl["rules"], 1)
+        self.assertGreater(cl["bytes"], 0)
+        mp = self.js("show mempool")
+        self.assertEqual(mp["size"], 8191)
+        self.assertEqual(mp["in_use"] + mp["available"], 8191)
+        self.assertGreaterEqual(mp["in_use"], 60, "the dns ring holds 60")
+        # ncctl itself is a connected client while it asks.
+        clients = self.js("show clients")
+        self.assertEqual(len(clients), 1)
+        self.assertTrue(clients[0]["hello"])
+        self.assertIn("pid: ", self.ncctl("show clients").stdout)
+        help_ = self.ncctl("help").stdout
+        for cmd in ("show port info|stats|xstats <port>", "channel create <name> [options...]",
+                    "set log level <type> <level>", "quit"):
+            self.assertIn(cmd, help_)
+        self.assertEqual(len(self.js("help")), 11)
+        self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
+
+    def test_changes_and_errors(self):
+        """channel create/destroy, clear port stats, set log level; bad commands exit 1 with
+        the reason; usage errors exit 2; non-root users may look but not change."""
+        self.start()
+        ch = self.js("channel create web proto tcp dst 192.0.2.1 dport 80-81 priority 5 "
+                     "ring_size 64")
+        self.assertEqual((ch["name"], ch["owner"]["kind"], ch["ring_size"]), ("web", "operator", 64))
+        self.assertEqual(ch["rule"], "ipv4 proto 6 dst 192.0.2.1/32 dport 80-81 priority 5")
+        # Operator channels are attachable by name, like the config's.
+        r = subprocess.run([CLIENT, self.sock, "attach", "web", "80", "0", "copy"],
+                           capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        for cmd, msg in (("channel create web proto tcp dport 99", "a channel named 'web' exists"),
+                         ("channel create web2 proto tcp dst 192.0.2.1 dport 80-81 priority 5",
+                          "same rule and priority"),
+                         ("channel create x dport 70000", "dport"),
+                         ("channel create x proto tcp dport", "a value is missing"),
+                         ("channel create x colour blue", "unknown option 'colour'"),
+                         ("channel create bad! dport 1", "a name is"),
+                         ("show channel nosuch", "no channel 'nosuch'"),
+                         ("show port stats 3", "no port '3'"),
+                         ("show bogus", "expected one of"),
+                         ("frobnicate", "unknown command 'frobnicate'"),
+                         ("set log level netchanneld.* loud", "level 'loud'"),
+                         ("channel destroy nosuch", "no channel")):
+            r = self.ncctl(cmd, check=False)
+            self.assertEqual(r.returncode, 1, cmd)
+            self.assertIn(msg, r.stderr, cmd)
+            self.assertEqual(r.stdout, "", cmd)
+            r = self.ncctl(cmd, json_out=True, check=False)
+            self.assertEqual((r.returncode, r.stderr), (1, ""), cmd)
+            err = json.loads(r.stdout)
+            self.assertIn(msg, err["error"], cmd)
+            self.assertGreater(err["errno"], 0)
+        self.assertEqual(self.js("channel destroy web"), {"destroyed": "web", "id": 1})
+        self.assertEqual([c["name"] for c in self.js("show channel all")], ["dns"])
+        self.assertEqual(self.js("set log level netchanneld.* debug"),
+                         {"type": "netchanneld.*", "level": "debug"})
+        self.ncctl("set log level netchanneld.* info")
+        self.assertEqual(self.js("clear port stats all"), ["wire0"])
+        p = self.js("show port stats 0")[0]
+        self.assertEqual((p["rx"], p["delivered"], p["to_kernel"], p["nic"]["ipackets"]), (0, 0, 0, 0))
+        # A user who may connect but is not root: may look, may not change.
+        os.chmod(self.sock, 0o666)
+        os.chmod(self.w, 0o755)
+        self.assertEqual(self.ncctl("show mempool", user=65534).returncode, 0)
+        r = self.ncctl("clear port stats all", user=65534, check=False)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("changes the daemon: root or the daemon's user only", r.stderr)
+        for bad in (["extra"], ["--bogus"]):
+            self.assertEqual(subprocess.run([NCCTL, "-s", self.sock] + bad,
+                                            capture_output=True).returncode, 2)
+        r = subprocess.run([NCCTL, "-s", os.path.join(self.w, "nosock"), "-c", "help"],
+                           capture_output=True, text=True)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("connect to", r.stderr)
+        self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
+
+    def test_concurrent_sessions(self):
+        """An interactive ncctl session (commands on its stdin) and one-shot ncctls at the
+        same time each get their own answers."""
+        self.start()
+        p = subprocess.Popen([NCCTL, "-s", self.sock, "--json"], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.addCleanup(lambda: p.poll() is None and (p.kill(), p.wait()))
+        p.stdin.write("show mempool\n")
+        p.stdin.flush()
+        self.assertEqual(json.loads(p.stdout.readline())["size"], 8191)
+        self.assertEqual(self.js("show channel dns")["name"], "dns")
+        self.assertEqual(len(self.js("show clients")), 2, "both sessions are connected")
+        p.stdin.write("show port stats 0\nquit\n")
+        p.stdin.flush()
+        self.assertEqual(json.loads(p.stdout.readline())[0]["rx"], 100)
+        out, err = p.communicate(timeout=10)
+        self.assertEqual((p.returncode, out, err), (0, "", ""))
+        self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
+
+    def test_interactive_daemon(self):
+        """netchanneld -i: the prompt on the terminal runs the same commands; quit stops it."""
+        self.start(interactive=True)
+        cmd = [T.DAEMON, "-c", self.daemon.config, "-i", "--", "--file-prefix", self.prefix]
+        p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True)
+        self.addCleanup(lambda: p.poll() is None and (p.kill(), p.wait()))
+        time.sleep(2)
+        try:
+            out, _ = p.communicate("help\nshow port stats wire0\nshow chan\t dns\nquit\n",
+                                   timeout=30)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            self.fail("netchanneld -i did not quit")
+        self.assertEqual(p.returncode, 0, out)
+        self.assertIn("show classifier", out)
+        self.assertIn("rx: 100\n", out)
+        self.assertIn("name: dns\n", out, "tab completed 'chan' to 'channel'")
+        self.assertIn("netchanneld: stopping", out)
+
+    def test_telemetry(self):
+        """dpdk-telemetry.py -f PREFIX reads the /netchannel/ endpoints; the values are those
+        of the traffic sent."""
+        self.start(eal=EAL_TEL)
+
+        def tel(cmd):
+            r = subprocess.run(["/usr/bin/python3", "/usr/bin/dpdk-telemetry.py", "-f",
+                                self.prefix], input=cmd + "\n", capture_output=True, text=True,
+                               timeout=30)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            line = [ln for ln in r.stdout.splitlines() if ln.startswith("{")][-1]
+            return json.loads(line)[cmd.split(",")[0]]
+
+        st = tel("/netchannel/stats")
+        self.assertEqual((st["ports/wire0/rx"], st["ports/wire0/delivered"],
+                          st["ports/wire0/to_kernel"]), (100, 60, 40))
+        self.assertEqual(st["mempool/size"], 8191)
+        self.assertEqual(tel("/netchannel/channels"), {"ids": [0], "names": ["dns"]})
+        ch = tel("/netchannel/channel,0")
+        self.assertEqual((ch["name"], ch["counters/hits"], ch["owner/kind"]), ("dns", 60, "config"))
+        self.assertIsNone(tel("/netchannel/channel,7"), "no such channel: an error, not a crash")
+        ports = tel("/netchannel/ports")
+        self.assertEqual((ports["wire0/driver"], ports["wire0/stats/rx"]), ("net_pcap", 100))
+        mp = tel("/netchannel/mempool")
+        self.assertEqual(mp["in_use"] + mp["available"], 8191)
+        self.assertEqual(tel("/netchannel/clients")["count"], 0)
+        self.assertIn("/netchannel/stats", tel("/"))
+        self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
+
+    def test_dumpcap(self):
+        """dpdk-dumpcap captures a port's received packets (rte_pdump_init)."""
+        self.start(infinite=True, eal=EAL_TEL)
+        out = os.path.join(self.w, "cap.pcapng")
+        r = subprocess.run(["dpdk-dumpcap", "--file-prefix", self.prefix, "-i", "0", "-c", "20",
+                            "-w", out], capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        from scapy.all import rdpcap
+        pkts = [bytes(p) for p in rdpcap(out)]
+        self.assertGreaterEqual(len(pkts), 20)
+        for p in pkts:
+            self.assertIn(p, self.frames)
+        self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
+
+
+class Install(unittest.TestCase):
+    def test_meson_install(self):
+        """meson install into a DESTDIR: binaries, headers, libnetchannel with its pkg-config
+        file, an example config that checks, the systemd unit; then nc-echo's installed source
+        builds against the installed pkg-config file and runs."""
+        d = tempfile.mkdtemp(prefix="ncd_install_")
+        self.addCleanup(shutil.rmtree, d, ignore_errors=True)
+        r = subprocess.run(["meson", "install", "-C", T.BUILD, "--destdir", d, "--no-rebuild",
+                            "--quiet"], capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        opts = json.loads(subprocess.run(["meson", "introspect", "--buildoptions", T.BUILD],
+                                         capture_output=True, text=True, check=True).stdout)
+        opt = {o["name"]: o["value"] for o in opts}
+        root = d + opt["prefix"]
+        libdir = os.path.join(root, opt["libdir"])
+        for f in ("bin/netchanneld", "bin/ncctl", "bin/nc-echo", "bin/nc-dump",
+                  "include/netchannel.h", "include/nc_proto.h", "include/nc_trie.h",
+                  "etc/netchanneld/netchanneld.json", "lib/systemd/system/netchanneld.service",
+                  "share/doc/netchanneld/examples/nc_echo.c"):
+            self.assertTrue(os.path.exists(os.path.join(root, f)), f)
+        self.assertTrue(os.path.exists(os.path.join(libdir, "libnetchannel.so.0")))
+        unit = open(os.path.join(root, "lib/systemd/system/netchanneld.service")).read()
+        self.assertIn(f"ExecStart={opt['prefix']}/bin/netchanneld -c ${{NETCHANNELD_CONFIG}}", unit)
+        self.assertIn(f"NETCHANNELD_CONFIG={opt['prefix']}/etc/netchanneld/netchanneld.json", unit)
+        env = dict(os.environ, LD_LIBRARY_PATH=libdir)
+        r = subprocess.run([os.path.join(root, "bin/netchanneld"), "-c",
+                            os.path.join(root, "etc/netchanneld/netchanneld.json"),
+                            "--check-config"], capture_output=True, text=True, env=env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        pc = subprocess.run(["pkg-config", "--cflags", "--libs", "libnetchannel"],
+                            capture_output=True, text=True, check=True,
+                            env=dict(os.environ, PKG_CONFIG_PATH=os.path.join(libdir, "pkgconfig")))
+        incs = {os.path.normpath(w[2:]) for w in pc.stdout.split() if w.startswith("-I")}
+        self.assertIn(os.path.normpath(os.path.join(root, "include")), incs)
+        exe = os.path.join(d, "nc-echo")
+        san = ["-fsanitize=address,undefined"] if opt.get("sanitize") else []
+        r = subprocess.run(["cc", "-o", exe,
+                            os.path.join(root, "share/doc/netchanneld/examples/nc_echo.c")] +
+                           san + pc.stdout.split(), capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        r = subprocess.run([exe, "--help"], capture_output=True, text=True, env=env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("usage: nc-echo", r.stdout)
+        ldd = subprocess.run(["ldd", exe], capture_output=True, text=True, env=env).stdout
+        self.assertRegex(ldd, re.escape(libdir) + r"/+libnetchannel\.so\.0")
+        for tool in ("netchanneld", "ncctl"):
+            r = subprocess.run([os.path.join(root, "bin", tool), "--help"], capture_output=True,
+                               text=True, env=env)
+            self.assertEqual(r.returncode, 0, tool)
+            self.assertIn("usage:", r.stdout)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
