@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
-# The first thing to run on a new machine: netchanneld steering a mixed pcap of traffic.
+# The first thing to run on a new machine: netchanneld on a real link, with the Linux
+# kernel as its peer, steering one UDP port to a user-space echo server while the host's
+# kernel goes on answering everything else.
 #
-# It generates traffic (scripts/gen_traffic.py: DNS to a local address, IPv6 web, a blocked
-# network, VLANs, fragments, ICMP, ARP, frames for another host, malformed frames), runs
-# netchanneld on config/demo.json with net_pcap ports, lets a real client process (a DPDK
-# secondary) take the "dns" channel's packets, stops the daemon with SIGTERM and shows where
-# every packet went. Bounded (about 5 s), cleans up after itself, safe to run twice.
+# It builds what it needs, brings up scripts/testbed.sh (a "peer" and a "host" network
+# namespace joined by a veth pair), runs netchanneld on its embedded default config (the
+# host's veth through net_af_xdp, the kernel behind a TAP), and shows from the peer: ping
+# and ping6 and an HTTP fetch answered by the host's kernel, UDP port 7 answered by nc-echo
+# (a client process on libnetchannel, zero-copy both ways), port 9 by a kernel socket, and
+# port 7 by the kernel again once nc-echo has gone; then the counters, with ncctl. Bounded
+# (well under a minute), tears everything down, safe to run twice.
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -14,64 +18,94 @@ cd "$top"
 scripts/setup.sh build >/dev/null
 ninja -C build >/dev/null
 
+bed=ncdemo
 work=$(mktemp -d /tmp/netchanneld-demo.XXXXXX)
-prefix=ncd-demo-$$
-daemon_pid=
+prefix=netchanneld
+sock=/run/netchanneld/netchanneld.sock
+pids=()
 cleanup() {
-	[ -n "$daemon_pid" ] && kill "$daemon_pid" 2>/dev/null && wait "$daemon_pid" 2>/dev/null
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+	# netchanneld exits on SIGTERM; only then do the namespaces go.
+	scripts/testbed.sh down "$bed"
 	rm -rf "$work" "/var/run/dpdk/$prefix"
+	rm -f /dev/hugepages/${prefix}map_*
 }
 trap cleanup EXIT
+[ -S "$sock" ] && ncctl_busy=$(build/app/ncctl/ncctl -s "$sock" -c help 2>/dev/null | head -1) &&
+	[ -n "$ncctl_busy" ] && { echo "demo: a netchanneld already serves $sock: stop it first" >&2; exit 1; }
 
-/usr/bin/python3 scripts/gen_traffic.py --out "$work/in.pcap" --manifest "$work/manifest.json" \
-	--mac 02:70:63:61:70:00
-sed "s|@DIR@|$work|g" config/demo.json > "$work/config.json"
+eval "$(scripts/testbed.sh up "$bed")"
+peer() { ip netns exec "$TB_PEER_NS" "$@"; }
+# (Background processes are started with ip netns exec itself, so that $! is their pid.)
+ncctl() { build/app/ncctl/ncctl -s "$sock" "$@"; }
 
-echo "== netchanneld on config/demo.json: channels dns (udp 192.0.2.1:53), web6 (tcp [2001:db8::1]:80-443), blocked (198.51.100.0/24, drop)"
-build/app/netchanneld/netchanneld -c "$work/config.json" --stats "$work/stats.json" \
-	-- --file-prefix "$prefix" > "$work/daemon.log" 2>&1 &
-daemon_pid=$!
-for _ in $(seq 50); do
+echo "== test bed: namespace $TB_PEER_NS ($TB_PEER4, $TB_PEER6) -- veth -- $TB_HOST_NS"
+echo "== netchanneld on its embedded default config (netchanneld --default-config):"
+echo "   veth0 through net_af_xdp, the kernel behind TAP wire0 ($TB_HOST4, $TB_HOST6)"
+ip netns exec "$TB_HOST_NS" build/app/netchanneld/netchanneld > "$work/daemon.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 100); do
 	grep -q "netchanneld: running" "$work/daemon.log" && break
-	kill -0 "$daemon_pid" 2>/dev/null || { cat "$work/daemon.log"; exit 1; }
+	kill -0 "${pids[0]}" 2>/dev/null || { cat "$work/daemon.log"; exit 1; }
 	sleep 0.1
 done
+grep -q "netchanneld: running" "$work/daemon.log" || { cat "$work/daemon.log"; exit 1; }
+scripts/testbed.sh host "$bed"
 
-echo "== a client process (nc-dump, on libnetchannel) takes the dns channel's packets for 2 s"
-# net_pcap in a secondary re-opens the daemon's output files: keep them out of its reach.
-touch "$work/tx.pcap" "$work/kernel.pcap"
-unshare -m sh -c "mount --bind /dev/null '$work/tx.pcap' && mount --bind /dev/null '$work/kernel.pcap' &&
-	exec build/app/examples/nc-dump -s /run/netchanneld/demo.sock --channel dns \
-	-w '$work/dns.pcap' -t 2" 2>&1 | sed 's/^/   /'
+# The host's kernel: a UDP service answering "kernel:" + the datagram on ports 7 and 9, and
+# a web server.
+ip netns exec "$TB_HOST_NS" /usr/bin/python3 -u scripts/kernel_udp.py 7 9 > "$work/kudp.log" 2>&1 &
+pids+=($!)
+ip netns exec "$TB_HOST_NS" /usr/bin/python3 -m http.server 8000 --bind "$TB_HOST4" \
+	--directory "$work" > /dev/null 2>&1 &
+pids+=($!)
+sleep 0.5
 
-kill -TERM "$daemon_pid"
-wait "$daemon_pid" && rc=0 || rc=$?
-daemon_pid=
-echo "== netchanneld stopped on SIGTERM, exit code $rc"
-
-/usr/bin/python3 - "$work" <<'PY'
-import json, sys
-from scapy.all import rdpcap
-w = sys.argv[1]
-st = json.load(open(f"{w}/stats.json"))
-p = st["ports"][0]
-print(f'   port wire0: {p["rx"]} frames in: {p["delivered"]} delivered to channels, '
-      f'{p["dropped_by_rule"]} dropped by rule, {p["to_kernel"]} to the kernel, '
-      f'{p["drop_too_big"]} too big for the kernel')
-print(f'   (rx = delivered + dropped + to_kernel + drops: '
-      f'{p["rx"] == sum(p[k] for k in ("delivered", "dropped_by_rule", "to_kernel", "drop_ring_full", "drop_queue_bytes", "drop_exc_full", "drop_no_exception", "drop_too_big"))})')
-why = ", ".join(f"{k} {v}" for k, v in p["reasons"].items() if v)
-print(f'   why to the kernel: no channel {p["miss"]}, {why}')
-for c in st["channels"]:
-    print(f'   channel {c["name"]:8} {c["action"]:7}: hits {c["hits"]:3}, delivered {c["delivered"]:3}, '
-          f'dropped {c["dropped"]:3}')
-print("== the client's dns packets (first 3):")
-for pkt in rdpcap(f"{w}/dns.pcap")[:3]:
-    ip, udp = pkt["IP"], pkt["UDP"]
-    tag = bytes(udp.payload).split(b" x")[0].decode(errors="replace")
-    print(f"    {ip.src}:{udp.sport} -> {ip.dst}:{udp.dport}  \"{tag}\"")
-print("== what the kernel got through the exception path (first 6 of "
-      f'{len(rdpcap(f"{w}/kernel.pcap"))}):')
-for pkt in rdpcap(f"{w}/kernel.pcap")[:6]:
-    print("   ", pkt.summary())
+ask() {   # ask PORT N: send N datagrams from the peer, say who answered
+	peer /usr/bin/python3 - "$TB_HOST4" "$1" "$2" <<'PY'
+import socket, sys
+host, port, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.settimeout(1)
+who = {}
+for i in range(n):
+    msg = b"hello %d" % i
+    s.sendto(msg, (host, port))
+    try:
+        data = s.recvfrom(2048)[0]
+        k = "nc-echo (the datagram itself)" if data == msg else "the kernel (\"kernel:...\")"
+    except socket.timeout:
+        k = "nobody"
+    who[k] = who.get(k, 0) + 1
+print(f"   udp {host}:{port}: {n} sent; answered by " + ", ".join(f"{k}: {v}" for k, v in who.items()))
 PY
+}
+
+echo "== from the peer, through netchanneld's exception path to the host's kernel:"
+peer ping -c 3 -i 0.2 "$TB_HOST4" | sed -n 's/^\(.*packets transmitted.*\)$/   ping  '"$TB_HOST4"': \1/p'
+peer ping -c 3 -i 0.2 "$TB_HOST6" | sed -n 's/^\(.*packets transmitted.*\)$/   ping6 '"$TB_HOST6"': \1/p'
+peer /usr/bin/python3 -c "import urllib.request as u
+r = u.urlopen('http://$TB_HOST4:8000/', timeout=5)
+print('   tcp   http://$TB_HOST4:8000/: HTTP', r.status, len(r.read()), 'bytes from the kernel\'s web server')"
+ask 7 3
+
+echo "== nc-echo claims udp port 7 (a channel of its own, created at run time)"
+ip netns exec "$TB_HOST_NS" build/app/examples/nc-echo -s "$sock" --dport 7 > "$work/echo.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 50); do grep -q echoing "$work/echo.log" && break; sleep 0.1; done
+sed 's/^/   /' "$work/echo.log"
+ask 7 20
+ask 9 5
+echo "== ncctl show channel nc-echo-7:"
+ncctl -c "show channel nc-echo-7" | grep -E "^(name|rule|owner|  kind|  pid)|^  (hits|delivered|tx|tx_spoofed|tx_dropped):" | sed 's/^/   /'
+
+kill "${pids[-1]}"
+wait "${pids[-1]}" 2>/dev/null || true
+unset 'pids[-1]'
+echo "== nc-echo stopped: its channel is gone, and port 7 is the kernel's again"
+ask 7 3
+echo "== ncctl show port stats wire0 (every packet in one outcome: rx = delivered + to_kernel + drops):"
+ncctl -c "show port stats wire0" | grep -E "^(rx|delivered|to_kernel|miss|kernel_tx|client_tx|drop_ring_full):" | sed 's/^/   /'
+echo "== ncctl show mempool:"
+ncctl -c "show mempool" | grep -E "^(size|in_use|available):" | sed 's/^/   /'

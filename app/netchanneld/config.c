@@ -959,8 +959,9 @@ out:
 	return ret;
 }
 
-int
-ncd_config_load(const char *path, struct ncd_config *cfg)
+/* Load from a file, or, with text, from that text (path then only names it in messages). */
+static int
+config_load(const char *path, const char *text, struct ncd_config *cfg)
 {
 	static const char *const keys[] = { "eal", "mempool", "ports", "workers", "control",
 					    "channels", "telemetry", NULL };
@@ -971,7 +972,8 @@ ncd_config_load(const char *path, struct ncd_config *cfg)
 
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->path = path;
-	root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+	root = text ? json_loads(text, JSON_REJECT_DUPLICATES, &jerr) :
+		      json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
 	if (root == NULL) {
 		if (jerr.line < 0)
 			fprintf(stderr, "%s: %s\n", path, jerr.text);
@@ -993,6 +995,18 @@ ncd_config_load(const char *path, struct ncd_config *cfg)
 out:
 	json_decref(root);
 	return ret;
+}
+
+int
+ncd_config_load(const char *path, struct ncd_config *cfg)
+{
+	return config_load(path, NULL, cfg);
+}
+
+int
+ncd_config_load_text(const char *name, const char *text, struct ncd_config *cfg)
+{
+	return config_load(name, text, cfg);
 }
 
 void

@@ -91,6 +91,9 @@ struct ncd_config {
  */
 int ncd_config_load(const char *path, struct ncd_config *cfg);
 
+/** As ncd_config_load(), from a JSON text; name stands for the file in messages. */
+int ncd_config_load_text(const char *name, const char *text, struct ncd_config *cfg);
+
 /** Release what ncd_config_load() allocated. */
 void ncd_config_free(struct ncd_config *cfg);
 

@@ -23,6 +23,7 @@
 
 #include <rte_pdump.h>
 
+#include "default_config.h"
 #include "netchanneld.h"
 /* cmdline (in cli_table.c) redefines dprintf: its users come first. */
 #include "cli_table.h"
@@ -66,9 +67,13 @@ static void
 usage(FILE *f)
 {
 	fprintf(f,
-		"usage: netchanneld -c FILE [-i] [--check-config] [--stats FILE] [-- EAL-ARGS]\n"
+		"usage: netchanneld [-c FILE] [-i] [--check-config] [--stats FILE] [-- EAL-ARGS]\n"
+		"       netchanneld --default-config\n"
 		"\n"
-		"  -c, --config FILE   the JSON config (see README.md, \"Config\")\n"
+		"  -c, --config FILE   the JSON config (see README.md, \"Config\"); without it, the\n"
+		"                      embedded default: scripts/testbed.sh's host (net_af_xdp on\n"
+		"                      veth0, the kernel behind a TAP named wire0)\n"
+		"      --default-config  print the embedded default config and exit\n"
 		"  -i, --interactive   the CLI on the terminal (type help; tab completes)\n"
 		"      --check-config  check the config, print \"FILE: ok\" and exit\n"
 		"      --stats FILE    at exit, write every counter to FILE as JSON\n"
@@ -130,12 +135,13 @@ main(int argc, char **argv)
 		{ "config", required_argument, NULL, 'c' },
 		{ "interactive", no_argument, NULL, 'i' },
 		{ "check-config", no_argument, NULL, 'C' },
+		{ "default-config", no_argument, NULL, 'D' },
 		{ "stats", required_argument, NULL, 's' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *config = NULL, *stats = NULL;
-	bool check = false, interactive = false, has_prefix = false;
+	bool check = false, interactive = false, has_prefix = false, print_default = false;
 	char *eal[2 * NCD_MAX_EAL_ARGS + 4];
 	int eal_argc = 0, c, ret = 1;
 	struct ncd *d = &ncd;
@@ -147,27 +153,29 @@ main(int argc, char **argv)
 		case 'c': config = optarg; break;
 		case 'i': interactive = true; break;
 		case 'C': check = true; break;
+		case 'D': print_default = true; break;
 		case 's': stats = optarg; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
 	}
-	if (config == NULL) {
-		fprintf(stderr, "netchanneld: -c FILE is required\n");
-		usage(stderr);
-		return 2;
+	if (print_default) {
+		fputs(ncd_default_config, stdout);
+		return 0;
 	}
 	if (optind < argc && strcmp(argv[optind - 1], "--") != 0) {
 		fprintf(stderr, "netchanneld: unexpected argument '%s' (EAL arguments go after --)\n",
 			argv[optind]);
 		return 2;
 	}
-	if (ncd_config_load(config, &d->cfg) != 0) {
+	if ((config ? ncd_config_load(config, &d->cfg) :
+		      ncd_config_load_text("<default config>", ncd_default_config, &d->cfg)) != 0) {
 		ncd_config_free(&d->cfg);
 		return 2;
 	}
 	if (check) {
-		printf("%s: ok (%u ports, %u workers, %u channels)\n", config, d->cfg.nports,
+		printf("%s: ok (%u ports, %u workers, %u channels)\n",
+		       config ? config : "<default config>", d->cfg.nports,
 		       d->cfg.nworkers, d->cfg.nchannels);
 		ncd_config_free(&d->cfg);
 		return 0;

@@ -60,9 +60,13 @@ class Configs(unittest.TestCase):
                         self.assertFalse(os.path.exists(f"/var/run/dpdk/{prefix}"))
 
     def test_usage(self):
-        r = run([])
-        self.assertEqual(r.returncode, 2)
-        self.assertIn("-c FILE is required", r.stderr)
+        # Without -c: the embedded default config, which is config/default.json.
+        r = run(["--check-config"])
+        self.assertEqual((r.returncode, r.stdout),
+                         (0, "<default config>: ok (1 ports, 1 workers, 0 channels)\n"), r.stderr)
+        r = run(["--default-config"])
+        with open(os.path.join(SRC, "config/default.json")) as f:
+            self.assertEqual((r.returncode, r.stdout), (0, f.read()))
         r = run(["--bogus"])
         self.assertEqual(r.returncode, 2)
         r = run(["-c", "/nonexistent.json", "--check-config"])
@@ -70,7 +74,7 @@ class Configs(unittest.TestCase):
         self.assertIn("/nonexistent.json: unable to open", r.stderr)
         r = run(["--help"])
         self.assertEqual(r.returncode, 0)
-        for word in ("--check-config", "--stats", "EAL-ARGS", "Exit codes"):
+        for word in ("--check-config", "--default-config", "--stats", "EAL-ARGS", "Exit codes"):
             self.assertIn(word, r.stdout)
 
     def test_examples(self):

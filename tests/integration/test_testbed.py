@@ -1,0 +1,201 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
+"""The host keeps working: netchanneld owns a veth end through net_af_xdp, the real kernel is
+the peer (scripts/testbed.sh), and the host's kernel works through the exception TAP while
+nc-echo claims a UDP port."""
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ncd_test as T  # noqa: E402
+from test_datapath import EAL  # noqa: E402
+
+TESTBED = os.path.join(T.SRC, "scripts/testbed.sh")
+ECHO = os.path.join(T.BUILD, "app/examples/nc-echo")
+NCCTL = os.path.join(T.BUILD, "app/ncctl/ncctl")
+
+# A kernel UDP server on the host: answers "kernel:" + the datagram.
+KERNEL_UDP = os.path.join(T.SRC, "scripts/kernel_udp.py")
+
+# The peer's side of a UDP exchange: prints one JSON line of who answered what.
+PEER_UDP = """
+import json, socket, sys
+host, port, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+fam = socket.AF_INET6 if ":" in host else socket.AF_INET
+s = socket.socket(fam, socket.SOCK_DGRAM)
+s.settimeout(1.0)
+got = {"echo": 0, "kernel": 0, "lost": 0, "wrong": 0}
+for i in range(n):
+    msg = b"dgram %d" % i
+    s.sendto(msg, (host, port))
+    try:
+        data, _ = s.recvfrom(2048)
+    except socket.timeout:
+        got["lost"] += 1
+        continue
+    got["echo" if data == msg else "kernel" if data == b"kernel:" + msg else "wrong"] += 1
+print(json.dumps(got))
+"""
+
+
+class TestBed(T.DaemonCase):
+    def setUp(self):
+        super().setUp()
+        self.name = f"tb{os.getpid()}"
+        self.sock = os.path.join(self.w, "ncd.sock")
+        self.procs = []
+        out = subprocess.run([TESTBED, "up", self.name], capture_output=True, text=True)
+        self.addCleanup(subprocess.run, [TESTBED, "down", self.name])
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.env = dict(line.split("=", 1) for line in out.stdout.split())
+        self.addCleanup(self.stop_procs)
+        cfg = {"eal": EAL, "mempool": {"mbufs": 8191, "cache": 64},
+               "ports": [{"name": "wire0", "device": "net_af_xdp0,iface=veth0"}],
+               "workers": [{"lcore": 1}], "control": {"socket": self.sock}}
+        self.daemon = T.Daemon(cfg, self.w, self.prefix, netns=self.env["TB_HOST_NS"])
+        self.daemon.start()
+        r = subprocess.run([TESTBED, "host", self.name], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+
+    def stop_procs(self):
+        for p in self.procs:
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+                try:
+                    p.wait(5)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
+
+    def ns(self, side, *cmd, timeout=30, check=True):
+        r = subprocess.run(["ip", "netns", "exec", self.env[f"TB_{side}_NS"]] + list(cmd),
+                           capture_output=True, text=True, timeout=timeout)
+        if check:
+            self.assertEqual(r.returncode, 0, f"{cmd}: {r.stdout}{r.stderr}")
+        return r
+
+    def bg(self, side, *cmd, ready=None):
+        p = subprocess.Popen(["ip", "netns", "exec", self.env[f"TB_{side}_NS"]] + list(cmd),
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.procs.append(p)
+        if ready is not None:
+            seen = []
+            for line in p.stdout:
+                seen.append(line)
+                if ready in line:
+                    break
+            else:
+                self.fail(f"{cmd}: no '{ready}':\n{''.join(seen)}")
+        return p
+
+    def udp(self, host, port, n):
+        r = self.ns("PEER", "/usr/bin/python3", "-c", PEER_UDP, host, str(port), str(n))
+        return json.loads(r.stdout)
+
+    def ncctl(self, cmd):
+        r = subprocess.run([NCCTL, "-s", self.sock, "--json", "-c", cmd], capture_output=True,
+                           text=True, timeout=30)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        return json.loads(r.stdout)
+
+    def test_kernel_works_through_exception_path(self):
+        """ARP and neighbour discovery, ping and ping6 (each answered once: the XDP program
+        took the frames from the kernel), TCP to a kernel server (HTTP, and a bounded iperf3),
+        and the host's own outgoing connections, all through the TAP."""
+        e = self.env
+        for addr in (e["TB_HOST4"], e["TB_HOST6"]):
+            r = self.ns("PEER", "ping", "-c", "5", "-i", "0.2", "-W", "2", addr)
+            self.assertIn("5 packets transmitted, 5 received, 0% packet loss", r.stdout)
+            self.assertNotIn("DUP", r.stdout, "the kernel answered twice")
+            rtt = re.search(r"rtt min/avg/max/mdev = [\d.]+/([\d.]+)/", r.stdout).group(1)
+            print(f"ping {addr} through netchanneld's exception path: avg rtt {rtt} ms",
+                  file=sys.stderr)
+        # The peer learned the host's MAC (ARP and ND), which is the wire's: veth0's.
+        mac = self.ns("HOST", "cat", "/sys/class/net/veth0/address").stdout.strip()
+        neigh = self.ns("PEER", "ip", "neigh", "show", "dev", "eth0").stdout
+        for addr in (e["TB_HOST4"], e["TB_HOST6"]):
+            self.assertRegex(neigh, re.escape(addr) + r" lladdr " + re.escape(mac))
+        # TCP to the host's kernel: an HTTP server.
+        self.bg("HOST", "/usr/bin/python3", "-u", "-m", "http.server", "8000", "--bind", "::",
+                ready="Serving HTTP")
+        for url in (f"http://{e['TB_HOST4']}:8000/", f"http://[{e['TB_HOST6']}]:8000/"):
+            r = self.ns("PEER", "/usr/bin/python3", "-c",
+                        "import sys, urllib.request as u; "
+                        "print(len(u.urlopen(sys.argv[1], timeout=5).read()))", url)
+            self.assertGreater(int(r.stdout), 0, url)
+        # A bounded iperf3 run through the exception path.
+        self.bg("HOST", "iperf3", "-s", "-1", "-p", "5201", "--forceflush", ready="Server listening")
+        r = self.ns("PEER", "iperf3", "-c", e["TB_HOST4"], "-p", "5201", "-t", "3", "-J",
+                    timeout=30)
+        bps = json.loads(r.stdout)["end"]["sum_received"]["bits_per_second"]
+        self.assertGreater(bps, 0)
+        print(f"iperf3 TCP peer -> host kernel through netchanneld: {bps / 1e6:.0f} Mbit/s",
+              file=sys.stderr)
+        # The host's own outgoing connection, to a server on the peer.
+        self.bg("PEER", "/usr/bin/python3", "-u", "-m", "http.server", "8080", "--bind",
+                e["TB_PEER4"], ready="Serving HTTP")
+        r = self.ns("HOST", "/usr/bin/python3", "-c",
+                    "import urllib.request as u; "
+                    f"print(len(u.urlopen('http://{e['TB_PEER4']}:8080/', timeout=5).read()))")
+        self.assertGreater(int(r.stdout), 0)
+        port = self.ncctl("show port stats wire0")[0]
+        self.assertTrue(T.accounting_ok(port), port)
+        self.assertGreater(port["to_kernel"], 0)
+        self.assertGreater(port["kernel_tx"], 0)
+        self.assertEqual(port["delivered"], 0)
+        self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
+
+    def echo_and_kernel(self, ip):
+        e = self.env
+        self.bg("HOST", "/usr/bin/python3", "-u", KERNEL_UDP, "7", "9", ready="ready")
+        # Before nc-echo: the kernel answers port 7.
+        self.assertEqual(self.udp(e["TB_HOST4"], 7, 5)["kernel"], 5)
+        echo = self.bg("HOST", ECHO, "-s", self.sock, "--dport", "7", *(["--ip"] if ip else []),
+                       ready="echoing udp port 7")
+        for addr in (e["TB_HOST4"], e["TB_HOST6"]):
+            got = self.udp(addr, 7, 50)
+            self.assertEqual(got, {"echo": 50, "kernel": 0, "lost": 0, "wrong": 0}, addr)
+            # Other ports are still the kernel's.
+            got = self.udp(addr, 9, 10)
+            self.assertEqual(got, {"echo": 0, "kernel": 10, "lost": 0, "wrong": 0}, addr)
+        ch = self.ncctl("show channel nc-echo-7")
+        self.assertEqual(ch["counters"]["hits"], 100, "what the peer sent to port 7")
+        self.assertEqual(ch["counters"]["delivered"], 100)
+        self.assertEqual(ch["counters"]["tx"], 100)
+        self.assertEqual(ch["counters"]["tx_spoofed"] + ch["counters"]["tx_no_neigh"], 0)
+        port = self.ncctl("show port stats wire0")[0]
+        self.assertEqual(port["client_tx"], 100)
+        self.assertTrue(T.accounting_ok(port), port)
+        echo.send_signal(signal.SIGTERM)
+        out, _ = echo.communicate(timeout=10)
+        self.assertEqual(echo.returncode, 0, out)
+        self.assertIn("100 echoed", out)
+        # Once nc-echo is gone, the kernel answers port 7 again.
+        self.assertEqual(self.udp(e["TB_HOST4"], 7, 5)["kernel"], 5)
+        self.assertEqual(self.udp(e["TB_HOST6"], 7, 5)["kernel"], 5)
+        self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
+        st = self.daemon.read_stats()["ports"][0]
+        self.assertTrue(T.accounting_ok(st), st)
+        return st
+
+    def test_nc_echo_frames_and_kernel_share_the_port(self):
+        """nc-echo claims UDP port 7 and echoes the peer's datagrams (IPv4 and IPv6); port 9
+        stays the kernel's; when nc-echo exits, the kernel answers port 7 again."""
+        self.echo_and_kernel(ip=False)
+
+    def test_nc_echo_ip_next_hop_from_kernel(self):
+        """nc-echo --ip: the daemon takes the peer's MAC from the host kernel's neighbour table
+        (learned through the TAP), and the replies reach the peer."""
+        st = self.echo_and_kernel(ip=True)
+        self.assertGreater(st["next_hop"]["resolved"], 0)
+        self.assertEqual(st["next_hop"]["no_neigh"], 0)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
