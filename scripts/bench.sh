@@ -10,6 +10,14 @@
 #       scale) and prints a table with the ratios to rte_acl.
 #       --quick: three workloads, shorter; --report: table and chart of the
 #       last results, without running anything.
+#
+#   scripts/bench.sh testbed [--quick]
+#       On scripts/testbed.sh: 64-byte UDP datagrams from the peer (udpbench,
+#       sendmmsg) into a kernel recvmmsg socket without netchanneld, into one
+#       behind netchanneld's exception TAP, and into nc-dump -q on a channel;
+#       the rates, the receivers' CPU time, the ratios to the kernel alone, and
+#       ping RTT direct and through the exception path (scripts/bench_testbed.py).
+#       Writes bench/results/testbed.jsonl. 3 runs of 3 s each; --quick: 1 of 1 s.
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -19,7 +27,7 @@ quick=${2:-}
 out=bench/results
 cb=${NC_CLASSBENCH_DIR:-$top/../shared/data/classbench}
 
-usage() { echo "usage: scripts/bench.sh classifier [--quick|--report]" >&2; exit 2; }
+usage() { echo "usage: scripts/bench.sh classifier [--quick|--report] | testbed [--quick]" >&2; exit 2; }
 
 classifier() {
 	local bench=build/app/bench/nctrie-bench json=$out/classifier.jsonl
@@ -120,6 +128,15 @@ classifier)
 	scripts/setup.sh build >/dev/null
 	ninja -C build >/dev/null
 	classifier
+	;;
+testbed)
+	scripts/setup.sh build >/dev/null
+	ninja -C build >/dev/null
+	if [ "$quick" = --quick ]; then
+		/usr/bin/python3 scripts/bench_testbed.py --runs 1 --seconds 1
+	else
+		/usr/bin/python3 scripts/bench_testbed.py
+	fi
 	;;
 *)
 	usage

@@ -1,0 +1,159 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
+"""scripts/bench.sh testbed: small UDP datagrams into a netchanneld client against the
+kernel's own receive path, on the test bed, with the same sender and duration in one run.
+
+Cases (the median of --runs runs of --seconds each):
+  kernel-direct     no netchanneld: the host's kernel owns veth0; a recvmmsg socket receives
+  kernel-via-tap    netchanneld owns veth0 (net_af_xdp); the datagrams miss every channel and
+                    a recvmmsg socket receives them through the exception TAP
+  netchanneld       netchanneld owns veth0; nc-dump -q (a libnetchannel client, zero-copy)
+                    claims the port and counts them
+and ping RTT, direct and through the exception path. Writes one JSON object per case to
+bench/results/testbed.jsonl and prints a table. Bounded: every process stops by itself.
+"""
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BUILD = os.path.join(TOP, "build")
+TESTBED = os.path.join(TOP, "scripts/testbed.sh")
+UDPBENCH = os.path.join(BUILD, "app/bench/udpbench")
+DAEMON = os.path.join(BUILD, "app/netchanneld/netchanneld")
+DUMP = os.path.join(BUILD, "app/examples/nc-dump")
+NAME = "ncdbench"
+PORT = 9
+
+
+def nsexec(ns, *cmd):
+    return ["ip", "netns", "exec", ns] + list(cmd)
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, check=True, capture_output=True, text=True, **kw)
+
+
+def cpu_of(p):
+    """Wait for a child and return its CPU seconds (user + system) and exit code."""
+    _, status, ru = os.wait4(p.pid, 0)
+    p.returncode = os.waitstatus_to_exitcode(status)
+    return ru.ru_utime + ru.ru_stime
+
+
+def ping(env, addr):
+    out = run(nsexec(env["TB_PEER_NS"], "ping", "-c", "20", "-i", "0.05", "-W", "2", addr)).stdout
+    return float(re.search(r"rtt min/avg/max/mdev = [\d.]+/([\d.]+)/", out).group(1))
+
+
+def send(env, seconds):
+    out = run(nsexec(env["TB_PEER_NS"], UDPBENCH, "send", env["TB_HOST4"], str(PORT),
+                     str(seconds), "64"), timeout=seconds + 30).stdout
+    return json.loads(out)
+
+
+def kernel_case(env, seconds):
+    recv = subprocess.Popen(nsexec(env["TB_HOST_NS"], UDPBENCH, "recv", str(PORT),
+                                   str(seconds + 1.5)), stdout=subprocess.PIPE, text=True)
+    assert json.loads(recv.stdout.readline())["ready"]
+    sent = send(env, seconds)
+    res = json.loads(recv.stdout.readline())
+    recv.wait(30)
+    return sent, res["packets"], res["cpu_seconds"]
+
+
+def client_case(env, sock, seconds):
+    dump = subprocess.Popen(nsexec(env["TB_HOST_NS"], DUMP, "-s", sock, "--dport", str(PORT),
+                                   "-q", "-t", str(int(seconds + 2))),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(1.0)                        # connected, EAL up, channel created
+    sent = send(env, seconds)
+    cpu = cpu_of(dump)
+    err = dump.stderr.read()
+    got = int(re.search(r"nc-dump: (\d+) packets", err).group(1))
+    return sent, got, cpu
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--seconds", type=float, default=3)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--out", default=os.path.join(TOP, "bench/results/testbed.jsonl"))
+    a = ap.parse_args()
+    env = dict(l.split("=", 1) for l in run([TESTBED, "up", NAME]).stdout.split())
+    work = tempfile.mkdtemp(prefix="ncd_bench_tb_")
+    sock, prefix = os.path.join(work, "ncd.sock"), f"ncdbench{os.getpid()}"
+    daemon = None
+    results = []
+    try:
+        host = env["TB_HOST_NS"]
+        # Without netchanneld: the kernel owns veth0.
+        run(["ip", "-n", host, "addr", "add", env["TB_HOST4"] + "/24", "dev", "veth0"])
+        results.append({"case": "ping-direct", "rtt_avg_ms": ping(env, env["TB_HOST4"])})
+        runs = {"kernel-direct": [kernel_case(env, a.seconds) for _ in range(a.runs)]}
+        run(["ip", "-n", host, "addr", "flush", "dev", "veth0"])
+        cfg = {"eal": ["-l", "0-1", "--no-pci", "--log-level", "lib.eal:error", "--no-telemetry"],
+               "mempool": {"mbufs": 16383, "cache": 256},
+               "ports": [{"name": "wire0", "device": "net_af_xdp0,iface=veth0"}],
+               "workers": [{"lcore": 1}], "control": {"socket": sock}}
+        with open(os.path.join(work, "config.json"), "w") as f:
+            json.dump(cfg, f)
+        log = open(os.path.join(work, "daemon.log"), "w")
+        daemon = subprocess.Popen(nsexec(host, DAEMON, "-c", os.path.join(work, "config.json"),
+                                         "--", "--file-prefix", prefix), stdout=log,
+                                  stderr=subprocess.STDOUT)
+        for _ in range(100):
+            if "netchanneld: running" in open(log.name).read():
+                break
+            time.sleep(0.1)
+        run([TESTBED, "host", NAME])
+        results.append({"case": "ping-exception", "rtt_avg_ms": ping(env, env["TB_HOST4"])})
+        runs["kernel-via-tap"] = [kernel_case(env, a.seconds) for _ in range(a.runs)]
+        runs["netchanneld"] = [client_case(env, sock, a.seconds) for _ in range(a.runs)]
+        for case, rs in runs.items():
+            rx = statistics.median(r[1] / a.seconds for r in rs)
+            results.append({
+                "case": case, "runs": len(rs), "seconds": a.seconds, "payload_bytes": 64,
+                "sent_pps": round(statistics.median(r[0]["packets"] / a.seconds for r in rs)),
+                "rx_pps": round(rx),
+                "receiver_cpu_seconds": round(statistics.median(r[2] for r in rs), 3),
+                "receiver_cpu_per_mpkt": round(statistics.median(
+                    r[2] / max(r[1], 1) * 1e6 for r in rs), 3),
+            })
+        base = next(r for r in results if r["case"] == "kernel-direct")["rx_pps"]
+        for r in results:
+            if "rx_pps" in r:
+                r["ratio_to_kernel_direct"] = round(r["rx_pps"] / base, 3) if base else None
+                if r["case"] == "netchanneld":
+                    r["note"] = "plus netchanneld's worker, which polls one core whatever the load"
+    finally:
+        if daemon is not None:
+            daemon.terminate()
+            daemon.wait(30)
+        subprocess.run([TESTBED, "down", NAME])
+        subprocess.run(["rm", "-rf", work, f"/var/run/dpdk/{prefix}"])
+    os.makedirs(os.path.dirname(a.out), exist_ok=True)
+    with open(a.out, "w") as f:
+        for r in results:
+            f.write(json.dumps(r) + "\n")
+    print(f"{'case':16} {'sent/s':>10} {'received/s':>11} {'ratio':>6} {'rx CPU s':>9} "
+          f"{'CPU s/Mpkt':>10}")
+    for r in results:
+        if "rx_pps" in r:
+            print(f"{r['case']:16} {r['sent_pps']:>10} {r['rx_pps']:>11} "
+                  f"{r['ratio_to_kernel_direct']:>6} {r['receiver_cpu_seconds']:>9} "
+                  f"{r['receiver_cpu_per_mpkt']:>10}")
+    for r in results:
+        if "rtt_avg_ms" in r:
+            print(f"{r['case']:16} avg rtt {r['rtt_avg_ms']} ms")
+    print(f"(written to {a.out})")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
