@@ -426,7 +426,13 @@ class Control(T.DaemonCase):
         c.hello()
         self.assertEqual({ch["name"] for ch in c.json(LIST)}, {"dns", "hi"})
         c.close()
-        for bad in ([], ["--channel", "x", "--dport", "1"], ["--dport", "70000"]):
+        # Count only (-q): zero-copy, nothing printed but the total.
+        r = subprocess.run([exe, "-s", self.sock, "--dport", "5000", "-q", "-c", "100"],
+                           capture_output=True, text=True, timeout=30)
+        self.assertEqual((r.returncode, r.stdout), (0, ""), r.stderr)
+        self.assertIn("nc-dump: 100 packets", r.stderr)
+        for bad in ([], ["--channel", "x", "--dport", "1"], ["--dport", "70000"],
+                    ["--dport", "1", "-q", "-w", out]):
             self.assertEqual(subprocess.run([exe, "-s", self.sock] + bad,
                                             capture_output=True).returncode, 2)
         r = subprocess.run([exe, "-s", os.path.join(self.w, "nosock"), "--dport", "1"],
