@@ -210,8 +210,13 @@ class Control(T.DaemonCase):
         p = subprocess.Popen(["/usr/bin/python3", "-c", code], stdout=subprocess.PIPE, text=True)
         self.addCleanup(lambda: p.poll() is None and (p.kill(), p.wait()))
         self.assertEqual(p.stdout.readline().strip(), "created")
-        time.sleep(0.3)
-        self.assertIn("doomed", {ch["name"] for ch in c.json(LIST)})
+        deadline = time.time() + 5
+        while time.time() < deadline:
+            doomed = {ch["name"]: ch for ch in c.json(LIST)}.get("doomed")
+            if doomed is not None and doomed["ring_count"] == 1024:
+                break
+            time.sleep(0.05)
+        self.assertEqual(doomed["ring_count"], 1024, doomed)
         # Its ring (1024) is full: those mbufs are in use until it dies. Each reading may be
         # off by the burst (32) in flight.
         self.assertGreaterEqual(c.json(STATS)["mempool"]["in_use"], base + 1024 - 64)
