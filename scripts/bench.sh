@@ -18,6 +18,13 @@
 #       the rates, the receivers' CPU time, the ratios to the kernel alone, and
 #       ping RTT direct and through the exception path (scripts/bench_testbed.py).
 #       Writes bench/results/testbed.jsonl. 3 runs of 3 s each; --quick: 1 of 1 s.
+#
+#   scripts/bench.sh datapath [--quick]
+#       netchanneld's rate with one worker against dpdk-testpmd io-forward with
+#       one core, the same net_pcap infinite_rx input, in the same run: cases
+#       miss, deliver-1 (nc-dump -q empties the channel), deliver-1-1500B
+#       (scripts/bench_datapath.py). Writes bench/results/datapath.jsonl.
+#       5 runs of 2 s each; --quick: 1 of 1 s (under a minute).
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -27,7 +34,7 @@ quick=${2:-}
 out=bench/results
 cb=${NC_CLASSBENCH_DIR:-$top/../shared/data/classbench}
 
-usage() { echo "usage: scripts/bench.sh classifier [--quick|--report] | testbed [--quick]" >&2; exit 2; }
+usage() { echo "usage: scripts/bench.sh classifier [--quick|--report] | testbed [--quick] | datapath [--quick]" >&2; exit 2; }
 
 classifier() {
 	local bench=build/app/bench/nctrie-bench json=$out/classifier.jsonl
@@ -129,13 +136,13 @@ classifier)
 	ninja -C build >/dev/null
 	classifier
 	;;
-testbed)
+datapath|testbed)
 	scripts/setup.sh build >/dev/null
 	ninja -C build >/dev/null
 	if [ "$quick" = --quick ]; then
-		/usr/bin/python3 scripts/bench_testbed.py --runs 1 --seconds 1
+		/usr/bin/python3 "scripts/bench_$mode.py" --runs 1 --seconds 1
 	else
-		/usr/bin/python3 scripts/bench_testbed.py
+		/usr/bin/python3 "scripts/bench_$mode.py"
 	fi
 	;;
 *)
