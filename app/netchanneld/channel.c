@@ -102,6 +102,11 @@ ncd_channel_add(struct ncd *d, const struct ncd_channel_conf *cc, int owner)
 			goto out_free;
 		}
 	}
+	ch->queue = cc->steer ? cc->queue : -1;
+	ch->seq = d->channel_seq++;
+	ret = ncd_offload_prepare(d, &cc->rule, cc->name);
+	if (ret < 0)
+		goto out_free;
 	/*
 	 * The rule goes in first, for its id; until channels[id] is published
 	 * below, workers that match it see no channel and pass the packet to the
@@ -167,12 +172,19 @@ ncd_channel_add(struct ncd *d, const struct ncd_channel_conf *cc, int owner)
 	__atomic_store_n(&d->channels[id], ch, __ATOMIC_RELEASE);
 	if (ch->tx != NULL)
 		tx_list_add(&d->workers[ch->tx_worker], ch);
+	if (ncd_offload_add(d, ch) != 0) {
+		/* A required port cannot offload it: refused, as if never added. */
+		ncd_channel_del(d, (uint32_t)id);
+		return -ENOTSUP;
+	}
 	return id;
 
 out_delete:
 	rte_ring_free(ch->rx);
 	nc_trie_delete(d->trie, (uint32_t)id);
 out_free:
+	/* prepare may have taken flow rules away from channels this one would have beaten. */
+	ncd_offload_refresh(d, &cc->rule);
 	if (ch->efd >= 0)
 		close(ch->efd);
 	rte_free(ch);
@@ -193,9 +205,13 @@ void
 ncd_channel_del(struct ncd *d, uint32_t id)
 {
 	struct ncd_channel *ch = d->channels[id];
+	struct nc_trie_rule gone;
 
 	if (ch == NULL)
 		return;
+	/* The NIC stops marking first, so no mark names the channel once it is gone. */
+	ncd_offload_remove(d, ch);
+	gone = ch->rule;
 	/*
 	 * Out of the classifier, then a grace period: after it no worker is in a
 	 * burst that looked the rule up, so none holds the channel or its ring.
@@ -218,6 +234,7 @@ ncd_channel_del(struct ncd *d, uint32_t id)
 	if (ch->efd >= 0)
 		close(ch->efd);
 	rte_free(ch);
+	ncd_offload_refresh(d, &gone);
 }
 
 int

@@ -65,6 +65,38 @@ ncd_view_port_stats(const struct ncd *d, unsigned int pi)
 	return o;
 }
 
+static const char *
+offload_mode_name(const struct ncd_port_conf *pc)
+{
+	if (pc->bifurcated)
+		return "required (exception mode bifurcated)";
+	return pc->flow_offload == NCD_OFFLOAD_OFF ? "off" :
+	       pc->flow_offload == NCD_OFFLOAD_REQUIRED ? "required" : "auto";
+}
+
+/* Per port: offloaded or not, how, and why not. */
+static json_t *
+view_offload(const struct ncd *d, const struct ncd_channel *ch)
+{
+	static const char *const state[] = { "off", "software", "mark", "mark+queue" };
+	json_t *a = json_array();
+
+	for (unsigned int pi = 0; pi < d->cfg.nports; pi++) {
+		const struct ncd_chan_offload *o = &ch->off[pi];
+		json_t *e = json_pack("{s:s, s:b, s:s}", "port", d->cfg.ports[pi].name, "offloaded",
+				      o->state >= NCD_OFF_MARK, "state", state[o->state]);
+
+		if (o->state >= NCD_OFF_MARK)
+			json_object_set_new(e, "mark", U64(ch->mark[pi]));
+		if (o->state < NCD_OFF_MARK && o->why[0] != '\0')
+			json_object_set_new(e, "reason", json_string(o->why));
+		if (ch->queue >= 0)
+			json_object_set_new(e, "queue", json_integer(ch->queue));
+		json_array_append_new(a, e);
+	}
+	return a;
+}
+
 json_t *
 ncd_view_port_info(const struct ncd *d, unsigned int pi)
 {
@@ -101,8 +133,13 @@ ncd_view_port_info(const struct ncd *d, unsigned int pi)
 	json_object_set_new(o, "workers", w);
 	json_object_set_new(o, "exception", json_string(p->has_exc ? pc->exc_device : "none"));
 	json_object_set_new(o, "exception_ifindex", json_integer(p->nh_ifindex));
-	json_object_set_new(o, "flow_offload", json_string("software (rte_flow offload is not in "
-							    "this version)"));
+	json_object_set_new(o, "flow_offload", json_string(offload_mode_name(pc)));
+	json_object_set_new(o, "marks", json_string(p->mock != NULL ? "mock" :
+						    !p->marks ? "refused by the PMD" :
+						    p->mark_negotiated == 1 ? "negotiated" :
+						    "not negotiated (the PMD has no negotiation)"));
+	json_object_set_new(o, "flow_rules", U64(p->flows));
+	json_object_set_new(o, "flow_errors", U64(p->flow_errors));
 	return o;
 }
 
@@ -182,8 +219,7 @@ ncd_view_channel(const struct ncd *d, uint32_t id)
 	CHAN_FIELDS(X)
 #undef X
 	json_object_set_new(o, "counters", c);
-	json_object_set_new(o, "offload", json_string("software (rte_flow offload is not in this "
-						       "version)"));
+	json_object_set_new(o, "offload", view_offload(d, ch));
 	return o;
 }
 
@@ -448,6 +484,14 @@ cmd_channel_create(struct cmd_ctx *x, char **argv, int argc, json_t **res)
 				cc.ring_size = (uint32_t)n;
 			else
 				cc.queue_bytes = n;
+		} else if (strcmp(k, "queue") == 0) {
+			unsigned long n = strtoul(v, &end, 10);
+
+			if (*v == '\0' || *end != '\0' || n >= NCD_MAX_QUEUES)
+				return fail(x, -EINVAL, "queue: '%s' is not an rx queue (0..%d)", v,
+					    NCD_MAX_QUEUES - 1);
+			cc.steer = true;
+			cc.queue = (uint16_t)n;
 		} else if (strcmp(k, "action") == 0) {
 			if (strcmp(v, "drop") == 0)
 				cc.action = NCD_ACTION_DROP;
@@ -462,7 +506,7 @@ cmd_channel_create(struct cmd_ctx *x, char **argv, int argc, json_t **res)
 			cc.port = (uint16_t)ps[0];
 		} else {
 			return fail(x, -EINVAL, "unknown option '%s' (proto, src, dst, sport, dport, "
-				    "priority, action, ring_size, queue_bytes, port, tx)", k);
+				    "priority, action, ring_size, queue_bytes, port, queue, tx)", k);
 		}
 	}
 	if (cc.tx && cc.action != NCD_ACTION_DELIVER)
@@ -474,6 +518,9 @@ cmd_channel_create(struct cmd_ctx *x, char **argv, int argc, json_t **res)
 		return fail(x, id, "a channel named '%s' exists", cc.name);
 	if (id == -EBUSY)
 		return fail(x, id, "another channel has the same rule and priority");
+	if (id == -ENOTSUP)
+		return fail(x, id, "a port requires offload and cannot offload this rule (the "
+			    "daemon's log says why)");
 	if (id < 0)
 		return fail(x, id, "channel create: %s", strerror(-id));
 	*res = ncd_view_channel(x->d, (uint32_t)id);

@@ -422,8 +422,8 @@ ncd_valid_name(const char *s, size_t max, bool dots)
 static int
 load_exception(struct ctx *c, const json_t *e, struct ncd_port_conf *p)
 {
-	static const char *const keys[] = { "device", "mac", NULL };
-	const char *dev, *mac;
+	static const char *const keys[] = { "device", "mac", "mode", NULL };
+	const char *dev, *mac, *mode;
 	char dflt[64];
 	size_t l;
 
@@ -435,8 +435,26 @@ load_exception(struct ctx *c, const json_t *e, struct ncd_port_conf *p)
 	}
 	l = push(c, "exception", 0);
 	if (want_type(c, e, JSON_OBJECT, "an object") || check_keys(c, e, keys) ||
-	    get_str(c, e, "device", false, &dev) || get_str(c, e, "mac", false, &mac))
+	    get_str(c, e, "device", false, &dev) || get_str(c, e, "mac", false, &mac) ||
+	    get_str(c, e, "mode", false, &mode))
 		return -1;
+	if (mode != NULL && strcmp(mode, "bifurcated") == 0) {
+		/* The kernel keeps its netdev and every unmatched packet: there is no TAP. */
+		if (dev != NULL || mac != NULL)
+			return fail(c, "mode bifurcated has no exception device: drop device and mac");
+		if (p->flow_offload == NCD_OFFLOAD_OFF) {
+			push(c, "mode", 0);
+			return fail(c, "bifurcated needs flow rules, but flow_offload is off");
+		}
+		p->bifurcated = true;
+		p->exc_device = NULL;
+		pop(c, l);
+		return 0;
+	}
+	if (mode != NULL && strcmp(mode, "tap") != 0) {
+		push(c, "mode", 0);
+		return fail(c, "'%s': expected tap or bifurcated", mode);
+	}
 	if (dev != NULL && strcmp(dev, "none") == 0)
 		p->exc_device = NULL;
 	else
@@ -502,10 +520,7 @@ load_ports(struct ctx *c, const json_t *root)
 			if (strcmp(off, "off") == 0) {
 				pc->flow_offload = NCD_OFFLOAD_OFF;
 			} else if (strcmp(off, "required") == 0) {
-				/* It promises refusals this version cannot make: refuse it instead. */
-				push(c, "flow_offload", 0);
-				return fail(c, "required, but this version has no rte_flow offload "
-					       "(use auto or off)");
+				pc->flow_offload = NCD_OFFLOAD_REQUIRED;
 			} else if (strcmp(off, "auto") != 0) {
 				push(c, "flow_offload", 0);
 				return fail(c, "'%s': expected auto, off or required", off);
@@ -849,7 +864,8 @@ static int
 load_channels(struct ctx *c, const json_t *root)
 {
 	static const char *const keys[] = { "name", "match", "priority", "action", "ring_size",
-					    "queue_bytes", "memory_limit_order", "tx", "port", NULL };
+					    "queue_bytes", "memory_limit_order", "tx", "port", "queue",
+					    NULL };
 	json_t *chs = json_object_get(root, "channels"), *ch;
 	struct nc_trie_config tc = { .name = "config", .socket_id = -1, .max_rules = NCD_MAX_CHANNELS };
 	struct nc_trie *t;
@@ -872,7 +888,7 @@ load_channels(struct ctx *c, const json_t *root)
 		struct ncd_channel_conf *cc = &c->cfg->channels[i];
 		const char *name, *port = NULL;
 		json_t *act;
-		int64_t prio, ring, qb, order;
+		int64_t prio, ring, qb, order, queue;
 		size_t l2 = push(c, NULL, (int)i);
 		int id;
 
@@ -882,8 +898,24 @@ load_channels(struct ctx *c, const json_t *root)
 		    get_int(c, ch, "ring_size", 1, 1 << 20, 1024, &ring) ||
 		    get_int(c, ch, "queue_bytes", 4096, INT64_C(1) << 31, 1 << 20, &qb) ||
 		    get_int(c, ch, "memory_limit_order", 12, 31, 0, &order) ||
-		    get_bool(c, ch, "tx", false, &cc->tx) || get_str(c, ch, "port", false, &port))
+		    get_bool(c, ch, "tx", false, &cc->tx) || get_str(c, ch, "port", false, &port) ||
+		    get_int(c, ch, "queue", 0, NCD_MAX_QUEUES - 1, -1, &queue))
 			goto out;
+		if (queue >= 0) {
+			unsigned int most = 0;
+
+			for (unsigned int pi = 0; pi < c->cfg->nports; pi++)
+				if (c->cfg->ports[pi].rx_queues > most)
+					most = c->cfg->ports[pi].rx_queues;
+			if (queue >= (int64_t)most) {
+				push(c, "queue", 0);
+				fail(c, "%" PRId64 ": no port has that rx queue (the most is %u)", queue,
+				     most);
+				goto out;
+			}
+			cc->steer = true;
+			cc->queue = (uint16_t)queue;
+		}
 		if (port != NULL) {
 			int pi = port_index(c->cfg, port);
 

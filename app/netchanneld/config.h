@@ -30,6 +30,7 @@ struct ncd_port_conf {
 	bool exc_mac_port;           /* give the exception device the port's MAC */
 	uint8_t exc_mac[6];          /* otherwise this one */
 	bool exc_mac_set;
+	bool bifurcated;             /* exception mode bifurcated: isolated flow rules, no TAP */
 };
 
 struct ncd_rxq_conf {
@@ -51,6 +52,8 @@ struct ncd_channel_conf {
 	uint64_t queue_bytes;
 	bool tx;                     /* it has a transmit ring */
 	uint16_t port;               /* the port it transmits on (index in ports[]) */
+	bool steer;                  /* offload: steer its flow to rx queue `queue` */
+	uint16_t queue;
 };
 
 struct ncd_allow_conf {

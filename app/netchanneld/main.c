@@ -67,7 +67,8 @@ static void
 usage(FILE *f)
 {
 	fprintf(f,
-		"usage: netchanneld [-c FILE] [-i] [--check-config] [--stats FILE] [-- EAL-ARGS]\n"
+		"usage: netchanneld [-c FILE] [-i] [--check-config] [--stats FILE] [--mark-mock[=OPTS]]\n"
+		"                   [-- EAL-ARGS]\n"
 		"       netchanneld --default-config\n"
 		"\n"
 		"  -c, --config FILE   the JSON config (see README.md, \"Config\"); without it, the\n"
@@ -77,6 +78,12 @@ usage(FILE *f)
 		"  -i, --interactive   the CLI on the terminal (type help; tab completes)\n"
 		"      --check-config  check the config, print \"FILE: ok\" and exit\n"
 		"      --stats FILE    at exit, write every counter to FILE as JSON\n"
+		"      --mark-mock[=OPTS]  tests only: ports that offload take flow rules into a\n"
+		"                      stand-in that marks matching packets from an rx callback\n"
+		"                      (no software PMD accepts MARK). OPTS, comma-separated:\n"
+		"                      wrong=N: every Nth packet gets a bad mark;\n"
+		"                      stale: a removed rule marks with its old mark once its\n"
+		"                      channel id is reused; noqueue: QUEUE is refused\n"
 		"  -h, --help          this text\n"
 		"  EAL-ARGS            appended to the config's \"eal\" list\n"
 		"\n"
@@ -137,6 +144,7 @@ main(int argc, char **argv)
 		{ "check-config", no_argument, NULL, 'C' },
 		{ "default-config", no_argument, NULL, 'D' },
 		{ "stats", required_argument, NULL, 's' },
+		{ "mark-mock", optional_argument, NULL, 'M' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -155,6 +163,7 @@ main(int argc, char **argv)
 		case 'C': check = true; break;
 		case 'D': print_default = true; break;
 		case 's': stats = optarg; break;
+		case 'M': d->mark_mock = optarg != NULL ? optarg : "on"; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -249,7 +258,7 @@ main(int argc, char **argv)
 		NCD_LOG(WARNING, "rte_pdump_init: %s: no packet capture", rte_strerror(rte_errno));
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
-	if (ncd_ports_start(d) != 0)
+	if (ncd_ports_start(d) != 0 || ncd_offload_start(d) != 0)
 		goto out_close_control;
 	for (unsigned int i = 0; i < d->cfg.nworkers; i++) {
 		if (rte_eal_remote_launch(ncd_worker_main, &d->workers[i], d->workers[i].lcore) != 0) {
@@ -282,6 +291,7 @@ out_close_control:
 	rte_pdump_uninit();
 	ncd_control_close(d);
 out_free_channels:
+	ncd_offload_close(d);
 	ncd_channels_free(d);
 	ncd_nh_close(d);
 out_close_ports:

@@ -49,10 +49,13 @@ struct ncd_port_stats {
 	uint64_t kernel_rx, kernel_tx, kernel_tx_drop;
 	/* What clients sent, out of the port (details per channel). */
 	uint64_t client_tx, client_tx_drop;
+	/* Offload (not outcomes): packets whose NIC mark named their channel, and marks ignored. */
+	uint64_t mark_hits, mark_ignored;
 } __rte_cache_aligned;
 
 struct ncd_chan_stats {
 	uint64_t hits, delivered, bytes, drop_ring_full, drop_queue_bytes, dropped;
+	uint64_t hits_mark, hits_trie;     /* how hits were found: the NIC's mark, or the trie */
 	uint64_t wakeups, wakeup_errors;   /* eventfd signals to a sleeping consumer */
 	/* Transmit: every packet dequeued from the tx ring lands in exactly one. */
 	uint64_t tx, tx_bytes;
@@ -69,8 +72,9 @@ struct ncd_chan_stats {
 #define PORT_FIELDS(X) \
 	X(rx) X(delivered) X(dropped_by_rule) X(to_kernel) X(drop_ring_full) \
 	X(drop_queue_bytes) X(drop_exc_full) X(drop_no_exception) X(drop_too_big) X(miss) \
-	X(kernel_rx) X(kernel_tx) X(kernel_tx_drop) X(client_tx) X(client_tx_drop)
-#define CHAN_FIELDS(X) X(hits) X(delivered) X(bytes) X(drop_ring_full) X(drop_queue_bytes) \
+	X(kernel_rx) X(kernel_tx) X(kernel_tx_drop) X(client_tx) X(client_tx_drop) X(mark_hits) \
+	X(mark_ignored)
+#define CHAN_FIELDS(X) X(hits) X(hits_mark) X(hits_trie) X(delivered) X(bytes) X(drop_ring_full) X(drop_queue_bytes) \
 	X(dropped) X(wakeups) X(wakeup_errors) X(tx) X(tx_bytes) X(tx_dropped) X(tx_spoofed) \
 	X(tx_malformed) X(tx_no_route) X(tx_no_neigh) X(tx_ring_full) X(tx_resolving)
 
@@ -92,6 +96,30 @@ struct ncd_nh_cache {
 	struct ncd_nh_slot slot[NCD_NH_SLOTS];
 };
 
+/*
+ * rte_flow offload (offload.c). A flow rule marks a channel's packets with
+ * its id and a generation of that id, so a mark set for an earlier channel of
+ * the same id is recognised as stale.
+ */
+#define NCD_MARK_ID_BITS 17            /* 24-bit marks: what most NICs can set */
+#define NCD_MARK_ID_MASK ((1u << NCD_MARK_ID_BITS) - 1)
+#define NCD_MARK_GENS 127              /* generations 1..127 in bits 17-23 */
+
+enum ncd_off_state {
+	NCD_OFF_OFF,                   /* the port does not offload */
+	NCD_OFF_SOFTWARE,              /* tried, or not possible: the trie alone */
+	NCD_OFF_MARK,                  /* a MARK rule */
+	NCD_OFF_MARK_QUEUE,            /* a MARK and QUEUE rule */
+};
+
+/* A channel's offload on one port. */
+struct ncd_chan_offload {
+	struct rte_flow *flow[2];      /* one per family (two for a rule without addresses) */
+	uint8_t state;                 /* enum ncd_off_state */
+	bool beaten;                   /* in software: a channel that wins over it overlaps it */
+	char why[80];                  /* in software: the reason */
+};
+
 struct ncd_channel {
 	uint32_t id;
 	char name[NC_NAME_SIZE];
@@ -106,6 +134,11 @@ struct ncd_channel {
 	uint16_t port;                 /* the port it transmits on */
 	unsigned int tx_worker;        /* the worker that empties tx */
 	struct nc_trie_rule tx_rule;   /* what a sent packet's reversed key must match */
+	uint64_t seq;                  /* creation order: among equal priorities the older wins */
+	int32_t queue;                 /* offload: the rx queue to steer to, or -1 */
+	/* Per port: the mark its flow rule sets, 0 for none. Workers trust only this one. */
+	uint32_t mark[NCD_MAX_PORTS];
+	struct ncd_chan_offload off[NCD_MAX_PORTS];
 };
 
 #define NCD_OWNER_CONFIG (-1)
@@ -123,6 +156,11 @@ struct ncd_port {
 	struct ncd_nh_cache *nh;       /* next hops of clients' IP packets */
 	int nh_ifindex;                /* the kernel interface whose tables give them, or 0 */
 	struct { uint64_t resolved, no_route, no_neigh; } nh_stats; /* control thread's */
+	bool marks;                    /* workers read marks: the port offloads (or the mock does) */
+	int mark_negotiated;           /* rte_eth_rx_metadata_negotiate: 1 yes, 0 refused, -1 n/a */
+	struct ncd_mock *mock;         /* the offload mock, when --mark-mock is given */
+	uint32_t flows;                /* flow rules in place */
+	uint64_t flow_errors;          /* flow rules the PMD refused */
 };
 
 struct ncd_rxq {
@@ -174,6 +212,8 @@ struct ncd {
 	/* Held by the control thread while it changes channels, and by telemetry readers. */
 	pthread_mutex_t lock;
 	volatile bool stop;
+	uint64_t channel_seq;          /* the next channel's seq */
+	const char *mark_mock;         /* --mark-mock's options, or NULL */
 };
 
 extern struct ncd ncd;
@@ -284,6 +324,32 @@ void ncd_telemetry_close(struct ncd *d);
 
 /** Serve the control socket once: wait at most timeout_ms for something to do. */
 void ncd_control_poll(struct ncd *d, int timeout_ms);
+
+/** Negotiate marks, and isolate a bifurcated port: before it is configured. @return 0 or -1. */
+int ncd_offload_port_init(struct ncd *d, unsigned int port);
+
+/** Install the flow rules of every channel, once the ports run. @return 0 or -1 (required). */
+int ncd_offload_start(struct ncd *d);
+
+/**
+ * Before a rule goes into the classifier: take the flow rules away from
+ * channels it will win over (their marks would claim its packets), and
+ * check what required ports demand.
+ * @return 0, or -ENOTSUP (logged) when a required port cannot offload it
+ */
+int ncd_offload_prepare(struct ncd *d, const struct nc_trie_rule *rule, const char *name);
+
+/** Install a new channel's flow rules. @return 0, or -ENOTSUP when a required port refused. */
+int ncd_offload_add(struct ncd *d, struct ncd_channel *ch);
+
+/** Destroy a channel's flow rules (before it leaves the classifier). */
+void ncd_offload_remove(struct ncd *d, struct ncd_channel *ch);
+
+/** After a rule is gone: offload the channels it was winning over, where now possible. */
+void ncd_offload_refresh(struct ncd *d, const struct nc_trie_rule *gone);
+
+/** Destroy every flow rule and the mock (shutdown). */
+void ncd_offload_close(struct ncd *d);
 
 /** Print the counters for a person. */
 void ncd_stats_print(const struct ncd *d, FILE *f);

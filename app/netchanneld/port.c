@@ -128,6 +128,8 @@ port_init(struct ncd *d, unsigned int i)
 		return CONF_ERR(d, i, "device", "%u workers poll it and each needs a tx queue, but "
 				"%s supports %u", nw, pc->device, info.max_tx_queues);
 	p->configured = true;
+	if (ncd_offload_port_init(d, i) != 0)
+		return 1;
 	if (setup_queues(d, p->port_id, pc->name, pc->rx_queues, (uint16_t)nw, pc->mtu, true))
 		return 1;
 	rte_eth_macaddr_get(p->port_id, &p->mac);

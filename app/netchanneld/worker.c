@@ -117,7 +117,9 @@ process_burst(struct ncd *d, struct ncd_worker *w, unsigned int pi, struct rte_m
 	struct ncd_parsed parsed[NCD_BURST];
 	struct nc_trie_key keys[NCD_BURST];
 	uint32_t res[NCD_BURST];
-	uint8_t verdict[NCD_BURST];
+	uint16_t kpkt[NCD_BURST];      /* the packet of each key */
+	struct ncd_channel *chs[NCD_BURST];
+	bool by_mark[NCD_BURST];
 	struct rte_mbuf *exc[NCD_BURST], *drop[NCD_BURST];
 	struct batch batches[NCD_BURST];
 	uint16_t nexc = 0, ndrop = 0, nk = 0, nb = 0;
@@ -128,32 +130,52 @@ process_burst(struct ncd *d, struct ncd_worker *w, unsigned int pi, struct rte_m
 		struct rte_mbuf *m = pkts[i];
 		uint32_t want = m->pkt_len < PARSE_BYTES ? m->pkt_len : PARSE_BYTES;
 		const uint8_t *f = rte_pktmbuf_read(m, 0, want, buf);
+		enum ncd_verdict v;
 
 		if (i + 1 < n)
 			rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 1], void *));
-		verdict[i] = (uint8_t)ncd_parse(f, want, m->pkt_len, p->mac.addr_bytes, csum_flags(m),
-						&parsed[i]);
-		if (verdict[i] == NCD_PKT_OK)
-			keys[nk++] = parsed[i].key;
+		v = ncd_parse(f, want, m->pkt_len, p->mac.addr_bytes, csum_flags(m), &parsed[i]);
+		chs[i] = NULL;
+		by_mark[i] = false;
+		if (v != NCD_PKT_OK) {
+			ps->verdict[v]++;
+			continue;
+		}
+		/*
+		 * A NIC's mark counts only if it is the mark the channel's flow rule
+		 * sets on this port now: not a stale one of an earlier channel with
+		 * the same id, nor one whose rule has been taken away.
+		 */
+		if (p->marks && (m->ol_flags & RTE_MBUF_F_RX_FDIR_ID)) {
+			uint32_t mark = m->hash.fdir.hi, cid = mark & NCD_MARK_ID_MASK;
+			struct ncd_channel *c = cid < NCD_MAX_CHANNELS && mark != 0 ?
+				__atomic_load_n(&d->channels[cid], __ATOMIC_ACQUIRE) : NULL;
+
+			if (c != NULL && __atomic_load_n(&c->mark[pi], __ATOMIC_ACQUIRE) == mark) {
+				chs[i] = c;
+				by_mark[i] = true;
+				ps->mark_hits++;
+				continue;
+			}
+			ps->mark_ignored++;
+		}
+		kpkt[nk] = i;
+		keys[nk++] = parsed[i].key;
 	}
 	if (nk > 0)
 		nc_trie_lookup_bulk(d->trie, keys, res, nk);
+	for (uint16_t k = 0; k < nk; k++) {
+		/* Acquire: pairs with the control thread's publication of the channel. */
+		chs[kpkt[k]] = res[k] != NC_TRIE_NOMATCH ?
+			__atomic_load_n(&d->channels[res[k]], __ATOMIC_ACQUIRE) : NULL;
+		if (chs[kpkt[k]] == NULL)
+			ps->miss++;
+	}
 
-	for (uint16_t i = 0, k = 0; i < n; i++) {
+	for (uint16_t i = 0; i < n; i++) {
 		struct rte_mbuf *m = pkts[i];
-		struct ncd_channel *ch = NULL;
+		struct ncd_channel *ch = chs[i];
 
-		if (verdict[i] == NCD_PKT_OK) {
-			/* Results are in the order of the OK packets. */
-			uint32_t r = res[k++];
-
-			/* Acquire: pairs with the control thread's publication of the channel. */
-			ch = r != NC_TRIE_NOMATCH ? __atomic_load_n(&d->channels[r], __ATOMIC_ACQUIRE) : NULL;
-			if (ch == NULL)
-				ps->miss++;
-		} else {
-			ps->verdict[verdict[i]]++;
-		}
 		if (ch == NULL) {
 			if (m->pkt_len > p->exc_max_frame) {
 				ps->drop_too_big++;
@@ -164,6 +186,10 @@ process_burst(struct ncd *d, struct ncd_worker *w, unsigned int pi, struct rte_m
 			continue;
 		}
 		w->cstats[ch->id].hits++;
+		if (by_mark[i])
+			w->cstats[ch->id].hits_mark++;
+		else
+			w->cstats[ch->id].hits_trie++;
 		if (ch->action == NCD_ACTION_DROP) {
 			w->cstats[ch->id].dropped++;
 			ps->dropped_by_rule++;

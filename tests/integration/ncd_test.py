@@ -43,8 +43,8 @@ def read_pcap(path):
 class Daemon:
     """netchanneld on a config, with its own --file-prefix; stopped by pid."""
 
-    def __init__(self, config, workdir, prefix, netns=None):
-        self.workdir, self.prefix, self.netns = workdir, prefix, netns
+    def __init__(self, config, workdir, prefix, netns=None, args=()):
+        self.workdir, self.prefix, self.netns, self.args = workdir, prefix, netns, list(args)
         self.config = os.path.join(workdir, "config.json")
         self.stats = os.path.join(workdir, "stats.json")
         self.log = os.path.join(workdir, "daemon.log")
@@ -54,7 +54,8 @@ class Daemon:
 
     def start(self, timeout=20):
         self.logf = open(self.log, "w")
-        cmd = [DAEMON, "-c", self.config, "--stats", self.stats, "--", "--file-prefix", self.prefix]
+        cmd = [DAEMON, "-c", self.config, "--stats", self.stats] + self.args + \
+            ["--", "--file-prefix", self.prefix]
         if self.netns:
             cmd = ["ip", "netns", "exec", self.netns] + cmd
         self.proc = subprocess.Popen(cmd, stdout=self.logf, stderr=subprocess.STDOUT)
@@ -241,6 +242,17 @@ class DaemonCase(unittest.TestCase):
         self.w = workdir(self._testMethodName)
         self.prefix = f"ncd_{self._testMethodName}_{os.getpid()}"
         self.daemon = None
+
+    def assert_receives(self, name, want):
+        """A client of static channel name receives exactly the frames want, in order."""
+        out = os.path.join(self.w, f"{name}.pcap")
+        rc, log = consume(self.prefix, name, out, len(want),
+                          protect=[os.path.join(self.w, f) for f in ("tx.pcap", "exc.pcap")])
+        self.assertEqual(rc, 0, log)
+        got = read_pcap(out)
+        self.assertEqual(len(got), len(want), name)
+        for i, (g, e) in enumerate(zip(got, want)):
+            self.assertEqual(g, e, f"{name}: packet {i} differs")
 
     def tearDown(self):
         if self.daemon is not None:

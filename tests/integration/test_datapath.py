@@ -66,14 +66,7 @@ class Datapath(T.DaemonCase):
 
         d = self.run_daemon(pcap_config(self.w, CHANNELS))
         for name in ("dns", "web6"):
-            out = os.path.join(self.w, f"{name}.pcap")
-            rc, log = T.consume(self.prefix, name, out, len(want[name]),
-                                protect=[os.path.join(self.w, f) for f in ("tx.pcap", "exc.pcap")])
-            self.assertEqual(rc, 0, log)
-            got = T.read_pcap(out)
-            self.assertEqual(len(got), len(want[name]), name)
-            for i, (g, e) in enumerate(zip(got, want[name])):
-                self.assertEqual(g, e, f"{name}: packet {i} differs")
+            self.assert_receives(name, want[name])
         self.assertEqual(d.stop(), 0, d.output())
 
         exc = T.read_pcap(os.path.join(self.w, "exc.pcap"))
