@@ -316,11 +316,6 @@ install(struct ncd *d, unsigned int pi, struct ncd_channel *ch)
 		software(ch, pi, false, "the rule has %s", why);
 		return -ENOTSUP;
 	}
-	if (!p->marks) {
-		software(ch, pi, false, "%s", "the PMD refused to deliver marks "
-			 "(rte_eth_rx_metadata_negotiate)");
-		return -ENOTSUP;
-	}
 	for (int step = ch->queue >= 0 ? 0 : 1; step < 2; step++) {
 		struct rte_flow_action act[3] = {
 			{ .type = RTE_FLOW_ACTION_TYPE_MARK, .conf = &am },
@@ -389,6 +384,11 @@ offload_one(struct ncd *d, unsigned int pi, struct ncd_channel *ch)
 		ch->off[pi].state = NCD_OFF_OFF;
 		snprintf(ch->off[pi].why, sizeof(ch->off[pi].why), "flow_offload is off");
 		return 0;
+	}
+	if (!d->ports[pi].marks) {
+		software(ch, pi, false, "%s", "the PMD refused to deliver marks "
+			 "(rte_eth_rx_metadata_negotiate)");
+		return -ENOTSUP;
 	}
 	c = beaten_by(d, ch);
 	if (c != NULL) {
@@ -469,6 +469,15 @@ ncd_offload_start(struct ncd *d)
 	return 0;
 }
 
+static bool
+offloaded_anywhere(const struct ncd *d)
+{
+	for (unsigned int pi = 0; pi < d->cfg.nports; pi++)
+		if (d->ports[pi].flows > 0)
+			return true;
+	return false;
+}
+
 int
 ncd_offload_prepare(struct ncd *d, const struct nc_trie_rule *rule, const char *name)
 {
@@ -493,7 +502,7 @@ ncd_offload_prepare(struct ncd *d, const struct nc_trie_rule *rule, const char *
 			}
 	}
 	/* The new channel is the youngest: it wins over channels of lower priority. */
-	for (uint32_t i = 0; i < NCD_MAX_CHANNELS; i++) {
+	for (uint32_t i = 0; i < NCD_MAX_CHANNELS && offloaded_anywhere(d); i++) {
 		struct ncd_channel *c = d->channels[i];
 
 		if (c == NULL || c->rule.priority >= rule->priority ||

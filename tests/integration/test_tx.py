@@ -267,7 +267,12 @@ class Tx(T.DaemonCase):
         c.hello()
         p = self.client([CLIENT, self.sock, "create", "busy", "5000", "100000000", "zerocopy"])
         self.wait_line(p, "channel busy")
-        time.sleep(0.5)
+        # Killed only once it has freed more than a cache's worth (a loaded machine may take
+        # a while to get the client going).
+        deadline = time.time() + 10
+        while time.time() < deadline and sum(ch["delivered"] for ch in c.json(STATS)["channels"]
+                                             if ch["name"] == "busy") < 5000:
+            time.sleep(0.05)
         p.send_signal(signal.SIGKILL)
         p.wait()
         deadline = time.time() + 5
