@@ -213,6 +213,7 @@ struct nc_ctl_cli {
 };
 
 #define NC_CLI_F_JSON 0x1          /**< answer in JSON */
+#define NC_CLI_MAX_LINE 1024       /**< a command line's bytes, with a NUL: 1023 on the wire */
 
 struct nc_ctl_name {
 	char name[NC_NAME_SIZE];

@@ -14,11 +14,13 @@ shift || true
 # Check, libnuma, libpcap. Tests and benchmarks: scapy (traffic generator),
 # gnuplot (charts), iproute2 (namespaces); the test bed's peer: ping, iperf3 (a
 # bounded TCP throughput run), ethtool (its veth computes its own checksums).
+# Fuzzing: clang and its libFuzzer runtime (scripts/fuzz.sh, build-fuzz).
 packages=(
 	libdpdk-dev dpdk dpdk-dev meson ninja-build pkg-config gcc libc6-dev
 	libjansson-dev check libnuma-dev libpcap-dev
 	python3 python3-scapy gnuplot-nox iproute2 gawk
 	iputils-ping iperf3 ethtool
+	clang libclang-rt-14-dev
 )
 
 missing=()

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
 # Set up, build and run every test suite: once in the normal build and once in
-# the ASan+UBSan build (SANITIZE=0 skips the latter). Ends with one line of
-# totals, "N passed, N failed, N skipped"; exits non-zero on any failure.
+# the ASan+UBSan build (SANITIZE=0 skips the latter); then each libFuzzer
+# target for FUZZ_SECONDS (60) in build-fuzz, built with clang (FUZZ=0 skips).
+# Ends with one line of totals, "N passed, N failed, N skipped"; exits
+# non-zero on any failure.
 set -uo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -10,21 +12,30 @@ cd "$top"
 
 builds=(build)
 [ "${SANITIZE:-1}" = 1 ] && builds+=(build-asan)
+# Named tests (scripts/test.sh NAME...) are the unit and integration ones.
+[ "${FUZZ:-1}" = 1 ] && [ $# -eq 0 ] && builds+=(build-fuzz)
+fuzz_targets=(tests/fuzz/seeds.stamp tests/fuzz/fuzz_packet tests/fuzz/fuzz_config
+	      tests/fuzz/fuzz_control tests/fuzz/fuzz_classbench)
 
 passed=0 failed=0 skipped=0 status=0
 for b in "${builds[@]}"; do
-	opts=()
+	opts=() cc=${CC:-cc} targets=() suites=()
 	[ "$b" = build-asan ] && opts=(-Dsanitize=true -Dbuildtype=debugoptimized)
-	if ! scripts/setup.sh "$b" "${opts[@]}"; then
+	if [ "$b" = build-fuzz ]; then
+		# Only the fuzz targets: everything else ran twice already.
+		opts=(-Dfuzz=true -Dfuzz_seconds="${FUZZ_SECONDS:-60}" -Dbuildtype=debugoptimized)
+		cc=clang targets=("${fuzz_targets[@]}") suites=(--no-rebuild --suite fuzz)
+	fi
+	if ! CC=$cc scripts/setup.sh "$b" "${opts[@]}"; then
 		echo "test: setup of $b failed" >&2
 		exit 1
 	fi
-	if ! ninja -C "$b"; then
+	if ! ninja -C "$b" "${targets[@]}"; then
 		echo "test: build of $b failed" >&2
 		exit 1
 	fi
-	echo "== $b: meson test (all suites)"
-	meson test -C "$b" --print-errorlogs "${@}" || status=1
+	echo "== $b: meson test (${suites[*]:-all suites})"
+	meson test -C "$b" --print-errorlogs "${suites[@]}" "${@}" || status=1
 	log="$b/meson-logs/testlog.json"
 	if [ -f "$log" ]; then
 		p=$(grep -c '"result": "OK"' "$log")

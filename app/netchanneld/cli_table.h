@@ -11,8 +11,9 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "nc_proto.h"
+
 #define NC_CLI_MAX_WORDS 32            /* words of a command line, options included */
-#define NC_CLI_MAX_LINE 1024
 
 /* The commands, in the order help lists them. */
 enum nc_cli_id {

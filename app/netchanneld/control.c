@@ -31,6 +31,7 @@
 
 #include "cli_table.h"
 #define NCD_LOGTYPE ncd_logtype_control
+#include "ctl_decode.h"
 #include "netchanneld.h"
 
 #define NCD_MAX_CLIENTS NC_MAX_CLIENTS
@@ -237,22 +238,6 @@ reply_json(struct client *c, const struct nc_ctl_req *req,
 	return ret;
 }
 
-static void
-rule_from_wire(const struct nc_ctl_rule *w, struct nc_trie_rule *r)
-{
-	memset(r, 0, sizeof(*r));
-	r->family = w->family;
-	r->proto = w->proto;
-	r->proto_mask = w->proto_mask;
-	r->dst_len = w->dst_len;
-	r->src_len = w->src_len;
-	memcpy(r->dst.a, w->dst, 16);
-	memcpy(r->src.a, w->src, 16);
-	r->dport = (struct nc_trie_port){ w->dport_lo, w->dport_hi, w->dport_kind };
-	r->sport = (struct nc_trie_port){ w->sport_lo, w->sport_hi, w->sport_kind };
-	r->priority = w->priority;
-}
-
 /* control.allow: may this peer claim a rule on these destination ports? */
 static bool
 allowed(const struct ncd *d, const struct ucred *cr, const struct nc_trie_rule *r)
@@ -291,28 +276,12 @@ do_create(struct ncd *d, struct client *c, const struct nc_ctl_req *req,
 	struct nc_ctl_channel info;
 	int id;
 
-	if (!ncd_valid_name(m->name, sizeof(m->name), true) || (m->flags & ~NC_CREATE_F_TX) ||
-	    m->reserved != 0 || m->action > NC_ACTION_DROP || m->ring_size > (1u << 20) ||
-	    ((m->flags & NC_CREATE_F_TX) && (m->action != NC_ACTION_DELIVER || m->port >= d->cfg.nports)) ||
-	    (m->memory_limit_order != 0 && (m->memory_limit_order < 12 || m->memory_limit_order > 31)) ||
-	    (m->queue_bytes != 0 && (m->queue_bytes < 4096 || m->queue_bytes > (UINT64_C(1) << 31))) ||
-	    (m->queue_bytes != 0 && m->memory_limit_order != 0))
-		return reply(c, req, -EINVAL, NULL, 0);
-	memset(&cc, 0, sizeof(cc));
-	snprintf(cc.name, sizeof(cc.name), "%s", m->name);
-	rule_from_wire(&m->rule, &cc.rule);
-	if (nc_trie_rule_validate(&cc.rule) != 0)
+	if (ncd_ctl_decode_create(m, d->cfg.nports, &cc) != 0)
 		return reply(c, req, -EINVAL, NULL, 0);
 	if (!allowed(d, &c->cred, &cc.rule))
 		return reply(c, req, -EPERM, NULL, 0);
 	if (c->nchannels == NCD_MAX_CLIENT_CHANNELS)
 		return reply(c, req, -ENOSPC, NULL, 0);
-	cc.action = m->action == NC_ACTION_DROP ? NCD_ACTION_DROP : NCD_ACTION_DELIVER;
-	cc.tx = m->flags & NC_CREATE_F_TX;
-	cc.port = m->port;
-	cc.ring_size = m->ring_size ? m->ring_size : 1024;
-	cc.queue_bytes = m->queue_bytes ? m->queue_bytes :
-			 m->memory_limit_order ? UINT64_C(1) << m->memory_limit_order : 1 << 20;
 	id = ncd_channel_add(d, &cc, (int)(c - ctl.clients));
 	if (id < 0)
 		return reply(c, req, id, NULL, 0);
@@ -396,14 +365,14 @@ do_cli(struct ncd *d, struct client *c, const struct nc_ctl_req *req, const stru
 	/* Only root and the daemon's own user may change things; anyone connected may look. */
 	bool priv = c->cred.uid == 0 || c->cred.uid == geteuid();
 
-	if (m->flags & ~NC_CLI_F_JSON)
+	bool json;
+
+	if (ncd_ctl_decode_cli(m, len, line, &json) != 0)
 		return reply(c, req, -EINVAL, NULL, 0);
-	memcpy(line, m->line, len);
-	line[len] = '\0';
 	f = open_memstream(&buf, &blen);
 	if (f == NULL)
 		return reply(c, req, -ENOMEM, NULL, 0);
-	ret = ncd_cli_exec(d, line, m->flags & NC_CLI_F_JSON, priv, f);
+	ret = ncd_cli_exec(d, line, json, priv, f);
 	fclose(f);
 	if (ret == 1)
 		ret = 0;                       /* quit: the client's own business */
@@ -417,17 +386,6 @@ do_cli(struct ncd *d, struct client *c, const struct nc_ctl_req *req, const stru
 	return 0;
 }
 
-/* Body sizes: exact for fixed requests, none for the JSON ones. */
-static const uint32_t body_len[NC_CTL_TYPE_MAX] = {
-	[NC_CTL_HELLO] = sizeof(struct nc_ctl_hello),
-	[NC_CTL_CHANNEL_CREATE] = sizeof(struct nc_ctl_create),
-	[NC_CTL_CHANNEL_ATTACH] = sizeof(struct nc_ctl_name),
-	[NC_CTL_CHANNEL_DESTROY] = sizeof(struct nc_ctl_id),
-	[NC_CTL_CHANNEL_LIST] = 0,
-	[NC_CTL_STATS] = 0,
-	[NC_CTL_CHANNEL_STATS] = sizeof(struct nc_ctl_id),
-};
-
 /* Handle one message. Returns the status it replied with (<0: counts as an error). */
 static int
 handle(struct ncd *d, struct client *c, const uint8_t *msg, ssize_t n, bool truncated)
@@ -436,24 +394,13 @@ handle(struct ncd *d, struct client *c, const uint8_t *msg, ssize_t n, bool trun
 	const void *body = msg + sizeof(*req);
 	struct nc_ctl_hello_reply hr;
 
-	if (truncated) {
-		reply(c, n >= (ssize_t)sizeof(*req) ? req : NULL, -EMSGSIZE, NULL, 0);
-		return -EMSGSIZE;
-	}
-	if (n < (ssize_t)sizeof(*req) || req->magic != NC_CTL_MAGIC || req->reserved != 0 ||
-	    req->len != n - sizeof(*req)) {
-		reply(c, n >= (ssize_t)sizeof(*req) ? req : NULL, -EBADMSG, NULL, 0);
-		return -EBADMSG;
-	}
-	if (req->type == 0 || req->type >= NC_CTL_TYPE_MAX) {
-		reply(c, req, -EOPNOTSUPP, NULL, 0);
-		return -EOPNOTSUPP;
-	}
-	if (req->type == NC_CTL_CLI ? req->len < sizeof(struct nc_ctl_cli) ||
-				      req->len >= sizeof(struct nc_ctl_cli) + NC_CLI_MAX_LINE :
-				      req->len != body_len[req->type]) {
-		reply(c, req, -EINVAL, NULL, 0);
-		return -EINVAL;
+	uint32_t len;
+	int ret = ncd_ctl_check(msg, (size_t)n, truncated, &len);
+
+	if (ret != 0) {
+		/* With a header, the reply carries its sequence number. */
+		reply(c, n >= (ssize_t)sizeof(*req) ? req : NULL, ret, NULL, 0);
+		return ret;
 	}
 	if (!c->hello && req->type != NC_CTL_HELLO) {
 		reply(c, req, -EPROTO, NULL, 0);
@@ -491,7 +438,7 @@ handle(struct ncd *d, struct client *c, const uint8_t *msg, ssize_t n, bool trun
 	case NC_CTL_CHANNEL_STATS:
 		return do_chan_stats(d, c, req, body);
 	case NC_CTL_CLI:
-		return do_cli(d, c, req, body, req->len - sizeof(struct nc_ctl_cli));
+		return do_cli(d, c, req, body, len);
 	}
 	return 0;
 }

@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The control protocol's decoder (see ctl_decode.h). */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ctl_decode.h"
+
+/* Body sizes: exact for fixed requests; CLI's is bounded instead. */
+static const uint32_t body_size[NC_CTL_TYPE_MAX] = {
+	[NC_CTL_HELLO] = sizeof(struct nc_ctl_hello),
+	[NC_CTL_CHANNEL_CREATE] = sizeof(struct nc_ctl_create),
+	[NC_CTL_CHANNEL_ATTACH] = sizeof(struct nc_ctl_name),
+	[NC_CTL_CHANNEL_DESTROY] = sizeof(struct nc_ctl_id),
+	[NC_CTL_CHANNEL_LIST] = 0,
+	[NC_CTL_STATS] = 0,
+	[NC_CTL_CHANNEL_STATS] = sizeof(struct nc_ctl_id),
+};
+
+int
+ncd_ctl_check(const uint8_t *msg, size_t n, bool truncated, uint32_t *body_len)
+{
+	struct nc_ctl_req req;
+
+	if (truncated)
+		return -EMSGSIZE;
+	if (n < sizeof(req))
+		return -EBADMSG;
+	/* The buffer may not be aligned for the header. */
+	memcpy(&req, msg, sizeof(req));
+	if (req.magic != NC_CTL_MAGIC || req.reserved != 0 || req.len != n - sizeof(req))
+		return -EBADMSG;
+	if (req.type == 0 || req.type >= NC_CTL_TYPE_MAX)
+		return -EOPNOTSUPP;
+	if (req.type == NC_CTL_CLI ? req.len < sizeof(struct nc_ctl_cli) ||
+				     req.len >= sizeof(struct nc_ctl_cli) + NC_CLI_MAX_LINE :
+				     req.len != body_size[req.type])
+		return -EINVAL;
+	*body_len = req.len;
+	return 0;
+}
+
+int
+ncd_ctl_decode_create(const struct nc_ctl_create *m, unsigned int nports,
+		      struct ncd_channel_conf *cc)
+{
+	const struct nc_ctl_rule *w = &m->rule;
+
+	if (!ncd_valid_name(m->name, sizeof(m->name), true) || (m->flags & ~NC_CREATE_F_TX) ||
+	    m->reserved != 0 || m->action > NC_ACTION_DROP || m->ring_size > (1u << 20) ||
+	    ((m->flags & NC_CREATE_F_TX) && (m->action != NC_ACTION_DELIVER || m->port >= nports)) ||
+	    (m->memory_limit_order != 0 && (m->memory_limit_order < 12 || m->memory_limit_order > 31)) ||
+	    (m->queue_bytes != 0 && (m->queue_bytes < 4096 || m->queue_bytes > (UINT64_C(1) << 31))) ||
+	    (m->queue_bytes != 0 && m->memory_limit_order != 0))
+		return -EINVAL;
+	memset(cc, 0, sizeof(*cc));
+	snprintf(cc->name, sizeof(cc->name), "%s", m->name);
+	cc->rule.family = w->family;
+	cc->rule.proto = w->proto;
+	cc->rule.proto_mask = w->proto_mask;
+	cc->rule.dst_len = w->dst_len;
+	cc->rule.src_len = w->src_len;
+	memcpy(cc->rule.dst.a, w->dst, 16);
+	memcpy(cc->rule.src.a, w->src, 16);
+	cc->rule.dport = (struct nc_trie_port){ w->dport_lo, w->dport_hi, w->dport_kind };
+	cc->rule.sport = (struct nc_trie_port){ w->sport_lo, w->sport_hi, w->sport_kind };
+	cc->rule.priority = w->priority;
+	if (nc_trie_rule_validate(&cc->rule) != 0)
+		return -EINVAL;
+	cc->action = m->action == NC_ACTION_DROP ? NCD_ACTION_DROP : NCD_ACTION_DELIVER;
+	cc->tx = m->flags & NC_CREATE_F_TX;
+	cc->port = m->port;
+	cc->ring_size = m->ring_size ? m->ring_size : 1024;
+	cc->queue_bytes = m->queue_bytes ? m->queue_bytes :
+			  m->memory_limit_order ? UINT64_C(1) << m->memory_limit_order : 1 << 20;
+	return 0;
+}
+
+int
+ncd_ctl_decode_cli(const struct nc_ctl_cli *m, size_t len, char *line, bool *json)
+{
+	size_t n = len - sizeof(*m);
+
+	if (m->flags & ~NC_CLI_F_JSON)
+		return -EINVAL;
+	memcpy(line, m->line, n);
+	line[n] = '\0';
+	*json = m->flags & NC_CLI_F_JSON;
+	return 0;
+}
