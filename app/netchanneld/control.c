@@ -64,6 +64,12 @@ ncd_client_cred(int slot, pid_t *pid, uid_t *uid)
 	*uid = slot >= 0 && slot < NCD_MAX_CLIENTS ? ctl.clients[slot].cred.uid : 0;
 }
 
+uint64_t
+ncd_control_bad_messages(void)
+{
+	return ctl.bad_messages;
+}
+
 json_t *
 ncd_view_clients(const struct ncd *d)
 {

@@ -232,11 +232,19 @@ main(int argc, char **argv)
 	char pool[RTE_MEMPOOL_NAMESIZE];
 
 	snprintf(pool, sizeof(pool), NC_MBUF_POOL_FMT, (int)rte_socket_id());
-	d->pool = rte_pktmbuf_pool_create(pool, d->cfg.mbufs, d->cfg.mbuf_cache, 0,
-					  RTE_MBUF_DEFAULT_BUF_SIZE, (int)rte_socket_id());
+	/*
+	 * Client processes put and get mbufs too, and may be killed at any
+	 * instant. With the default ring, a producer or consumer killed between
+	 * moving a head and its tail leaves every other one spinning for ever:
+	 * the whole daemon hangs. The lock-free stack has no such step; a death
+	 * in the middle loses at most the few mbufs in flight.
+	 */
+	d->pool = rte_pktmbuf_pool_create_by_ops(pool, d->cfg.mbufs, d->cfg.mbuf_cache, 0,
+						 RTE_MBUF_DEFAULT_BUF_SIZE, (int)rte_socket_id(),
+						 NCD_MEMPOOL_OPS);
 	if (d->pool == NULL) {
-		NCD_LOG(ERR, "rte_pktmbuf_pool_create(%s, %u): %s", pool, d->cfg.mbufs,
-			rte_strerror(rte_errno));
+		NCD_LOG(ERR, "rte_pktmbuf_pool_create_by_ops(%s, %u, %s): %s", pool, d->cfg.mbufs,
+			NCD_MEMPOOL_OPS, rte_strerror(rte_errno));
 		goto out_eal;
 	}
 	if (setup_workers(d) != 0) {

@@ -30,6 +30,7 @@ extern int ncd_logtype, ncd_logtype_control, ncd_logtype_worker, ncd_logtype_nex
 	rte_log(RTE_LOG_##level, NCD_LOGTYPE, "netchanneld: " fmt "\n", ##__VA_ARGS__)
 
 #define NCD_BURST 32
+#define NCD_MEMPOOL_OPS "lf_stack"     /* the mbuf pool's handler: see main.c */
 
 /* Per port, per worker: every packet lands in exactly one of the outcome counters. */
 struct ncd_port_stats {
@@ -183,6 +184,7 @@ struct ncd_worker {
 	 */
 	struct ncd_channel **txch;       /* [NCD_MAX_CHANNELS] */
 	uint32_t ntx;
+	struct rte_ring *nh_done;        /* control thread -> worker: IP packets, next hop resolved */
 	uint32_t stats_gen;              /* the last ncd.stats_gen this worker acted on */
 } __rte_cache_aligned;
 
@@ -289,6 +291,9 @@ void ncd_nh_close(struct ncd *d);
 
 /** Zero a port's counters: every worker's (each zeroes its own, between bursts) and the NIC's. */
 void ncd_port_stats_clear(struct ncd *d, unsigned int port);
+
+/** Malformed, truncated, oversized or out-of-order control messages, over every connection. */
+uint64_t ncd_control_bad_messages(void);
 
 /** A connected client's pid and uid, by slot. */
 void ncd_client_cred(int slot, pid_t *pid, uid_t *uid);

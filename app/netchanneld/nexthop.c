@@ -302,6 +302,22 @@ ncd_nh_init(struct ncd *d)
 		NCD_LOG(ERR, "next-hop request ring: %s", rte_strerror(rte_errno));
 		return -1;
 	}
+	/*
+	 * Resolved packets go back to the worker on a ring of its own, not on the
+	 * channel's tx ring: a client killed in the middle of an enqueue there
+	 * would leave any other producer spinning for ever.
+	 */
+	for (unsigned int w = 0; w < d->cfg.nworkers; w++) {
+		char name[RTE_RING_NAMESIZE];
+
+		snprintf(name, sizeof(name), "ncd_nh_done_%u", w);
+		d->workers[w].nh_done = rte_ring_create(name, NH_REQ_RING, (int)rte_socket_id(),
+							RING_F_SP_ENQ | RING_F_SC_DEQ);
+		if (d->workers[w].nh_done == NULL) {
+			NCD_LOG(ERR, "rte_ring_create(%s): %s", name, rte_strerror(rte_errno));
+			return -1;
+		}
+	}
 	nl_fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
 	if (nl_fd < 0 || bind(nl_fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
 		/* Frames still go out; IP packets will find no route. */
@@ -345,7 +361,9 @@ ncd_nh_run(struct ncd *d)
 				continue;
 			}
 			ret = resolve(d, ch->port, pp.key.family, pp.key.dst.a, eh->dst_addr.addr_bytes);
-			if (ret == 1 && rte_ring_mp_enqueue(ch->tx, m[i]) == 0)
+			/* The generation tells the worker whether the channel is still this one. */
+			m[i]->hash.fdir.hi = ch->dir->generation;
+			if (ret == 1 && rte_ring_sp_enqueue(d->workers[ch->tx_worker].nh_done, m[i]) == 0)
 				continue;
 			if (ret == -ENETUNREACH)
 				cs->tx_no_route++;
@@ -367,6 +385,13 @@ ncd_nh_close(struct ncd *d)
 		rte_pktmbuf_free(m);
 	rte_ring_free(d->nh_req);
 	d->nh_req = NULL;
+	for (unsigned int w = 0; d->workers != NULL && w < d->cfg.nworkers; w++) {
+		while (d->workers[w].nh_done != NULL &&
+		       rte_ring_dequeue(d->workers[w].nh_done, (void **)&m) == 0)
+			rte_pktmbuf_free(m);
+		rte_ring_free(d->workers[w].nh_done);
+		d->workers[w].nh_done = NULL;
+	}
 	if (d->nh_efd >= 0)
 		close(d->nh_efd);
 	d->nh_efd = -1;

@@ -48,8 +48,9 @@ ncd_stats_json(const struct ncd *d, FILE *f)
 		first = 0;
 	}
 	fprintf(f, "], \"mempool\": {\"size\": %u, \"in_use\": %u, \"reclaimed\": %" PRIu64
-		", \"cache_flushed\": %" PRIu64 "}}\n", d->pool->size,
-		rte_mempool_in_use_count(d->pool), d->mbufs_reclaimed, d->cache_flushed);
+		", \"cache_flushed\": %" PRIu64 "}, \"control\": {\"bad_messages\": %" PRIu64 "}}\n",
+		d->pool->size, rte_mempool_in_use_count(d->pool), d->mbufs_reclaimed, d->cache_flushed,
+		ncd_control_bad_messages());
 }
 
 void

@@ -351,6 +351,38 @@ tx_channel(struct ncd *d, struct ncd_worker *w, const struct ncd_channel *ch, ui
 		rte_pktmbuf_free_bulk(bad, nbad);
 }
 
+/*
+ * IP packets whose next hop the control thread resolved: checked before they
+ * left, and now addressed. The generation in hash.fdir.hi says whether their
+ * channel is still the one that sent them (its id may have a new owner).
+ */
+static void
+tx_resolved(struct ncd *d, struct ncd_worker *w)
+{
+	struct rte_mbuf *m[NCD_BURST];
+	unsigned int n = rte_ring_sc_dequeue_burst(w->nh_done, (void **)m, NCD_BURST, NULL);
+
+	for (unsigned int i = 0; i < n; i++) {
+		struct ncd_channel *ch = __atomic_load_n(&d->channels[m[i]->hash.usr],
+							  __ATOMIC_ACQUIRE);
+		uint32_t len = m[i]->pkt_len;
+
+		if (ch == NULL || ch->tx == NULL || ch->dir->generation != m[i]->hash.fdir.hi) {
+			rte_pktmbuf_free(m[i]);
+			continue;
+		}
+		if (rte_eth_tx_burst(d->ports[ch->port].port_id, w->exc_txq[ch->port], &m[i], 1) == 1) {
+			w->cstats[ch->id].tx++;
+			w->cstats[ch->id].tx_bytes += len;
+			w->pstats[ch->port].client_tx++;
+		} else {
+			w->cstats[ch->id].tx_dropped++;
+			w->pstats[ch->port].client_tx_drop++;
+			rte_pktmbuf_free(m[i]);
+		}
+	}
+}
+
 int
 ncd_worker_main(void *arg)
 {
@@ -401,6 +433,8 @@ ncd_worker_main(void *arg)
 			for (uint32_t i = 0; i < ntx; i++)
 				tx_channel(d, w, __atomic_load_n(&w->txch[i], __ATOMIC_ACQUIRE), now);
 		}
+		/* Also with no transmitting channel left: what was resolved for a gone one is freed. */
+		tx_resolved(d, w);
 		rte_rcu_qsbr_quiescent(d->qsbr, w->index);
 	}
 	rte_rcu_qsbr_thread_offline(d->qsbr, w->index);
