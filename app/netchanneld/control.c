@@ -18,6 +18,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <inttypes.h>
@@ -38,7 +39,9 @@
 #define NCD_MAX_CLIENT_CHANNELS 64
 
 struct client {
-	int fd;                        /* -1: free slot */
+	int fd;                        /* -1: closed (the slot is free unless pending) */
+	bool pending;                  /* closed, but its process still runs: mbufs not yet back */
+	uint64_t pending_since;        /* ms (CLOCK_MONOTONIC) */
 	bool hello;
 	struct ucred cred;
 	unsigned int errors;
@@ -138,8 +141,9 @@ reclaim_one(struct rte_mempool *mp __rte_unused, void *arg, void *obj, unsigned 
 
 /*
  * A dead client's mbufs: those it held (marked with its owner id) and those
- * in its lcore's mempool cache. Only once it is gone: a live process that
- * closed its socket still owns its cache.
+ * in its lcore's mempool cache. Only once it is gone: a live process still
+ * owns its cache, and one killed with SIGKILL closes its socket a moment
+ * before it is gone.
  */
 static void
 reclaim_mbufs(struct ncd *d, struct client *c)
@@ -150,14 +154,6 @@ reclaim_mbufs(struct ncd *d, struct client *c)
 	struct reclaim r = { .off = d->owner_off, .owner = slot + 1 };
 	unsigned int cached = 0;
 
-	if (!c->hello)
-		return;
-	if (!process_gone(c->cred.pid)) {
-		if (e->held > 0)
-			NCD_LOG(WARNING, "control: pid %d closed its connection holding %" PRIu64
-				" mbufs", (int)c->cred.pid, e->held);
-		return;
-	}
 	rte_mempool_obj_iter(d->pool, reclaim_one, &r);
 	if (cache != NULL) {
 		cached = cache->len;
@@ -171,21 +167,68 @@ reclaim_mbufs(struct ncd *d, struct client *c)
 			cached, c->lcore_id);
 }
 
+static uint64_t
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* The slot is free again: its client entry, its owner id and its lcore id may be reused. */
+static void
+slot_free(struct ncd *d, struct client *c)
+{
+	memset(&d->clients[c - ctl.clients], 0, sizeof(d->clients[0]));
+	memset(c, 0, sizeof(*c));
+	c->fd = -1;
+}
+
+/*
+ * Closed connections whose process was still running: once it is gone, its
+ * mbufs come back. One that stays alive holding none disconnected cleanly
+ * (nc_disconnect() flushed its cache): its slot is freed after 10 s.
+ */
+static void
+reclaim_pending(struct ncd *d)
+{
+	for (unsigned int i = 0; i < NCD_MAX_CLIENTS; i++) {
+		struct client *c = &ctl.clients[i];
+
+		if (!c->pending)
+			continue;
+		if (process_gone(c->cred.pid)) {
+			reclaim_mbufs(d, c);
+			slot_free(d, c);
+		} else if (d->clients[i].held == 0 && now_ms() - c->pending_since > 10000) {
+			slot_free(d, c);
+		}
+	}
+}
+
 static void
 client_close(struct ncd *d, struct client *c)
 {
-	unsigned int slot = (unsigned int)(c - ctl.clients);
-
 	for (unsigned int i = 0; i < c->nchannels; i++)
 		ncd_channel_del(d, c->channels[i]);
 	NCD_LOG(INFO, "control: pid %d uid %u closed, %u channels removed", (int)c->cred.pid,
 		c->cred.uid, c->nchannels);
-	reclaim_mbufs(d, c);
-	memset(&d->clients[slot], 0, sizeof(d->clients[slot]));
+	c->nchannels = 0;
 	epoll_ctl(ctl.epoll_fd, EPOLL_CTL_DEL, c->fd, NULL);
 	close(c->fd);
-	memset(c, 0, sizeof(*c));
 	c->fd = -1;
+	if (!c->hello) {
+		slot_free(d, c);
+	} else if (process_gone(c->cred.pid)) {
+		reclaim_mbufs(d, c);
+		slot_free(d, c);
+	} else {
+		/* The slot waits: its owner id still marks the mbufs the process holds. */
+		c->pending = true;
+		c->pending_since = now_ms();
+		__atomic_store_n(&d->clients[c - ctl.clients].live, 0, __ATOMIC_RELEASE);
+	}
 }
 
 /* A reply, with a file descriptor attached when fd >= 0. */
@@ -492,7 +535,7 @@ accept_clients(void)
 		if (fd < 0)
 			return;
 		for (unsigned int i = 0; i < NCD_MAX_CLIENTS; i++)
-			if (ctl.clients[i].fd < 0) {
+			if (ctl.clients[i].fd < 0 && !ctl.clients[i].pending) {
 				c = &ctl.clients[i];
 				break;
 			}
@@ -574,6 +617,7 @@ ncd_control_poll(struct ncd *d, int timeout_ms)
 	pthread_mutex_lock(&d->lock);
 	/* Clients' IP packets waiting for a next hop: on a signal, and at least every poll. */
 	ncd_nh_run(d);
+	reclaim_pending(d);
 	for (int i = 0; i < n; i++) {
 		if (evs[i].data.ptr == NULL)
 			accept_clients();

@@ -5,6 +5,7 @@
  *   nc_client_test SOCKET create NAME DPORT COUNT copy|zerocopy|hold [TIMEOUT_MS]
  *   nc_client_test SOCKET attach NAME DPORT COUNT copy|zerocopy|hold [TIMEOUT_MS]
  *   nc_client_test SOCKET spoof NAME DPORT
+ *   nc_client_test SOCKET create NAME DPORT BASE soak
  *
  * Receives COUNT packets of its channel, checks that each is UDP to DPORT,
  * prints "received N", and exits 0. Exits 1 on a short count (printing the
@@ -13,6 +14,14 @@
  *
  * hold: keeps the COUNT mbufs instead of freeing them, prints "holding N"
  * (fewer if the quota stops it: "holding N quota Q") and sleeps until killed.
+ *
+ * soak (scripts/soak.py): receives until the daemon goes (then exits 0),
+ * checking every packet: the soak traffic's packets carry "flow=N" in their
+ * payload, and flow N is sent to port BASE + N, so a packet is misdelivered
+ * when it is not UDP to DPORT or names another flow. It holds the last 64
+ * mbufs it received (a client killed with SIGKILL then leaves the daemon
+ * mbufs to take back) and prints "ok N misdelivered M" every 50 ms, since the
+ * soak kills it without warning.
  *
  * spoof: a transmitting channel for udp 192.0.2.1:DPORT sends one packet of
  * its own flow and six that it may not send (see below), waits until the
@@ -23,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <arpa/inet.h>
@@ -199,6 +209,83 @@ hold(struct nc_client *c, struct nc_channel *ch, long count)
 		pause();
 }
 
+static uint64_t
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Is this frame UDP to dport, with a payload naming the flow that goes there? */
+static int
+soak_good(const uint8_t *f, size_t n, int dport, int base)
+{
+	size_t ihl, l4;
+	char flow[24];
+	unsigned int id;
+
+	if (n < 14 + 20 || f[12] != 0x08 || f[13] != 0x00 || f[14 + 9] != 17)
+		return 0;
+	ihl = (f[14] & 0xf) * 4u;
+	l4 = 14 + ihl;
+	if (n < l4 + 8 || (f[l4 + 2] << 8 | f[l4 + 3]) != dport)
+		return 0;
+	n -= l4 + 8;
+	if (n >= sizeof(flow))
+		n = sizeof(flow) - 1;
+	memcpy(flow, f + l4 + 8, n);
+	flow[n] = '\0';
+	return sscanf(flow, "flow=%u", &id) == 1 && (int)id + base == dport;
+}
+
+#define SOAK_HOLD 64
+
+/* The soak mode (see the top): never returns. */
+static void
+soak(struct nc_client *c, struct nc_channel *ch, int dport, int base)
+{
+	struct rte_mbuf *held[SOAK_HOLD] = { NULL };
+	uint64_t ok = 0, bad = 0, last = 0;
+	unsigned int next = 0;
+
+	for (;;) {
+		struct rte_mbuf *m[32];
+		uint16_t n;
+
+		errno = 0;
+		n = nc_rx_burst(ch, m, 32);
+		if (n == 0 && errno == EPIPE)
+			break;
+		for (uint16_t i = 0; i < n; i++) {
+			if (soak_good(rte_pktmbuf_mtod(m[i], uint8_t *), rte_pktmbuf_data_len(m[i]),
+				      dport, base))
+				ok++;
+			else
+				bad++;
+			if (held[next] != NULL)
+				nc_mbuf_free(c, held[next]);
+			held[next] = m[i];
+			next = (next + 1) % SOAK_HOLD;
+		}
+		if (n == 0)
+			usleep(200);
+		if (now_ms() - last >= 50) {
+			printf("ok %lu misdelivered %lu\n", (unsigned long)ok, (unsigned long)bad);
+			fflush(stdout);
+			last = now_ms();
+		}
+	}
+	printf("ok %lu misdelivered %lu\n", (unsigned long)ok, (unsigned long)bad);
+	for (unsigned int i = 0; i < SOAK_HOLD; i++)
+		if (held[i] != NULL)
+			nc_mbuf_free(c, held[i]);
+	nc_channel_destroy(ch);
+	nc_disconnect(c);
+	exit(0);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -223,7 +310,8 @@ main(int argc, char **argv)
 	}
 	if (argc < 7) {
 		fprintf(stderr, "usage: %s SOCKET create|attach NAME DPORT COUNT copy|zerocopy|hold "
-				"[TIMEOUT_MS]\n       %s SOCKET spoof NAME DPORT\n", argv[0], argv[0]);
+				"[TIMEOUT_MS]\n       %s SOCKET spoof NAME DPORT\n       %s SOCKET create NAME DPORT "
+				"BASE soak\n", argv[0], argv[0], argv[0]);
 		return 2;
 	}
 	dport = atoi(argv[4]);
@@ -251,6 +339,8 @@ main(int argc, char **argv)
 	fflush(stdout);
 	if (strcmp(argv[6], "hold") == 0)
 		hold(c, ch, count);
+	if (strcmp(argv[6], "soak") == 0)
+		soak(c, ch, dport, (int)count);
 	while (got < count) {
 		static uint8_t buf[16384];
 		struct rte_mbuf *m[32];
