@@ -18,11 +18,11 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <inttypes.h>
 
+#include <rte_cycles.h>
 #include <rte_eal.h>
 #include <rte_lcore.h>
 #include <rte_mbuf.h>
@@ -41,7 +41,7 @@
 struct client {
 	int fd;                        /* -1: closed (the slot is free unless pending) */
 	bool pending;                  /* closed, but its process still runs: mbufs not yet back */
-	uint64_t pending_since;        /* ms (CLOCK_MONOTONIC) */
+	uint64_t pending_since;        /* ms, from the TSC */
 	bool hello;
 	struct ucred cred;
 	unsigned int errors;
@@ -170,10 +170,7 @@ reclaim_mbufs(struct ncd *d, struct client *c)
 static uint64_t
 now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	return rte_get_tsc_cycles() / (rte_get_tsc_hz() / 1000);
 }
 
 /* The slot is free again: its client entry, its owner id and its lcore id may be reused. */
