@@ -174,16 +174,6 @@ mock_slot_match(const struct mock_slot *s, uint8_t want, const uint8_t *f, uint3
 	return hit && __atomic_load_n(&s->seq, __ATOMIC_RELAXED) == seq;
 }
 
-static bool
-mock_id_live(const struct ncd_mock *m, uint32_t ns, uint32_t id)
-{
-	for (uint32_t s = 0; s < ns; s++)
-		if (__atomic_load_n(&m->slot[s].state, __ATOMIC_RELAXED) == SLOT_LIVE &&
-		    (__atomic_load_n(&m->slot[s].mark, __ATOMIC_RELAXED) & NCD_MARK_ID_MASK) == id)
-			return true;
-	return false;
-}
-
 static uint16_t
 mock_rx(uint16_t port __rte_unused, uint16_t queue, struct rte_mbuf **pkts, uint16_t n,
 	uint16_t max __rte_unused, void *arg)
@@ -197,16 +187,22 @@ mock_rx(uint16_t port __rte_unused, uint16_t queue, struct rte_mbuf **pkts, uint
 		bool hit = false;
 		uint64_t k = ++m->npkts[queue % NCD_MAX_QUEUES];
 
-		/*
-		 * Packets still queued when a channel id changed hands carry the old
-		 * owner's mark: a ghost marks what it matches while a live rule has
-		 * its channel id.
-		 */
-		for (uint32_t s = 0; m->stale && !hit && s < ns; s++)
-			hit = mock_slot_match(&m->slot[s], SLOT_GHOST, f, len, &mark) &&
-			      mock_id_live(m, ns, mark & NCD_MARK_ID_MASK);
 		for (uint32_t s = 0; !hit && s < ns; s++)
 			hit = mock_slot_match(&m->slot[s], SLOT_LIVE, f, len, &mark);
+		/*
+		 * Packets still queued when a channel id changed hands carry the old
+		 * owner's mark: a ghost marks what it matches when the live rule that
+		 * matches the packet has the ghost's channel id.
+		 */
+		for (uint32_t s = 0; hit && m->stale && s < ns; s++) {
+			uint32_t old;
+
+			if (mock_slot_match(&m->slot[s], SLOT_GHOST, f, len, &old) &&
+			    (old & NCD_MARK_ID_MASK) == (mark & NCD_MARK_ID_MASK)) {
+				mark = old;
+				break;
+			}
+		}
 		if (m->wrong != 0 && k % m->wrong == 0) {
 			/* Three kinds, in turn: an id beyond any channel, a wrong generation, 0. */
 			switch ((k / m->wrong) % 3) {
