@@ -22,9 +22,13 @@
 #   scripts/bench.sh datapath [--quick]
 #       netchanneld's rate with one worker against dpdk-testpmd io-forward with
 #       one core, the same net_pcap infinite_rx input, in the same run: cases
-#       miss, deliver-1 (nc-dump -q empties the channel), deliver-1-1500B
-#       (scripts/bench_datapath.py). Writes bench/results/datapath.jsonl.
-#       5 runs of 2 s each; --quick: 1 of 1 s (under a minute).
+#       miss, deliver-1 (nc-dump -q empties the channel), deliver-1-1500B,
+#       mark-offload (deliver-1 with the offload mock marking every packet),
+#       churn (1,000 channels/s created and destroyed, misdeliveries counted),
+#       tap-exception (misses into a real net_tap), and the latency from
+#       channel create to its first packet (scripts/bench_datapath.py).
+#       Writes bench/results/datapath.jsonl. 5 runs of 2 s each (about 4
+#       minutes); --quick: 1 of 1 s (under 2 minutes).
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -140,7 +144,8 @@ datapath|testbed)
 	scripts/setup.sh build >/dev/null
 	ninja -C build >/dev/null
 	if [ "$quick" = --quick ]; then
-		/usr/bin/python3 "scripts/bench_$mode.py" --runs 1 --seconds 1
+		/usr/bin/python3 "scripts/bench_$mode.py" --runs 1 --seconds 1 \
+			$([ "$mode" = datapath ] && echo --latency-count 50)
 	else
 		/usr/bin/python3 "scripts/bench_$mode.py"
 	fi

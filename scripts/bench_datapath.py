@@ -3,15 +3,28 @@
 """scripts/bench.sh datapath: netchanneld's per-core packet rate against dpdk-testpmd
 io-forward, one forwarding core each, on the same input in the same run.
 
-Input: net_pcap with infinite_rx=1, replaying a generated pcap of 1024 UDP flows from memory.
+Input: net_pcap with infinite_rx=1, replaying a generated pcap from memory: 1024 UDP flows to
+port 5000, or (churn, latency) 64 flows to ports 19968-20031 whose payloads name their flow.
 Cases (median of --runs runs of --seconds each; both sides measured in every run):
   miss             no channel: every packet to the exception device (net_null, no rx)
   deliver-1        one channel takes every packet; nc-dump -q (a client process) empties it
   deliver-1-1500B  the same with 1500-byte frames
-testpmd forwards the same input to a net_null port. Output: one JSON object per case with
-case, mpps, reference_mpps, ratio, cycles_per_packet (the worker core's cycles, at the CPU's
-nominal clock, over its packets) and runs, in bench/results/datapath.jsonl, and a table.
-Not yet measured: deliver-1k/10k/100k, churn, latency, tap-exception (see the README).
+  mark-offload     deliver-1 with the offload mock (--mark-mock): its rx callback marks every
+                   packet (matching the channel's rte_flow pattern in software, a cost a NIC
+                   would not add) and the worker takes the channel from the mark, not the trie
+  churn            one channel takes the 64 flows; its client checks every packet's flow
+                   (nc_client_test soak mode); meanwhile an ncctl session creates and destroys
+                   operator channels (a tenth of them overlapping the flows at a higher
+                   priority). Reported against the same without churn, in the same run, with
+                   the churn rate reached and the packets misdelivered
+  tap-exception    every packet a miss into a real net_tap (in a network namespace of its own)
+                   against testpmd io-forward into the same kind of net_tap, with the same MAC
+  latency          (not a rate) from channel create to its first packet, while traffic flows:
+                   median and p99 over --latency-count creates (nc_client_test latency mode)
+testpmd forwards the same input to a net_null port (or the net_tap). Output: one JSON object
+per case with case, mpps, reference_mpps, ratio, cycles_per_packet (the worker core's cycles,
+at the CPU's nominal clock, over its packets) and runs, in bench/results/datapath.jsonl, and
+a table. Not measured: deliver-1k/10k/100k (see the README).
 """
 import argparse
 import json
@@ -21,6 +34,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -28,76 +42,129 @@ BUILD = os.path.join(TOP, "build")
 DAEMON = os.path.join(BUILD, "app/netchanneld/netchanneld")
 NCCTL = os.path.join(BUILD, "app/ncctl/ncctl")
 DUMP = os.path.join(BUILD, "app/examples/nc-dump")
+CLIENT = os.path.join(BUILD, "tests/integration/nc_client_test")
 EAL = ["-l", "0-1", "--no-pci", "--log-level", "lib.eal:error", "--no-telemetry"]
+MAC = "02:70:63:61:70:00"
+FLOW_BASE = 19968                       # 0x4e00: 64 ports under one mask
 
 
 def make_pcap(path, size):
     from scapy.all import IP, UDP, Ether, Raw, wrpcap
     pad = size - 14 - 20 - 8
-    wrpcap(path, [Ether(dst="02:70:63:61:70:00", src="02:00:00:00:00:01") /
+    wrpcap(path, [Ether(dst=MAC, src="02:00:00:00:00:01") /
                   IP(src="203.0.113.%d" % (i % 250 + 1), dst="192.0.2.1") /
                   UDP(sport=1000 + i, dport=5000) / Raw(b"x" * pad) for i in range(1024)])
 
 
-def testpmd(pcap, seconds, prefix):
-    """testpmd io-forward, pcap in, net_null out: Rx-pps after a warm-up."""
-    script = f"sleep 1.5; echo 'show port stats 0'; sleep {seconds}; echo 'show port stats 0'; echo quit"
-    cmd = (f"({script}) | dpdk-testpmd -l 0-1 --no-pci --file-prefix {prefix} "
-           f"--vdev net_pcap0,rx_pcap={pcap},infinite_rx=1 --vdev net_null0 -- -i "
+def make_flow_pcap(path):
+    from scapy.all import IP, UDP, Ether, Raw, wrpcap
+    wrpcap(path, [Ether(dst=MAC, src="02:00:00:00:00:01") /
+                  IP(src="203.0.113.%d" % (i + 1), dst="192.0.2.1") /
+                  UDP(sport=1000 + i, dport=FLOW_BASE + i) /
+                  Raw(f"flow={i}".encode().ljust(18, b".")) for i in range(64)])
+
+
+def testpmd(pcap, seconds, prefix, out="net_null0", port=0, counter="RX-packets", netns=None):
+    """testpmd io-forward, pcap in, out: the packet rate of one port's counter after a warm-up."""
+    script = (f"sleep 1.5; echo 'show port stats {port}'; sleep {seconds}; "
+              f"echo 'show port stats {port}'; echo quit")
+    ns = f"ip netns exec {netns} " if netns else ""
+    cmd = (f"({script}) | {ns}dpdk-testpmd -l 0-1 --no-pci --file-prefix {prefix} "
+           f"--vdev net_pcap0,rx_pcap={pcap},infinite_rx=1 --vdev {out} -- -i "
            "--forward-mode=io --nb-cores=1 --auto-start")
-    out = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True,
+    res = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True,
                          timeout=seconds + 60).stdout
     subprocess.run(["rm", "-rf", f"/var/run/dpdk/{prefix}"])
-    rx = re.findall(r"RX-packets:\s+(\d+)", out)
-    if len(rx) < 2:
-        raise RuntimeError("testpmd: no stats\n" + out[-2000:])
-    return (int(rx[1]) - int(rx[0])) / seconds / 1e6
+    n = re.findall(counter + r":\s+(\d+)", res)
+    if len(n) < 2:
+        raise RuntimeError("testpmd: no stats\n" + res[-2000:])
+    return (int(n[1]) - int(n[0])) / seconds / 1e6
 
 
-def ncd_rx(sock):
+def ncd_port(sock):
     out = subprocess.run([NCCTL, "-s", sock, "--json", "-c", "show port stats 0"],
                          capture_output=True, text=True, check=True).stdout
-    p = json.loads(out)[0]
-    return p["rx"], p
+    return json.loads(out)[0]
 
 
-def netchanneld(case, pcap, seconds, work, prefix):
+def netchanneld(pcap, seconds, work, prefix, channels=(), args=(), exc="net_null1,no-rx=1",
+                client=None, during=None, counter="rx", netns=None, wait_client=False):
+    """One netchanneld run: the rate of a port counter over seconds after a 1.5 s warm-up.
+    client: a command line ({sock} replaced) started once the daemon runs; during: a function
+    of the socket, run in a thread over the measured window, whose result is returned too."""
     sock = os.path.join(work, "ncd.sock")
     cfg = {"eal": EAL, "mempool": {"mbufs": 16383, "cache": 256},
            "ports": [{"name": "wire0", "device": f"net_pcap0,rx_pcap={pcap},infinite_rx=1",
-                      "exception": {"device": "net_null1,no-rx=1"}}],
-           "workers": [{"lcore": 1}], "control": {"socket": sock}}
-    if case != "miss":
-        cfg["channels"] = [{"name": "all", "match": {"proto": "udp", "dport": 5000},
-                            "ring_size": 4096}]
+                      "exception": {"device": exc}}],
+           "workers": [{"lcore": 1}], "control": {"socket": sock}, "channels": list(channels)}
     conf = os.path.join(work, "bench.json")
     with open(conf, "w") as f:
         json.dump(cfg, f)
     log = open(os.path.join(work, "daemon.log"), "w")
-    d = subprocess.Popen([DAEMON, "-c", conf, "--", "--file-prefix", prefix], stdout=log,
-                         stderr=subprocess.STDOUT)
-    client = None
+    ns = ["ip", "netns", "exec", netns] if netns else []
+    d = subprocess.Popen(ns + [DAEMON, "-c", conf] + list(args) + ["--", "--file-prefix", prefix],
+                         stdout=log, stderr=subprocess.STDOUT)
+    cl, result = None, {}
     try:
         for _ in range(100):
             if "netchanneld: running" in open(log.name).read():
                 break
             time.sleep(0.1)
-        if case != "miss":
-            client = subprocess.Popen([DUMP, "-s", sock, "--channel", "all", "-q", "-t",
-                                       str(int(seconds + 10))], stdout=subprocess.DEVNULL,
-                                      stderr=subprocess.DEVNULL)
-        time.sleep(1.5)
-        r0, _ = ncd_rx(sock)
-        time.sleep(seconds)
-        r1, port = ncd_rx(sock)
-        return (r1 - r0) / seconds / 1e6, port
-    finally:
         if client is not None:
-            client.terminate()
-            client.wait(20)
+            cl = subprocess.Popen([a.replace("{sock}", sock) for a in client],
+                                  stdout=open(os.path.join(work, "client.out"), "w"),
+                                  stderr=subprocess.STDOUT)
+        time.sleep(1.5)
+        th = None
+        if during is not None:
+            th = threading.Thread(target=lambda: result.update(during(sock, seconds)))
+            th.start()
+        p0 = ncd_port(sock)
+        time.sleep(seconds)
+        p1 = ncd_port(sock)
+        if th is not None:
+            th.join()
+        if wait_client and cl is not None:
+            cl.wait(300)
+        return (p1[counter] - p0[counter]) / seconds / 1e6, p1, result
+    finally:
+        if cl is not None:
+            cl.terminate()
+            cl.wait(20)
+            result["client"] = open(os.path.join(work, "client.out")).read()
         d.terminate()
         d.wait(30)
         subprocess.run(["rm", "-rf", f"/var/run/dpdk/{prefix}"])
+
+
+def churn(sock, seconds, rate=1000):
+    """Create and destroy operator channels at about rate a second for seconds, through one
+    ncctl session; returns the creates and destroys completed a second."""
+    p = subprocess.Popen([NCCTL, "-s", sock, "--json"], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    done = []
+    reader = threading.Thread(target=lambda: done.extend(
+        ln for ln in p.stdout if '"destroyed"' in ln))
+    reader.start()
+    t0, k = time.time(), 0
+    while time.time() - t0 < seconds:
+        for _ in range(10):
+            k += 1
+            rule = (f"proto udp dport {FLOW_BASE + k % 64} priority 5" if k % 10 == 0 else
+                    f"proto udp dport {30000 + k % 1000}")
+            p.stdin.write(f"channel create churn{k} {rule}\nchannel destroy churn{k}\n")
+        p.stdin.flush()
+        time.sleep(max(0, t0 + k / rate - time.time()))
+    elapsed = time.time() - t0
+    p.stdin.close()
+    p.wait(30)
+    reader.join(30)
+    return {"churn_per_s": round(len(done) / elapsed)}
+
+
+def client_totals(out):
+    lines = [ln.split() for ln in out.splitlines() if ln.startswith("ok ")]
+    return (int(lines[-1][1]), int(lines[-1][3])) if lines else (0, 0)
 
 
 def cpu_hz():
@@ -110,30 +177,87 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--seconds", type=float, default=2)
+    ap.add_argument("--latency-count", type=int, default=200)
     ap.add_argument("--out", default=os.path.join(TOP, "bench/results/datapath.jsonl"))
     a = ap.parse_args()
     work = tempfile.mkdtemp(prefix="ncd_bench_dp_")
     hz = cpu_hz()
-    pcaps = {64: os.path.join(work, "64.pcap"), 1500: os.path.join(work, "1500.pcap")}
-    for size, path in pcaps.items():
-        make_pcap(path, size)
+    pid = os.getpid()
+    netns = f"ncdbench{pid}"
+    pcaps = {64: os.path.join(work, "64.pcap"), 1500: os.path.join(work, "1500.pcap"),
+             "flows": os.path.join(work, "flows.pcap")}
+    make_pcap(pcaps[64], 64)
+    make_pcap(pcaps[1500], 1500)
+    make_flow_pcap(pcaps["flows"])
+    one = [{"name": "all", "match": {"proto": "udp", "dport": 5000}, "ring_size": 4096}]
+    flows = [{"name": "all", "match": {"proto": "udp", "dport": f"{FLOW_BASE}/0xffc0"},
+              "ring_size": 4096}]
+    dump = [DUMP, "-s", "{sock}", "--channel", "all", "-q", "-t", "60"]
+    checker = [CLIENT, "{sock}", "attach", "all", "0", str(FLOW_BASE), "soak"]
+    tap = f"net_tap0,iface=ncdbtap{pid % 10000},mac={MAC}"
+    cases = [
+        ("miss", 64, {}),
+        ("deliver-1", 64, {"channels": one, "client": dump}),
+        ("deliver-1-1500B", 1500, {"channels": one, "client": dump}),
+        ("mark-offload", 64, {"channels": one, "client": dump, "args": ("--mark-mock",)}),
+        ("churn", "flows", {"channels": flows, "client": checker, "during": churn}),
+        ("tap-exception", 64, {"exc": tap, "counter": "to_kernel", "netns": netns}),
+    ]
     results = []
+    subprocess.run(["ip", "netns", "add", netns], check=True)
     try:
-        for case, size in (("miss", 64), ("deliver-1", 64), ("deliver-1-1500B", 1500)):
-            ours, ref = [], []
+        for case, size, kw in cases:
+            ours, ref, base, extra = [], [], [], {}
+            tp = {"out": tap, "port": 1, "counter": "TX-packets", "netns": netns} \
+                if case == "tap-exception" else {}
             for i in range(a.runs):
                 print(f"bench: {case} run {i + 1}/{a.runs}", file=sys.stderr)
-                ref.append(testpmd(pcaps[size], a.seconds, f"ncdtpm{os.getpid()}"))
-                mpps, port = netchanneld(case, pcaps[size], a.seconds, work, f"ncddp{os.getpid()}")
+                ref.append(testpmd(pcaps[size], a.seconds, f"ncdtpm{pid}", **tp))
+                if case == "churn":
+                    # The same without churn, in the same run: the rate churn costs.
+                    m0, _, _ = netchanneld(pcaps[size], a.seconds, work, f"ncddp{pid}",
+                                           channels=flows, client=checker)
+                    base.append(m0)
+                mpps, port, res = netchanneld(pcaps[size], a.seconds, work, f"ncddp{pid}", **kw)
                 ours.append(mpps)
+                if case == "churn":
+                    ok, bad = client_totals(res.get("client", ""))
+                    extra.setdefault("churn_per_s", []).append(res.get("churn_per_s", 0))
+                    extra["checked"] = extra.get("checked", 0) + ok
+                    extra["misdelivered"] = extra.get("misdelivered", 0) + bad
             m, r = statistics.median(ours), statistics.median(ref)
-            results.append({"case": case, "mpps": round(m, 3), "reference_mpps": round(r, 3),
-                            "ratio": round(m / r, 3) if r else None,
-                            "cycles_per_packet": round(hz / (m * 1e6), 1) if hz and m else None,
-                            "runs": a.runs, "frame_bytes": size,
-                            "last_run_port": {k: port[k] for k in ("rx", "delivered", "to_kernel",
-                                                                    "drop_ring_full")}})
+            row = {"case": case, "mpps": round(m, 3), "reference_mpps": round(r, 3),
+                   "ratio": round(m / r, 3) if r else None,
+                   "cycles_per_packet": round(hz / (m * 1e6), 1) if hz and m else None,
+                   "runs": a.runs, "frame_bytes": 64 if size == "flows" else size,
+                   "last_run_port": {k: port[k] for k in ("rx", "delivered", "to_kernel",
+                                                           "drop_ring_full", "drop_exc_full",
+                                                           "mark_hits", "mark_ignored")}}
+            if case == "churn":
+                b = statistics.median(base)
+                row.update({"mpps_without_churn": round(b, 3),
+                            "ratio_to_without_churn": round(m / b, 3) if b else None,
+                            "churn_per_s": statistics.median(extra["churn_per_s"]),
+                            "packets_checked": extra["checked"],
+                            "misdelivered": extra["misdelivered"]})
+            results.append(row)
+        print(f"bench: latency, {a.latency_count} creates", file=sys.stderr)
+        _, _, res = netchanneld(pcaps["flows"], 0.1, work, f"ncddp{pid}", channels=flows,
+                                client=[CLIENT, "{sock}", "latency", "lat", str(FLOW_BASE + 7),
+                                        str(a.latency_count)], wait_client=True)
+        lat = re.search(r"latency n (\d+) create_median_us (\d+) create_p99_us (\d+) "
+                        r"first_median_us (\d+) first_p99_us (\d+)", res.get("client", ""))
+        if lat:
+            n, cm, cp, fm, fp = map(int, lat.groups())
+            results.append({"case": "latency", "mpps": None, "reference_mpps": None,
+                            "ratio": None, "cycles_per_packet": None, "runs": n,
+                            "create_median_us": cm, "create_p99_us": cp,
+                            "create_to_first_packet_median_us": fm,
+                            "create_to_first_packet_p99_us": fp})
+        else:
+            print("bench: latency: no result\n" + res.get("client", ""), file=sys.stderr)
     finally:
+        subprocess.run(["ip", "netns", "del", netns])
         subprocess.run(["rm", "-rf", work])
     os.makedirs(os.path.dirname(a.out), exist_ok=True)
     with open(a.out, "w") as f:
@@ -141,8 +265,21 @@ def main():
             f.write(json.dumps(r) + "\n")
     print(f"{'case':18} {'Mpps':>8} {'testpmd':>8} {'ratio':>6} {'cycles/pkt':>10}")
     for r in results:
+        if r["mpps"] is None:
+            continue
         print(f"{r['case']:18} {r['mpps']:>8} {r['reference_mpps']:>8} {r['ratio']:>6} "
               f"{r['cycles_per_packet']:>10}")
+    for r in results:
+        if r["case"] == "churn":
+            print(f"churn: {r['churn_per_s']} channels/s created and destroyed; "
+                  f"{r['mpps']} Mpps against {r['mpps_without_churn']} without "
+                  f"({r['ratio_to_without_churn']}); {r['packets_checked']} packets checked, "
+                  f"{r['misdelivered']} misdelivered")
+        if r["case"] == "latency":
+            print(f"latency ({r['runs']} creates): create {r['create_median_us']} us median, "
+                  f"{r['create_p99_us']} us p99; create to first packet "
+                  f"{r['create_to_first_packet_median_us']} us median, "
+                  f"{r['create_to_first_packet_p99_us']} us p99")
     print(f"(written to {a.out})")
 
 

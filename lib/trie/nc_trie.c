@@ -1312,6 +1312,15 @@ struct lkey {
 };
 
 static inline bool
+tuples_empty(const struct tuple *tp)
+{
+	for (int i = 0; i < TUPLE_SHAPES; i++)
+		if (rank_load(&tp[i].maxrank) != 0)
+			return false;
+	return true;
+}
+
+static inline bool
 lkey_init(const struct nc_trie *t, const struct nc_trie_key *key, struct lkey *l)
 {
 	if (key->family != NC_TRIE_AF_INET && key->family != NC_TRIE_AF_INET6)
@@ -1323,6 +1332,14 @@ lkey_init(const struct nc_trie *t, const struct nc_trie_key *key, struct lkey *l
 	if (key->flags & NC_TRIE_KEY_F_NOPORTS)
 		return true;
 	l->tp = &t->tuples[l->fam * TUPLE_SHAPES];
+	/*
+	 * No front-stage rule of this family: no hashing either. A rule added
+	 * meanwhile may be missed, as by any lookup concurrent with its add.
+	 */
+	if (tuples_empty(l->tp)) {
+		l->tp = NULL;
+		return true;
+	}
 	l->wc[0] = l->wl[0] = l->k.hi[F_DST];
 	l->wc[1] = l->wl[1] = l->k.lo[F_DST];
 	l->wc[2] = l->k.hi[F_SRC];

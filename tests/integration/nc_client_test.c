@@ -5,7 +5,8 @@
  *   nc_client_test SOCKET create NAME DPORT COUNT copy|zerocopy|hold [TIMEOUT_MS]
  *   nc_client_test SOCKET attach NAME DPORT COUNT copy|zerocopy|hold [TIMEOUT_MS]
  *   nc_client_test SOCKET spoof NAME DPORT
- *   nc_client_test SOCKET create NAME DPORT BASE soak
+ *   nc_client_test SOCKET create|attach NAME DPORT BASE soak
+ *   nc_client_test SOCKET latency NAME DPORT COUNT
  *
  * Receives COUNT packets of its channel, checks that each is UDP to DPORT,
  * prints "received N", and exits 0. Exits 1 on a short count (printing the
@@ -15,13 +16,20 @@
  * hold: keeps the COUNT mbufs instead of freeing them, prints "holding N"
  * (fewer if the quota stops it: "holding N quota Q") and sleeps until killed.
  *
- * soak (scripts/soak.py): receives until the daemon goes (then exits 0),
+ * soak (scripts/soak.py, scripts/bench_datapath.py): receives until the
+ * daemon goes (then exits 0), or SIGTERM, or SIGKILL,
  * checking every packet: the soak traffic's packets carry "flow=N" in their
  * payload, and flow N is sent to port BASE + N, so a packet is misdelivered
  * when it is not UDP to DPORT or names another flow. It holds the last 64
  * mbufs it received (a client killed with SIGKILL then leaves the daemon
  * mbufs to take back) and prints "ok N misdelivered M" every 50 ms, since the
- * soak kills it without warning.
+ * soak kills it without warning. DPORT 0 (with attach): any port, the
+ * payload's flow still has to be the one sent to the packet's port.
+ *
+ * latency (scripts/bench_datapath.py): COUNT times, creates a channel for UDP
+ * to DPORT at priority 10 while traffic flows, waits for its first packet and
+ * destroys it; prints the medians and 99th percentiles of the create call
+ * and of create-to-first-packet, in microseconds.
  *
  * spoof: a transmitting channel for udp 192.0.2.1:DPORT sends one packet of
  * its own flow and six that it may not send (see below), waits until the
@@ -210,12 +218,12 @@ hold(struct nc_client *c, struct nc_channel *ch, long count)
 }
 
 static uint64_t
-now_ms(void)
+now_us(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
 }
 
 /* Is this frame UDP to dport, with a payload naming the flow that goes there? */
@@ -230,8 +238,9 @@ soak_good(const uint8_t *f, size_t n, int dport, int base)
 		return 0;
 	ihl = (f[14] & 0xf) * 4u;
 	l4 = 14 + ihl;
-	if (n < l4 + 8 || (f[l4 + 2] << 8 | f[l4 + 3]) != dport)
+	if (n < l4 + 8 || (dport != 0 && (f[l4 + 2] << 8 | f[l4 + 3]) != dport))
 		return 0;
+	dport = f[l4 + 2] << 8 | f[l4 + 3];
 	n -= l4 + 8;
 	if (n >= sizeof(flow))
 		n = sizeof(flow) - 1;
@@ -271,10 +280,10 @@ soak(struct nc_client *c, struct nc_channel *ch, int dport, int base)
 		}
 		if (n == 0)
 			usleep(200);
-		if (now_ms() - last >= 50) {
+		if (now_us() - last >= 50000) {
 			printf("ok %lu misdelivered %lu\n", (unsigned long)ok, (unsigned long)bad);
 			fflush(stdout);
-			last = now_ms();
+			last = now_us();
 		}
 	}
 	printf("ok %lu misdelivered %lu\n", (unsigned long)ok, (unsigned long)bad);
@@ -284,6 +293,66 @@ soak(struct nc_client *c, struct nc_channel *ch, int dport, int base)
 	nc_channel_destroy(ch);
 	nc_disconnect(c);
 	exit(0);
+}
+
+static int
+cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The latency mode (see the top). */
+static int
+latency(struct nc_client *c, const char *name, int dport, long count)
+{
+	uint64_t *create = calloc((size_t)count, sizeof(uint64_t));
+	uint64_t *first = calloc((size_t)count, sizeof(uint64_t));
+	struct nc_trie_rule rule;
+	long done = 0;
+
+	if (create == NULL || first == NULL || count <= 0)
+		return 2;
+	memset(&rule, 0, sizeof(rule));
+	rule.proto = 17;
+	rule.proto_mask = 0xff;
+	rule.priority = 10;
+	rule.dport = (struct nc_trie_port){ (uint16_t)dport, (uint16_t)dport, NC_TRIE_PORT_RANGE };
+	for (long i = 0; i < count; i++) {
+		uint64_t t0 = now_us(), t1, t2;
+		struct nc_channel *ch = nc_channel_create(c, name, &rule, NULL);
+		struct rte_mbuf *m[32];
+		uint16_t n = 0;
+
+		t1 = now_us();
+		if (ch == NULL) {
+			printf("channel %s: %s\n", name, nc_strerror(errno));
+			return 2;
+		}
+		while ((n = nc_rx_burst(ch, m, 32)) == 0 && now_us() - t0 < 1000000)
+			;
+		t2 = now_us();
+		nc_mbuf_free_bulk(c, m, n);
+		nc_channel_destroy(ch);
+		if (n > 0) {
+			create[done] = t1 - t0;
+			first[done++] = t2 - t0;
+		}
+	}
+	if (done == 0) {
+		printf("no packet in 1 s, %ld times\n", count);
+		return 1;
+	}
+	qsort(create, (size_t)done, sizeof(uint64_t), cmp_u64);
+	qsort(first, (size_t)done, sizeof(uint64_t), cmp_u64);
+	printf("latency n %ld create_median_us %lu create_p99_us %lu first_median_us %lu "
+	       "first_p99_us %lu\n", done, (unsigned long)create[done / 2],
+	       (unsigned long)create[(done * 99) / 100], (unsigned long)first[done / 2],
+	       (unsigned long)first[(done * 99) / 100]);
+	free(create);
+	free(first);
+	return done == count ? 0 : 1;
 }
 
 int
@@ -296,6 +365,18 @@ main(int argc, char **argv)
 	int dport, zerocopy;
 	long waited_ms = 0;
 
+	if (argc == 6 && strcmp(argv[2], "latency") == 0) {
+		int ret;
+
+		c = nc_connect(argv[1], 0);
+		if (c == NULL) {
+			printf("nc_connect: %s\n", nc_strerror(errno));
+			return 2;
+		}
+		ret = latency(c, argv[3], atoi(argv[4]), atol(argv[5]));
+		nc_disconnect(c);
+		return ret;
+	}
 	if (argc == 5 && strcmp(argv[2], "spoof") == 0) {
 		int ret;
 
@@ -310,8 +391,10 @@ main(int argc, char **argv)
 	}
 	if (argc < 7) {
 		fprintf(stderr, "usage: %s SOCKET create|attach NAME DPORT COUNT copy|zerocopy|hold "
-				"[TIMEOUT_MS]\n       %s SOCKET spoof NAME DPORT\n       %s SOCKET create NAME DPORT "
-				"BASE soak\n", argv[0], argv[0], argv[0]);
+				"[TIMEOUT_MS]\n       %s SOCKET spoof NAME DPORT\n"
+				"       %s SOCKET create|attach NAME DPORT BASE soak\n"
+				"       %s SOCKET latency NAME DPORT COUNT\n",
+			argv[0], argv[0], argv[0], argv[0]);
 		return 2;
 	}
 	dport = atoi(argv[4]);
