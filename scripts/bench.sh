@@ -134,6 +134,33 @@ GP
 	echo "bench: results in $json" >&2
 }
 
+# bench/results/datapath.png: each case's rate against testpmd's in the same run.
+datapath_chart() {
+	command -v gnuplot >/dev/null || return 0
+	/usr/bin/python3 - "$out/datapath.jsonl" >"$out/datapath.dat" <<'PY'
+import json, sys
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    if r["mpps"] is not None:
+        print(r["case"], r["mpps"], r["reference_mpps"])
+PY
+	gnuplot <<GP
+set terminal pngcairo size 1000,500 noenhanced
+set output "$out/datapath.png"
+set title "One core, 64-byte packets unless named (higher is better), same run"
+set ylabel "Mpps (log scale)"
+set logscale y
+set style data histograms
+set style histogram clustered gap 1
+set style fill solid 0.8 border -1
+set key top right
+set xtics rotate by -30
+plot "$out/datapath.dat" using 2:xtic(1) title "netchanneld, 1 worker", '' using 3 title "dpdk-testpmd io-forward, 1 core"
+GP
+	rm -f "$out/datapath.dat"
+	echo "bench: chart in $out/datapath.png" >&2
+}
+
 case "$mode" in
 classifier)
 	scripts/setup.sh build >/dev/null
@@ -149,6 +176,7 @@ datapath|testbed)
 	else
 		/usr/bin/python3 "scripts/bench_$mode.py"
 	fi
+	[ "$mode" = datapath ] && datapath_chart
 	;;
 *)
 	usage
