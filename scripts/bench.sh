@@ -23,7 +23,8 @@
 #       netchanneld's rate with one worker against dpdk-testpmd io-forward with
 #       one core, the same net_pcap infinite_rx input, in the same run: cases
 #       miss, deliver-1 (nc-dump -q empties the channel), deliver-1-1500B,
-#       mark-offload (deliver-1 with the offload mock marking every packet),
+#       deliver-1k (1024 channels), mark-offload (deliver-1 with the offload
+#       mock marking every packet),
 #       churn (1,000 channels/s created and destroyed, misdeliveries counted),
 #       tap-exception (misses into a real net_tap), and the latency from
 #       channel create to its first packet (scripts/bench_datapath.py).

@@ -9,6 +9,8 @@ Cases (median of --runs runs of --seconds each; both sides measured in every run
   miss             no channel: every packet to the exception device (net_null, no rx)
   deliver-1        one channel takes every packet; nc-dump -q (a client process) empties it
   deliver-1-1500B  the same with 1500-byte frames
+  deliver-1k       1024 channels, one per flow (exact 5-tuples, like connected sockets), rings
+                   of 64; one client (nc_client_test drain mode) attaches and empties them all
   mark-offload     deliver-1 with the offload mock (--mark-mock): its rx callback marks every
                    packet (matching the channel's rte_flow pattern in software, a cost a NIC
                    would not add) and the worker takes the channel from the mark, not the trie
@@ -24,7 +26,7 @@ Cases (median of --runs runs of --seconds each; both sides measured in every run
 testpmd forwards the same input to a net_null port (or the net_tap). Output: one JSON object
 per case with case, mpps, reference_mpps, ratio, cycles_per_packet (the worker core's cycles,
 at the CPU's nominal clock, over its packets) and runs, in bench/results/datapath.jsonl, and
-a table. Not measured: deliver-1k/10k/100k (see the README).
+a table. Not measured: deliver-10k/100k (see the README).
 """
 import argparse
 import json
@@ -106,7 +108,7 @@ def netchanneld(pcap, seconds, work, prefix, channels=(), args=(), exc="net_null
                          stdout=log, stderr=subprocess.STDOUT)
     cl, result = None, {}
     try:
-        for _ in range(100):
+        for _ in range(300):
             if "netchanneld: running" in open(log.name).read():
                 break
             time.sleep(0.1)
@@ -194,11 +196,16 @@ def main():
               "ring_size": 4096}]
     dump = [DUMP, "-s", "{sock}", "--channel", "all", "-q", "-t", "60"]
     checker = [CLIENT, "{sock}", "attach", "all", "0", str(FLOW_BASE), "soak"]
+    socks = [{"name": f"ch{i}", "ring_size": 64,
+              "match": {"proto": "udp", "src": "203.0.113.%d" % (i % 250 + 1), "dst": "192.0.2.1",
+                        "sport": 1000 + i, "dport": 5000}} for i in range(1024)]
+    drainer = [CLIENT, "{sock}", "drain", "ch", "1024"]
     tap = f"net_tap0,iface=ncdbtap{pid % 10000},mac={MAC}"
     cases = [
         ("miss", 64, {}),
         ("deliver-1", 64, {"channels": one, "client": dump}),
         ("deliver-1-1500B", 1500, {"channels": one, "client": dump}),
+        ("deliver-1k", 64, {"channels": socks, "client": drainer}),
         ("mark-offload", 64, {"channels": one, "client": dump, "args": ("--mark-mock",)}),
         ("churn", "flows", {"channels": flows, "client": checker, "during": churn}),
         ("tap-exception", 64, {"exc": tap, "counter": "to_kernel", "netns": netns}),
@@ -233,6 +240,9 @@ def main():
                    "last_run_port": {k: port[k] for k in ("rx", "delivered", "to_kernel",
                                                            "drop_ring_full", "drop_exc_full",
                                                            "mark_hits", "mark_ignored")}}
+            if case == "deliver-1k":
+                d1 = next((x["mpps"] for x in results if x["case"] == "deliver-1"), None)
+                row["ratio_to_deliver_1"] = round(m / d1, 3) if d1 else None
             if case == "churn":
                 b = statistics.median(base)
                 row.update({"mpps_without_churn": round(b, 3),

@@ -306,13 +306,19 @@ install(struct ncd *d, unsigned int pi, struct ncd_channel *ch)
 	uint32_t mark = ((ch->dir->generation % NCD_MARK_GENS) + 1) << NCD_MARK_ID_BITS | ch->id;
 	struct rte_flow_action_mark am = { .id = mark };
 	struct rte_flow_action_queue aq = { .index = ch->queue >= 0 ? (uint16_t)ch->queue : 0 };
+	bool isolated = d->cfg.ports[pi].bifurcated;
 	int n = ncd_flow_translate(&ch->rule, pat, &why);
 
 	if (n < 0) {
 		software(ch, pi, false, "the rule has %s", why);
 		return -ENOTSUP;
 	}
-	for (int step = ch->queue >= 0 ? 0 : 1; step < 2; step++) {
+	/*
+	 * An isolated (bifurcated) port has no default queue: a rule without a
+	 * fate action would deliver nothing, so there it is MARK and QUEUE (the
+	 * channel's queue, or 0) or nothing.
+	 */
+	for (int step = ch->queue >= 0 || isolated ? 0 : 1; step < (isolated ? 1 : 2); step++) {
 		struct rte_flow_action act[3] = {
 			{ .type = RTE_FLOW_ACTION_TYPE_MARK, .conf = &am },
 			{ .type = step == 0 ? RTE_FLOW_ACTION_TYPE_QUEUE : RTE_FLOW_ACTION_TYPE_END,
@@ -321,7 +327,7 @@ install(struct ncd *d, unsigned int pi, struct ncd_channel *ch)
 		};
 		int k;
 
-		if (step == 0 && ch->queue >= d->cfg.ports[pi].rx_queues) {
+		if (step == 0 && ch->queue >= (int32_t)d->cfg.ports[pi].rx_queues) {
 			snprintf(o->why, sizeof(o->why), "queue %d: the port has %u", ch->queue,
 				 d->cfg.ports[pi].rx_queues);
 			continue;

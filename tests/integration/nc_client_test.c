@@ -7,6 +7,7 @@
  *   nc_client_test SOCKET spoof NAME DPORT
  *   nc_client_test SOCKET create|attach NAME DPORT BASE soak
  *   nc_client_test SOCKET latency NAME DPORT COUNT
+ *   nc_client_test SOCKET drain PREFIX N
  *
  * Receives COUNT packets of its channel, checks that each is UDP to DPORT,
  * prints "received N", and exits 0. Exits 1 on a short count (printing the
@@ -25,6 +26,9 @@
  * mbufs to take back) and prints "ok N misdelivered M" every 50 ms, since the
  * soak kills it without warning. DPORT 0 (with attach): any port, the
  * payload's flow still has to be the one sent to the packet's port.
+ *
+ * drain (scripts/bench_datapath.py): attaches the static channels PREFIX0 ..
+ * PREFIX<N-1> and empties them in turn until the daemon goes or a signal.
  *
  * latency (scripts/bench_datapath.py): COUNT times, creates a channel for UDP
  * to DPORT at priority 10 while traffic flows, waits for its first packet and
@@ -303,6 +307,39 @@ cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* The drain mode (see the top). */
+static int
+drain(struct nc_client *c, const char *prefix, long n)
+{
+	struct nc_channel **ch = calloc((size_t)n, sizeof(*ch));
+
+	if (ch == NULL || n <= 0)
+		return 2;
+	for (long i = 0; i < n; i++) {
+		char name[NC_NAME_SIZE];
+
+		snprintf(name, sizeof(name), "%s%ld", prefix, i);
+		ch[i] = nc_channel_attach(c, name);
+		if (ch[i] == NULL) {
+			printf("channel %s: %s\n", name, nc_strerror(errno));
+			return 2;
+		}
+	}
+	printf("attached %ld\n", n);
+	fflush(stdout);
+	for (;;)
+		for (long i = 0; i < n; i++) {
+			struct rte_mbuf *m[32];
+			uint16_t k;
+
+			errno = 0;
+			k = nc_rx_burst(ch[i], m, 32);
+			if (k == 0 && errno == EPIPE)
+				return 0;
+			nc_mbuf_free_bulk(c, m, k);
+		}
+}
+
 /* The latency mode (see the top). */
 static int
 latency(struct nc_client *c, const char *name, int dport, long count)
@@ -365,7 +402,8 @@ main(int argc, char **argv)
 	int dport, zerocopy;
 	long waited_ms = 0;
 
-	if (argc == 6 && strcmp(argv[2], "latency") == 0) {
+	if ((argc == 6 && strcmp(argv[2], "latency") == 0) ||
+	    (argc == 5 && strcmp(argv[2], "drain") == 0)) {
 		int ret;
 
 		c = nc_connect(argv[1], 0);
@@ -373,7 +411,8 @@ main(int argc, char **argv)
 			printf("nc_connect: %s\n", nc_strerror(errno));
 			return 2;
 		}
-		ret = latency(c, argv[3], atoi(argv[4]), atol(argv[5]));
+		ret = argc == 6 ? latency(c, argv[3], atoi(argv[4]), atol(argv[5])) :
+				  drain(c, argv[3], atol(argv[4]));
 		nc_disconnect(c);
 		return ret;
 	}
@@ -393,8 +432,9 @@ main(int argc, char **argv)
 		fprintf(stderr, "usage: %s SOCKET create|attach NAME DPORT COUNT copy|zerocopy|hold "
 				"[TIMEOUT_MS]\n       %s SOCKET spoof NAME DPORT\n"
 				"       %s SOCKET create|attach NAME DPORT BASE soak\n"
-				"       %s SOCKET latency NAME DPORT COUNT\n",
-			argv[0], argv[0], argv[0], argv[0]);
+				"       %s SOCKET latency NAME DPORT COUNT\n"
+				"       %s SOCKET drain PREFIX N\n",
+			argv[0], argv[0], argv[0], argv[0], argv[0]);
 		return 2;
 	}
 	dport = atoi(argv[4]);
