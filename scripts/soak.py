@@ -239,8 +239,13 @@ class Soak:
             self.stop.clear()
         if self.daemon.poll() is not None:
             return
-        time.sleep(1)
-        mp = self.ctl("show mempool")
+        # Dead clients' mbufs come back once their processes are gone: give it 5 s.
+        deadline = time.time() + 5
+        while True:
+            mp = self.ctl("show mempool")
+            if mp["in_use"] <= base + 32 or time.time() > deadline:
+                break
+            time.sleep(0.2)
         warm = [k for t, k in rss if t >= seconds / 4] or [k for _, k in rss]
         growth = (max(warm) - warm[0]) if warm else 0
         print(f"soak: daemon {n}: {seconds:.0f} s; mempool in use {base} at start, "
