@@ -504,7 +504,9 @@ ncd_offload_prepare(struct ncd *d, const struct nc_trie_rule *rule, const char *
 			}
 	}
 	/* The new channel is the youngest: it wins over channels of lower priority. */
-	for (uint32_t i = 0; i < NCD_MAX_CHANNELS && offloaded_anywhere(d); i++) {
+	if (!offloaded_anywhere(d))
+		return 0;
+	for (uint32_t i = 0; i < NCD_MAX_CHANNELS; i++) {
 		struct ncd_channel *c = d->channels[i];
 
 		if (c == NULL || c->rule.priority >= rule->priority ||
