@@ -77,6 +77,7 @@ enum nc_dir_state {
 enum nc_dir_action {
 	NC_ACTION_DELIVER = 0,
 	NC_ACTION_DROP = 1,
+	NC_ACTION_NAT = 2,         /**< translated and sent on by the daemon: no ring */
 };
 
 /** One channel, as clients see it. */
@@ -132,7 +133,7 @@ struct nc_dir {
 /** Request types. */
 enum nc_ctl_type {
 	NC_CTL_HELLO = 1,          /**< struct nc_ctl_hello -> struct nc_ctl_hello_reply */
-	NC_CTL_CHANNEL_CREATE = 2, /**< struct nc_ctl_create -> struct nc_ctl_channel + eventfd */
+	NC_CTL_CHANNEL_CREATE = 2, /**< struct nc_ctl_create [+ nc_ctl_nat] -> struct nc_ctl_channel + eventfd */
 	NC_CTL_CHANNEL_ATTACH = 3, /**< struct nc_ctl_name -> struct nc_ctl_channel + eventfd */
 	NC_CTL_CHANNEL_DESTROY = 4,/**< struct nc_ctl_id -> nothing */
 	NC_CTL_CHANNEL_LIST = 5,   /**< nothing -> JSON text: every channel */
@@ -203,6 +204,32 @@ struct nc_ctl_create {
 #define NC_CREATE_F_TX 0x1         /**< give the channel a transmit ring */
 
 /**
+ * What a NAT channel writes. It follows struct nc_ctl_create in the same
+ * CHANNEL_CREATE body when the action is NC_ACTION_NAT (and only then).
+ * Creating a NAT channel takes uid 0 or the daemon's uid, besides
+ * control.allow: it sends traffic on to any address.
+ */
+struct nc_ctl_nat {
+	uint32_t flags;            /**< NC_NAT_F_*: which fields are given */
+	uint8_t family;            /**< of dst and src: 4 or 6; 0 if neither is given */
+	uint8_t via[6];            /**< the next hop's MAC, with NC_NAT_F_VIA */
+	uint8_t reserved;          /**< 0 */
+	uint16_t dport, sport;     /**< host order */
+	uint16_t port;             /**< send out of this port (index in the config), with NC_NAT_F_PORT */
+	uint16_t reserved2;        /**< 0 */
+	uint8_t dst[16], src[16];  /**< network order; IPv4 in the first 4 bytes, the rest 0 */
+};
+
+/** nc_ctl_nat flags. */
+#define NC_NAT_F_DST 0x1           /**< rewrite the destination address */
+#define NC_NAT_F_DPORT 0x2         /**< rewrite the destination port */
+#define NC_NAT_F_SRC 0x4           /**< rewrite the source address */
+#define NC_NAT_F_SPORT 0x8         /**< rewrite the source port */
+#define NC_NAT_F_PORT 0x10         /**< out of port `port`, not the one the packet came in on */
+#define NC_NAT_F_VIA 0x20          /**< to MAC `via`, not the kernel's next hop */
+#define NC_NAT_F_REVERSE 0x40      /**< map each flow, and translate its replies back */
+
+/**
  * A CLI command line (the commands of netchanneld -i). The reply's body is
  * the output; on error the status is -errno and the body says what was
  * wrong. Commands that change the daemon need uid 0 or the daemon's uid.
@@ -258,6 +285,7 @@ _Static_assert(sizeof(struct nc_ctl_req) == 16, "nc_ctl_req layout is part of th
 _Static_assert(sizeof(struct nc_ctl_rep) == 16, "nc_ctl_rep layout is part of the protocol");
 _Static_assert(sizeof(struct nc_ctl_rule) == 52, "nc_ctl_rule layout is part of the protocol");
 _Static_assert(sizeof(struct nc_ctl_create) == 112, "nc_ctl_create layout is part of the protocol");
+_Static_assert(sizeof(struct nc_ctl_nat) == 52, "nc_ctl_nat layout is part of the protocol");
 _Static_assert(sizeof(struct nc_ctl_channel) == 112, "nc_ctl_channel layout is part of the protocol");
 
 _Static_assert(sizeof(struct nc_dir_entry) == 192, "nc_dir_entry layout is part of the ABI");

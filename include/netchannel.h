@@ -65,6 +65,12 @@ struct nc_channel_opts {
 	uint32_t memory_limit_order;/**< the seed's: budget 2^order, 12..31; 0: unused */
 	int tx;                     /**< non-zero: the channel may transmit (nc_tx_burst()) */
 	uint16_t port;              /**< the daemon's port to transmit on (index in its config) */
+	/**
+	 * Non-NULL: a NAT channel. The daemon rewrites the flow's packets as this
+	 * says and sends them on; the channel has no rings. Takes uid 0 or the
+	 * daemon's uid.
+	 */
+	const struct nc_ctl_nat *nat;
 };
 
 /**

@@ -26,7 +26,8 @@
 #       deliver-1k (1024 channels), mark-offload (deliver-1 with the offload
 #       mock marking every packet),
 #       churn (1,000 channels/s created and destroyed, misdeliveries counted),
-#       tap-exception (misses into a real net_tap), and the latency from
+#       tap-exception (misses into a real net_tap), nat and nat-reverse (a NAT
+#       channel translating every packet back out), and the latency from
 #       channel create to its first packet (scripts/bench_datapath.py).
 #       Writes bench/results/datapath.jsonl. 5 runs of 2 s each (about 4
 #       minutes); --quick: 1 of 1 s (under 2 minutes).

@@ -21,6 +21,11 @@ Cases (median of --runs runs of --seconds each; both sides measured in every run
                    the churn rate reached and the packets misdelivered
   tap-exception    every packet a miss into a real net_tap (in a network namespace of its own)
                    against testpmd io-forward into the same kind of net_tap, with the same MAC
+  nat              one NAT channel takes every packet: destination address and port rewritten
+                   (checksums updated incrementally), sent back out of the port to a static
+                   next hop (via); also given as a ratio to deliver-1
+  nat-reverse      the same with reverse mappings: one per flow (1024), kept fresh by every
+                   packet, and every packet looked up as a possible reply
   latency          (not a rate) from channel create to its first packet, while traffic flows:
                    median and p99 over --latency-count creates (nc_client_test latency mode)
 testpmd forwards the same input to a net_null port (or the net_tap). Output: one JSON object
@@ -181,6 +186,7 @@ def main():
     ap.add_argument("--seconds", type=float, default=2)
     ap.add_argument("--latency-count", type=int, default=200)
     ap.add_argument("--out", default=os.path.join(TOP, "bench/results/datapath.jsonl"))
+    ap.add_argument("--cases", help="comma-separated: only these cases (and latency if named)")
     a = ap.parse_args()
     work = tempfile.mkdtemp(prefix="ncd_bench_dp_")
     hz = cpu_hz()
@@ -201,6 +207,14 @@ def main():
                         "sport": 1000 + i, "dport": 5000}} for i in range(1024)]
     drainer = [CLIENT, "{sock}", "drain", "ch", "1024"]
     tap = f"net_tap0,iface=ncdbtap{pid % 10000},mac={MAC}"
+    # NAT: the same flows translated and sent back out of the port, to a static next hop;
+    # with reverse, each of the 1024 flows also keeps a mapping (and every packet is looked
+    # up as a possible reply).
+    nat = {"dst": "198.51.100.7", "dport": 5001, "via": "02:00:00:00:00:07"}
+    natch = [{"name": "nat", "match": {"family": "ipv4", "proto": "udp", "dport": 5000},
+              "action": {"nat": nat}}]
+    natrev = [{"name": "nat", "match": {"family": "ipv4", "proto": "udp", "dport": 5000},
+               "action": {"nat": dict(nat, reverse=True)}}]
     cases = [
         ("miss", 64, {}),
         ("deliver-1", 64, {"channels": one, "client": dump}),
@@ -209,7 +223,11 @@ def main():
         ("mark-offload", 64, {"channels": one, "client": dump, "args": ("--mark-mock",)}),
         ("churn", "flows", {"channels": flows, "client": checker, "during": churn}),
         ("tap-exception", 64, {"exc": tap, "counter": "to_kernel", "netns": netns}),
+        ("nat", 64, {"channels": natch, "counter": "nat"}),
+        ("nat-reverse", 64, {"channels": natrev, "counter": "nat"}),
     ]
+    if a.cases:
+        cases = [c for c in cases if c[0] in a.cases.split(",")]
     results = []
     subprocess.run(["ip", "netns", "add", netns], check=True)
     try:
@@ -239,8 +257,9 @@ def main():
                    "runs": a.runs, "frame_bytes": 64 if size == "flows" else size,
                    "last_run_port": {k: port[k] for k in ("rx", "delivered", "to_kernel",
                                                            "drop_ring_full", "drop_exc_full",
-                                                           "mark_hits", "mark_ignored")}}
-            if case == "deliver-1k":
+                                                           "mark_hits", "mark_ignored",
+                                                           "nat", "drop_nat_tx")}}
+            if case in ("deliver-1k", "nat", "nat-reverse"):
                 d1 = next((x["mpps"] for x in results if x["case"] == "deliver-1"), None)
                 row["ratio_to_deliver_1"] = round(m / d1, 3) if d1 else None
             if case == "churn":
@@ -251,12 +270,16 @@ def main():
                             "packets_checked": extra["checked"],
                             "misdelivered": extra["misdelivered"]})
             results.append(row)
-        print(f"bench: latency, {a.latency_count} creates", file=sys.stderr)
-        _, _, res = netchanneld(pcaps["flows"], 0.1, work, f"ncddp{pid}", channels=flows,
-                                client=[CLIENT, "{sock}", "latency", "lat", str(FLOW_BASE + 7),
-                                        str(a.latency_count)], wait_client=True)
-        lat = re.search(r"latency n (\d+) create_median_us (\d+) create_p99_us (\d+) "
-                        r"first_median_us (\d+) first_p99_us (\d+)", res.get("client", ""))
+        want_latency = not a.cases or "latency" in a.cases.split(",")
+        lat = None
+        if want_latency:
+            print(f"bench: latency, {a.latency_count} creates", file=sys.stderr)
+            _, _, res = netchanneld(pcaps["flows"], 0.1, work, f"ncddp{pid}", channels=flows,
+                                    client=[CLIENT, "{sock}", "latency", "lat",
+                                            str(FLOW_BASE + 7), str(a.latency_count)],
+                                    wait_client=True)
+            lat = re.search(r"latency n (\d+) create_median_us (\d+) create_p99_us (\d+) "
+                            r"first_median_us (\d+) first_p99_us (\d+)", res.get("client", ""))
         if lat:
             n, cm, cp, fm, fp = map(int, lat.groups())
             results.append({"case": "latency", "mpps": None, "reference_mpps": None,
@@ -264,7 +287,7 @@ def main():
                             "create_median_us": cm, "create_p99_us": cp,
                             "create_to_first_packet_median_us": fm,
                             "create_to_first_packet_p99_us": fp})
-        else:
+        elif want_latency:
             print("bench: latency: no result\n" + res.get("client", ""), file=sys.stderr)
     finally:
         subprocess.run(["ip", "netns", "del", netns])

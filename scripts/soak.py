@@ -41,8 +41,10 @@ CLIENT = os.path.join(BUILD, "tests/integration/nc_client_test")
 BASE, NFLOWS, SLOTS = 20000, 64, 3
 EAL = ["-l", "0-1", "--no-pci", "--log-level", "lib.eal:error", "--no-telemetry",
        "--base-virtaddr", "0x200000000000"]
-OUTCOMES = ("delivered", "dropped_by_rule", "to_kernel", "drop_ring_full", "drop_queue_bytes",
-            "drop_exc_full", "drop_no_exception", "drop_too_big")
+OUTCOMES = ("delivered", "nat", "dropped_by_rule", "to_kernel", "drop_ring_full",
+            "drop_queue_bytes", "drop_exc_full", "drop_no_exception", "drop_too_big",
+            "drop_nat_invalid", "drop_nat_no_route", "drop_nat_no_neigh", "drop_nat_table_full",
+            "drop_nat_conflict", "drop_nat_tx")
 MAC = "02:70:63:61:70:00"
 
 
@@ -254,12 +256,24 @@ class Soak:
               f"max {max(warm) if warm else 0} KiB (growth {growth} KiB)")
         if mp["in_use"] > base + 32:
             self.failures.append(f"daemon {n}: mempool in use {mp['in_use']}, baseline {base}")
+            # What holds them: channels' rings, clients' counts, the port's queues.
+            for cmd in ("show channel all", "show clients", "show mempool", "show port info 0"):
+                try:
+                    print(f"soak: daemon {n}: {cmd}: {json.dumps(self.ctl(cmd))}")
+                except RuntimeError as e:
+                    print(f"soak: daemon {n}: {cmd}: {e}")
         if self.rss_check and growth > max(4096, warm[0] // 20 if warm else 0):
             self.failures.append(f"daemon {n}: RSS grew by {growth} KiB after warm-up")
         self.daemon.send_signal(signal.SIGTERM)
         try:
             rc = self.daemon.wait(60)
         except subprocess.TimeoutExpired:
+            # Where it hangs, for the log: every thread's stack, if gdb is there.
+            if shutil.which("gdb"):
+                bt = subprocess.run(["gdb", "-p", str(self.daemon.pid), "-batch", "-ex",
+                                     "thread apply all bt"], capture_output=True, text=True,
+                                    timeout=120)
+                print(f"soak: daemon {n} ignored SIGTERM for 60 s; its threads:\n{bt.stdout}")
             self.daemon.kill()
             rc = "killed after 60 s"
         self.log.close()

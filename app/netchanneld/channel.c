@@ -103,6 +103,13 @@ ncd_channel_add(struct ncd *d, const struct ncd_channel_conf *cc, int owner)
 		}
 	}
 	ch->queue = cc->steer ? cc->queue : -1;
+	if (cc->action == NCD_ACTION_NAT) {
+		if (cc->nat.has_port && cc->nat.port >= d->cfg.nports) {
+			ret = -EINVAL;
+			goto out_free;
+		}
+		ch->nat = cc->nat;
+	}
 	ch->seq = d->channel_seq++;
 	ret = ncd_offload_prepare(d, &cc->rule, cc->name);
 	if (ret < 0)
@@ -160,7 +167,8 @@ ncd_channel_add(struct ncd *d, const struct ncd_channel_conf *cc, int owner)
 	memset(&d->ctl_cstats[id], 0, sizeof(d->ctl_cstats[id]));
 	snprintf(e->name, sizeof(e->name), "%s", cc->name);
 	e->id = ch->id;
-	e->action = cc->action == NCD_ACTION_DROP ? NC_ACTION_DROP : NC_ACTION_DELIVER;
+	e->action = cc->action == NCD_ACTION_DROP ? NC_ACTION_DROP :
+		    cc->action == NCD_ACTION_NAT ? NC_ACTION_NAT : NC_ACTION_DELIVER;
 	e->ring_size = cc->ring_size;
 	e->queue_bytes = cc->queue_bytes;
 	e->generation++;
@@ -172,6 +180,9 @@ ncd_channel_add(struct ncd *d, const struct ncd_channel_conf *cc, int owner)
 	__atomic_store_n(&d->channels[id], ch, __ATOMIC_RELEASE);
 	if (ch->tx != NULL)
 		tx_list_add(&d->workers[ch->tx_worker], ch);
+	/* Workers start looking replies up before the first packet that makes a mapping. */
+	if (ch->action == NCD_ACTION_NAT && ch->nat.reverse)
+		__atomic_fetch_add(&d->nat_reverse, 1, __ATOMIC_RELEASE);
 	if (ncd_offload_add(d, ch) != 0) {
 		/* A required port cannot offload it: refused, as if never added. */
 		ncd_channel_del(d, (uint32_t)id);
@@ -221,9 +232,14 @@ ncd_channel_del(struct ncd *d, uint32_t id)
 		tx_list_del(&d->workers[ch->tx_worker], ch);
 	rte_rcu_qsbr_synchronize(d->qsbr, RTE_QSBR_THRID_INVALID);
 	/* Packets workers handed over for next-hop resolution still name the channel. */
-	if (ch->tx != NULL)
+	if (ch->tx != NULL || ch->action == NCD_ACTION_NAT)
 		ncd_nh_run(d);
 	__atomic_store_n(&d->channels[id], NULL, __ATOMIC_RELAXED);
+	/* Its reverse mappings go now, not when they would have been idle long enough. */
+	if (ch->action == NCD_ACTION_NAT && ch->nat.reverse) {
+		__atomic_fetch_sub(&d->nat_reverse, 1, __ATOMIC_RELAXED);
+		ncd_nat_expire(d, true);
+	}
 	__atomic_store_n(&ch->dir->state, NC_DIR_FREE, __ATOMIC_RELEASE);
 	/* Whatever no client took, and whatever it sent that no worker took, goes back. */
 	drain(ch->rx);

@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
 
 #include <jansson.h>
 #include <rte_ethdev.h>
@@ -174,7 +175,35 @@ ncd_view_port_xstats(const struct ncd *d, unsigned int pi)
 static const char *
 action_name(enum ncd_action a)
 {
-	return a == NCD_ACTION_DROP ? "drop" : "deliver";
+	return a == NCD_ACTION_DROP ? "drop" : a == NCD_ACTION_NAT ? "nat" : "deliver";
+}
+
+static json_t *
+view_nat(const struct ncd *d, const struct ncd_nat_conf *nc)
+{
+	json_t *o = json_object();
+	char a[INET6_ADDRSTRLEN];
+	int af = nc->family == NC_TRIE_AF_INET ? AF_INET : AF_INET6;
+
+	if (nc->x.flags & NCD_NAT_DST)
+		json_object_set_new(o, "dst", json_string(inet_ntop(af, nc->x.dst, a, sizeof(a))));
+	if (nc->x.flags & NCD_NAT_DPORT)
+		json_object_set_new(o, "dport", U64(nc->x.dport));
+	if (nc->x.flags & NCD_NAT_SRC)
+		json_object_set_new(o, "src", json_string(inet_ntop(af, nc->x.src, a, sizeof(a))));
+	if (nc->x.flags & NCD_NAT_SPORT)
+		json_object_set_new(o, "sport", U64(nc->x.sport));
+	json_object_set_new(o, "port", nc->has_port ? json_string(d->cfg.ports[nc->port].name) :
+			    json_string("in"));
+	if (nc->has_via) {
+		const uint8_t *m = nc->via;
+
+		snprintf(a, sizeof(a), "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3],
+			 m[4], m[5]);
+		json_object_set_new(o, "via", json_string(a));
+	}
+	json_object_set_new(o, "reverse", json_boolean(nc->reverse));
+	return o;
 }
 
 json_t *
@@ -210,6 +239,8 @@ ncd_view_channel(const struct ncd *d, uint32_t id)
 		json_object_set_new(o, "bytes_queued",
 				    U64(__atomic_load_n(&ch->dir->bytes_queued, __ATOMIC_RELAXED)));
 	}
+	if (ch->action == NCD_ACTION_NAT)
+		json_object_set_new(o, "nat", view_nat(d, &ch->nat));
 	json_object_set_new(o, "tx", json_boolean(ch->tx != NULL));
 	if (ch->tx != NULL) {
 		json_object_set_new(o, "tx_port", json_string(d->cfg.ports[ch->port].name));
@@ -423,6 +454,64 @@ cmd_show_channel(struct cmd_ctx *x, char **argv, json_t **res)
 	return 0;
 }
 
+/* One word (and its value) of "action nat ...": what the translation writes. */
+static int
+nat_option(struct cmd_ctx *x, struct ncd_nat_conf *nc, char **argv, int argc, int *i)
+{
+	const char *k = argv[*i], *v = *i + 1 < argc ? argv[*i + 1] : NULL;
+	union nc_trie_addr a;
+	uint8_t len, fam;
+	char err[128], *end;
+
+	if (strcmp(k, "reverse") == 0) {
+		nc->reverse = true;
+		return 0;
+	}
+	if (v == NULL)
+		return fail(x, -EINVAL, "nat %s: a value is missing", k);
+	(*i)++;
+	if (strcmp(k, "dst") == 0 || strcmp(k, "src") == 0) {
+		bool dst = k[0] == 'd';
+
+		if (ncd_parse_prefix(v, &a, &len, &fam, err, sizeof(err)) != 0 || fam == 0 ||
+		    len != (fam == NC_TRIE_AF_INET ? 32 : 128))
+			return fail(x, -EINVAL, "nat %s: '%s' is not one IPv4 or IPv6 address", k, v);
+		if (nc->family != 0 && nc->family != fam)
+			return fail(x, -EINVAL, "nat: dst and src are of different families");
+		nc->family = fam;
+		memcpy(dst ? nc->x.dst : nc->x.src, a.a, 16);
+		nc->x.flags |= dst ? NCD_NAT_DST : NCD_NAT_SRC;
+	} else if (strcmp(k, "dport") == 0 || strcmp(k, "sport") == 0) {
+		unsigned long n = strtoul(v, &end, 10);
+
+		if (*v == '\0' || *end != '\0' || n < 1 || n > 65535)
+			return fail(x, -EINVAL, "nat %s: '%s' is not a port (1..65535)", k, v);
+		if (k[0] == 'd') {
+			nc->x.dport = (uint16_t)n;
+			nc->x.flags |= NCD_NAT_DPORT;
+		} else {
+			nc->x.sport = (uint16_t)n;
+			nc->x.flags |= NCD_NAT_SPORT;
+		}
+	} else if (strcmp(k, "port") == 0) {
+		unsigned int ps[NCD_MAX_PORTS];
+		int n = ports_of(x, v, ps);
+
+		if (n != 1)
+			return n < 0 ? n : fail(x, -EINVAL, "nat port: one port, not all");
+		nc->has_port = true;
+		nc->port = (uint16_t)ps[0];
+	} else if (strcmp(k, "via") == 0) {
+		if (ncd_parse_mac(v, nc->via) != 0)
+			return fail(x, -EINVAL, "nat via: '%s' is not a MAC address", v);
+		nc->has_via = true;
+	} else {
+		return fail(x, -EINVAL, "unknown nat option '%s' (dst, dport, src, sport, port, via, "
+			    "reverse)", k);
+	}
+	return 0;
+}
+
 /* channel create NAME [key value | tx]...: the config's words, on one line. */
 static int
 cmd_channel_create(struct cmd_ctx *x, char **argv, int argc, json_t **res)
@@ -443,6 +532,14 @@ cmd_channel_create(struct cmd_ctx *x, char **argv, int argc, json_t **res)
 		uint8_t fam = 0;
 		char *end;
 
+		if (cc.action == NCD_ACTION_NAT) {
+			/* After "action nat", the words say what it writes. */
+			int r = nat_option(x, &cc.nat, argv, argc, &i);
+
+			if (r != 0)
+				return r;
+			continue;
+		}
 		if (strcmp(k, "tx") == 0) {
 			cc.tx = true;
 			continue;
@@ -495,8 +592,10 @@ cmd_channel_create(struct cmd_ctx *x, char **argv, int argc, json_t **res)
 		} else if (strcmp(k, "action") == 0) {
 			if (strcmp(v, "drop") == 0)
 				cc.action = NCD_ACTION_DROP;
+			else if (strcmp(v, "nat") == 0)
+				cc.action = NCD_ACTION_NAT;
 			else if (strcmp(v, "deliver") != 0)
-				return fail(x, -EINVAL, "action: '%s': deliver or drop", v);
+				return fail(x, -EINVAL, "action: '%s': deliver, drop or nat", v);
 		} else if (strcmp(k, "port") == 0) {
 			unsigned int ps[NCD_MAX_PORTS];
 			int n = ports_of(x, v, ps);
@@ -513,6 +612,8 @@ cmd_channel_create(struct cmd_ctx *x, char **argv, int argc, json_t **res)
 		return fail(x, -EINVAL, "tx: only a deliver channel has a client to transmit");
 	if (nc_trie_rule_validate(&cc.rule) != 0)
 		return fail(x, -EINVAL, "the rule is not valid (a mask or range, or a family)");
+	if (cc.action == NCD_ACTION_NAT && ncd_nat_conf_check(&cc.rule, &cc.nat, err, sizeof(err)))
+		return fail(x, -EINVAL, "nat: %s", err);
 	id = ncd_channel_add(x->d, &cc, NCD_OWNER_OPERATOR);
 	if (id == -EEXIST)
 		return fail(x, id, "a channel named '%s' exists", cc.name);
@@ -619,6 +720,7 @@ ncd_cli_exec(struct ncd *d, const char *line, bool json, bool priv, FILE *out)
 	case NC_CLI_SHOW_CLIENTS: res = ncd_view_clients(d); break;
 	case NC_CLI_SHOW_CLASSIFIER: res = ncd_view_classifier(d); break;
 	case NC_CLI_SHOW_MEMPOOL: res = ncd_view_mempool(d); break;
+	case NC_CLI_SHOW_NAT: res = ncd_view_nat(d); break;
 	case NC_CLI_CHANNEL_CREATE: ret = cmd_channel_create(&x, argv, argc, &res); break;
 	case NC_CLI_CHANNEL_DESTROY: ret = cmd_channel_destroy(&x, argv, &res); break;
 	case NC_CLI_SET_LOG_LEVEL: ret = cmd_set_log(&x, argv, &res); break;

@@ -31,9 +31,12 @@ const struct nc_cli_cmd nc_cli_cmds[NC_CLI_NCMDS] = {
 	{ NC_CLI_SHOW_CLIENTS, "show clients", "the connected clients: pid, uid, lcore, channels, mbufs held" },
 	{ NC_CLI_SHOW_CLASSIFIER, "show classifier", "the classifier: rules, nodes, memory" },
 	{ NC_CLI_SHOW_MEMPOOL, "show mempool", "the mbuf pool: size, in use, available" },
+	{ NC_CLI_SHOW_NAT, "show nat", "NAT's reverse mappings: capacity, in use, expired" },
 	{ NC_CLI_CHANNEL_CREATE, "channel create <name> [options...]",
 	  "a channel clients attach to by name; options: proto P, src A, dst A, sport S, dport D, "
-	  "priority N, action deliver|drop, ring_size N, queue_bytes N, port P, queue N, tx (as in the config)" },
+	  "priority N, action deliver|drop, ring_size N, queue_bytes N, port P, queue N, tx (as in the config); "
+	  "or action nat, then what it writes: dst A, dport P, src A, sport P, port P (out of), "
+	  "via MAC (next hop), reverse (map replies back)" },
 	{ NC_CLI_CHANNEL_DESTROY, "channel destroy <channel>",
 	  "remove a channel created here or in the config; <channel>: id or name" },
 	{ NC_CLI_SET_LOG_LEVEL, "set log level <type> <level>",

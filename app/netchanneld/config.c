@@ -391,8 +391,8 @@ load_mempool(struct ctx *c, const json_t *root)
 	return r;
 }
 
-static int
-parse_mac(const char *s, uint8_t mac[6])
+int
+ncd_parse_mac(const char *s, uint8_t mac[6])
 {
 	unsigned int b[6];
 	char tail;
@@ -462,7 +462,7 @@ load_exception(struct ctx *c, const json_t *e, struct ncd_port_conf *p)
 	if (mac != NULL && strcmp(mac, "port") != 0) {
 		size_t l2 = push(c, "mac", 0);
 
-		if (parse_mac(mac, p->exc_mac))
+		if (ncd_parse_mac(mac, p->exc_mac))
 			return fail(c, "'%s' is not \"port\" or a MAC address", mac);
 		pop(c, l2);
 		p->exc_mac_port = false;
@@ -860,6 +860,144 @@ load_match(struct ctx *c, const json_t *m, struct nc_trie_rule *r)
 	return 0;
 }
 
+/* An address of a NAT translation: one address, not a prefix. */
+static int
+nat_addr(struct ctx *c, const json_t *o, const char *key, uint8_t *out, uint8_t *family,
+	 bool *given)
+{
+	const char *s;
+	union nc_trie_addr a;
+	uint8_t len, fam;
+	char err[128];
+	size_t l;
+
+	*given = false;
+	if (get_str(c, o, key, false, &s))
+		return -1;
+	if (s == NULL)
+		return 0;
+	l = push(c, key, 0);
+	if (ncd_parse_prefix(s, &a, &len, &fam, err, sizeof(err)))
+		return fail(c, "%s", err);
+	if (fam == 0 || len != (fam == NC_TRIE_AF_INET ? 32 : 128))
+		return fail(c, "'%s': expected one IPv4 or IPv6 address", s);
+	memcpy(out, a.a, 16);
+	*family = fam;
+	*given = true;
+	pop(c, l);
+	return 0;
+}
+
+/* action: { "nat": { dst, dport, src, sport, port, via, reverse } } */
+static int
+load_nat(struct ctx *c, const json_t *act, struct ncd_channel_conf *cc)
+{
+	static const char *const akeys[] = { "nat", NULL };
+	static const char *const keys[] = { "dst", "dport", "src", "sport", "port", "via",
+					    "reverse", NULL };
+	const json_t *n = json_object_get(act, "nat");
+	struct ncd_nat_conf *nc = &cc->nat;
+	uint8_t fd = 0, fs = 0;
+	const char *port, *via;
+	int64_t dport, sport;
+	bool given;
+	size_t l;
+
+	if (check_keys(c, act, akeys))
+		return -1;
+	l = push(c, "nat", 0);
+	if (want_type(c, n, JSON_OBJECT, "an object") || check_keys(c, n, keys) ||
+	    get_int(c, n, "dport", 1, 65535, 0, &dport) ||
+	    get_int(c, n, "sport", 1, 65535, 0, &sport) ||
+	    get_str(c, n, "port", false, &port) || get_str(c, n, "via", false, &via) ||
+	    get_bool(c, n, "reverse", false, &nc->reverse))
+		return -1;
+	memset(&nc->x, 0, sizeof(nc->x));
+	if (nat_addr(c, n, "dst", nc->x.dst, &fd, &given))
+		return -1;
+	nc->x.flags |= given ? NCD_NAT_DST : 0;
+	if (nat_addr(c, n, "src", nc->x.src, &fs, &given))
+		return -1;
+	nc->x.flags |= given ? NCD_NAT_SRC : 0;
+	if (fd != 0 && fs != 0 && fd != fs)
+		return fail(c, "dst and src are of different families");
+	nc->family = fd ? fd : fs;
+	if (dport) {
+		nc->x.flags |= NCD_NAT_DPORT;
+		nc->x.dport = (uint16_t)dport;
+	}
+	if (sport) {
+		nc->x.flags |= NCD_NAT_SPORT;
+		nc->x.sport = (uint16_t)sport;
+	}
+	if (port != NULL) {
+		int pi = port_index(c->cfg, port);
+
+		if (pi < 0) {
+			push(c, "port", 0);
+			return fail(c, "no port named '%s'", port);
+		}
+		nc->has_port = true;
+		nc->port = (uint16_t)pi;
+	}
+	if (via != NULL) {
+		if (ncd_parse_mac(via, nc->via) != 0) {
+			push(c, "via", 0);
+			return fail(c, "'%s': expected a MAC address such as 02:00:00:00:00:01", via);
+		}
+		nc->has_via = true;
+	}
+	cc->action = NCD_ACTION_NAT;
+	pop(c, l);
+	return 0;
+}
+
+int
+ncd_nat_conf_check(const struct nc_trie_rule *r, struct ncd_nat_conf *nc, char *err, size_t len)
+{
+	if (!(nc->x.flags & (NCD_NAT_ADDRS | NCD_NAT_PORTS))) {
+		snprintf(err, len, "nothing to translate: give dst, dport, src or sport");
+		return -1;
+	}
+	if (nc->family != 0 && r->family != nc->family) {
+		snprintf(err, len, "its addresses are %s, but the match %s: give the match's dst, "
+			 "src or family", nc->family == NC_TRIE_AF_INET ? "IPv4" : "IPv6",
+			 r->family == NC_TRIE_AF_ANY ? "takes both families" :
+			 nc->family == NC_TRIE_AF_INET ? "is IPv6" : "is IPv4");
+		return -1;
+	}
+	if ((nc->x.flags & NCD_NAT_PORTS) &&
+	    (r->proto_mask != 0xff || (r->proto != IPPROTO_TCP && r->proto != IPPROTO_UDP &&
+				       r->proto != IPPROTO_UDPLITE))) {
+		snprintf(err, len, "rewriting ports needs a match with proto tcp, udp or udplite");
+		return -1;
+	}
+	return 0;
+}
+
+static int
+load_nat_table(struct ctx *c, const json_t *root)
+{
+	static const char *const keys[] = { "flows", "idle_timeout_ms", NULL };
+	const json_t *n = json_object_get(root, "nat");
+	int64_t flows, idle;
+	size_t l;
+
+	c->cfg->nat_flows = 65536;
+	c->cfg->nat_idle_ms = 60000;
+	if (n == NULL)
+		return 0;
+	l = push(c, "nat", 0);
+	if (want_type(c, n, JSON_OBJECT, "an object") || check_keys(c, n, keys) ||
+	    get_int(c, n, "flows", 8, 1 << 20, 65536, &flows) ||
+	    get_int(c, n, "idle_timeout_ms", 100, 86400000, 60000, &idle))
+		return -1;
+	c->cfg->nat_flows = (uint32_t)flows;
+	c->cfg->nat_idle_ms = (uint32_t)idle;
+	pop(c, l);
+	return 0;
+}
+
 static int
 load_channels(struct ctx *c, const json_t *root)
 {
@@ -951,22 +1089,32 @@ load_channels(struct ctx *c, const json_t *root)
 		cc->action = NCD_ACTION_DELIVER;
 		if (act != NULL) {
 			push(c, "action", 0);
-			if (json_is_object(act) && json_object_get(act, "nat") != NULL) {
-				fail(c, "nat is not supported by this version (deliver or drop)");
+			if (json_is_object(act)) {
+				if (load_nat(c, act, cc))
+					goto out;
+			} else if (!json_is_string(act)) {
+				fail(c, "expected \"deliver\", \"drop\" or { \"nat\": {...} }, got %s",
+				     type_name(act));
 				goto out;
-			}
-			if (!json_is_string(act)) {
-				fail(c, "expected \"deliver\" or \"drop\", got %s", type_name(act));
-				goto out;
-			}
-			if (strcmp(json_string_value(act), "drop") == 0) {
+			} else if (strcmp(json_string_value(act), "drop") == 0) {
 				cc->action = NCD_ACTION_DROP;
 			} else if (strcmp(json_string_value(act), "deliver") != 0) {
-				fail(c, "'%s': expected deliver or drop", json_string_value(act));
+				fail(c, "'%s': expected deliver, drop or { \"nat\": {...} }",
+				     json_string_value(act));
 				goto out;
 			}
 			pop(c, l2);
 			push(c, NULL, (int)i);
+		}
+		if (cc->action == NCD_ACTION_NAT) {
+			char err[160];
+
+			if (ncd_nat_conf_check(&cc->rule, &cc->nat, err, sizeof(err))) {
+				push(c, "action", 0);
+				push(c, "nat", 0);
+				fail(c, "%s", err);
+				goto out;
+			}
 		}
 		if (cc->tx && cc->action != NCD_ACTION_DELIVER) {
 			push(c, "tx", 0);
@@ -996,7 +1144,7 @@ static int
 config_load(const char *path, const char *text, struct ncd_config *cfg)
 {
 	static const char *const keys[] = { "eal", "mempool", "ports", "workers", "control",
-					    "channels", "telemetry", NULL };
+					    "channels", "telemetry", "nat", NULL };
 	struct ctx c = { .cfg = cfg, .path = path };
 	json_error_t jerr;
 	json_t *root;
@@ -1019,7 +1167,7 @@ config_load(const char *path, const char *text, struct ncd_config *cfg)
 	}
 	if (check_keys(&c, root, keys) || load_eal(&c, root) || load_mempool(&c, root) ||
 	    load_ports(&c, root) || load_workers(&c, root) || load_control(&c, root) ||
-	    load_channels(&c, root))
+	    load_nat_table(&c, root) || load_channels(&c, root))
 		goto out;
 	if (get_bool(&c, root, "telemetry", true, &cfg->telemetry))
 		goto out;

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "nat.h"
 #include "nc_trie.h"
 
 #define NCD_NAME_MAX 32          /* channel names, with the NUL */
@@ -18,7 +19,18 @@
 #define NCD_MAX_EAL_ARGS 64
 
 enum ncd_offload { NCD_OFFLOAD_AUTO, NCD_OFFLOAD_OFF, NCD_OFFLOAD_REQUIRED };
-enum ncd_action { NCD_ACTION_DELIVER, NCD_ACTION_DROP };
+enum ncd_action { NCD_ACTION_DELIVER, NCD_ACTION_DROP, NCD_ACTION_NAT };
+
+/* A NAT channel's translation, and where its packets go. */
+struct ncd_nat_conf {
+	struct ncd_nat_xlate x;      /* what is rewritten */
+	uint8_t family;              /* of x's addresses (0: only ports are rewritten) */
+	bool has_port;               /* out of port `port`; otherwise the port it came in on */
+	uint16_t port;
+	bool has_via;                /* to this MAC; otherwise to the kernel's next hop */
+	uint8_t via[6];
+	bool reverse;                /* keep a mapping per flow, and translate the replies back */
+};
 
 struct ncd_port_conf {
 	char name[NCD_PORT_NAME_MAX];
@@ -54,6 +66,7 @@ struct ncd_channel_conf {
 	uint16_t port;               /* the port it transmits on (index in ports[]) */
 	bool steer;                  /* offload: steer its flow to rx queue `queue` */
 	uint16_t queue;
+	struct ncd_nat_conf nat;     /* action NCD_ACTION_NAT */
 };
 
 struct ncd_allow_conf {
@@ -79,6 +92,8 @@ struct ncd_config {
 	struct ncd_channel_conf *channels;
 	unsigned int nchannels;
 	bool telemetry;
+	uint32_t nat_flows;          /* nat.flows: reverse mappings the table holds */
+	uint32_t nat_idle_ms;        /* nat.idle_timeout_ms */
 };
 
 /**
@@ -118,6 +133,17 @@ int ncd_parse_port(const char *s, struct nc_trie_port *p, char *err, size_t errl
  * @return 0 (mask set to 0 for any, 0xff otherwise), or -1 with a message in err.
  */
 int ncd_parse_proto(const char *s, uint8_t *proto, uint8_t *mask, char *err, size_t errlen);
+
+/**
+ * Check a NAT channel's translation against its rule, and complete it (the
+ * family of its addresses).
+ * @return 0, or -1 with a message in err.
+ */
+int ncd_nat_conf_check(const struct nc_trie_rule *rule, struct ncd_nat_conf *nc, char *err,
+		       size_t errlen);
+
+/** Parse a MAC "02:00:00:00:00:01". @return 0 or -1. */
+int ncd_parse_mac(const char *s, uint8_t mac[6]);
 
 /**
  * Whether s is a name netchanneld accepts: 1..max-1 letters, digits, '_' or

@@ -307,7 +307,8 @@ channel_info(const struct ncd_channel *ch, struct nc_ctl_channel *info)
 {
 	memset(info, 0, sizeof(*info));
 	info->id = ch->id;
-	info->action = ch->action == NCD_ACTION_DROP ? NC_ACTION_DROP : NC_ACTION_DELIVER;
+	info->action = ch->action == NCD_ACTION_DROP ? NC_ACTION_DROP :
+		       ch->action == NCD_ACTION_NAT ? NC_ACTION_NAT : NC_ACTION_DELIVER;
 	info->generation = ch->dir->generation;
 	snprintf(info->name, sizeof(info->name), "%s", ch->name);
 	snprintf(info->rx_ring, sizeof(info->rx_ring), "%s", ch->dir->rx_ring);
@@ -322,9 +323,11 @@ do_create(struct ncd *d, struct client *c, const struct nc_ctl_req *req,
 	struct nc_ctl_channel info;
 	int id;
 
-	if (ncd_ctl_decode_create(m, d->cfg.nports, &cc) != 0)
+	if (ncd_ctl_decode_create(m, req->len, d->cfg.nports, &cc) != 0)
 		return reply(c, req, -EINVAL, NULL, 0);
-	if (!allowed(d, &c->cred, &cc.rule))
+	/* A NAT channel sends the flow on to anywhere: not for any user the allow list names. */
+	if (!allowed(d, &c->cred, &cc.rule) ||
+	    (cc.action == NCD_ACTION_NAT && c->cred.uid != 0 && c->cred.uid != geteuid()))
 		return reply(c, req, -EPERM, NULL, 0);
 	if (c->nchannels == NCD_MAX_CLIENT_CHANNELS)
 		return reply(c, req, -ENOSPC, NULL, 0);
@@ -614,6 +617,7 @@ ncd_control_poll(struct ncd *d, int timeout_ms)
 	pthread_mutex_lock(&d->lock);
 	/* Clients' IP packets waiting for a next hop: on a signal, and at least every poll. */
 	ncd_nh_run(d);
+	ncd_nat_expire(d, false);
 	reclaim_pending(d);
 	for (int i = 0; i < n; i++) {
 		if (evs[i].data.ptr == NULL)

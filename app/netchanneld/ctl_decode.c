@@ -34,20 +34,69 @@ ncd_ctl_check(const uint8_t *msg, size_t n, bool truncated, uint32_t *body_len)
 		return -EOPNOTSUPP;
 	if (req.type == NC_CTL_CLI ? req.len < sizeof(struct nc_ctl_cli) ||
 				     req.len >= sizeof(struct nc_ctl_cli) + NC_CLI_MAX_LINE :
-				     req.len != body_size[req.type])
+	    req.type == NC_CTL_CHANNEL_CREATE ?
+		    req.len != sizeof(struct nc_ctl_create) &&
+		    req.len != sizeof(struct nc_ctl_create) + sizeof(struct nc_ctl_nat) :
+		    req.len != body_size[req.type])
 		return -EINVAL;
 	*body_len = req.len;
 	return 0;
 }
 
+/* A NAT channel's translation, checked against its rule. */
+static int
+decode_nat(const struct nc_ctl_nat *n, unsigned int nports, struct ncd_channel_conf *cc)
+{
+	struct ncd_nat_conf *nc = &cc->nat;
+	unsigned int alen = n->family == NC_TRIE_AF_INET ? 4 : 16;
+	char err[160];
+
+	if ((n->flags & ~(NC_NAT_F_DST | NC_NAT_F_DPORT | NC_NAT_F_SRC | NC_NAT_F_SPORT |
+			  NC_NAT_F_PORT | NC_NAT_F_VIA | NC_NAT_F_REVERSE)) ||
+	    n->reserved != 0 || n->reserved2 != 0 ||
+	    ((n->flags & NC_NAT_F_PORT) && n->port >= nports) ||
+	    ((n->flags & NC_NAT_F_DPORT) && n->dport == 0) ||
+	    ((n->flags & NC_NAT_F_SPORT) && n->sport == 0))
+		return -EINVAL;
+	/* Addresses: of the family given, and nothing beyond an IPv4 address's 4 bytes. */
+	if (n->flags & (NC_NAT_F_DST | NC_NAT_F_SRC)) {
+		static const uint8_t zero[12];
+
+		if ((n->family != NC_TRIE_AF_INET && n->family != NC_TRIE_AF_INET6) ||
+		    (alen == 4 && (memcmp(n->dst + 4, zero, 12) || memcmp(n->src + 4, zero, 12))))
+			return -EINVAL;
+	} else if (n->family != 0) {
+		return -EINVAL;
+	}
+	memset(nc, 0, sizeof(*nc));
+	nc->x.flags = n->flags & (NCD_NAT_DST | NCD_NAT_DPORT | NCD_NAT_SRC | NCD_NAT_SPORT);
+	if (n->flags & NC_NAT_F_DST)
+		memcpy(nc->x.dst, n->dst, 16);
+	if (n->flags & NC_NAT_F_SRC)
+		memcpy(nc->x.src, n->src, 16);
+	nc->x.dport = n->flags & NC_NAT_F_DPORT ? n->dport : 0;
+	nc->x.sport = n->flags & NC_NAT_F_SPORT ? n->sport : 0;
+	nc->family = n->family;
+	nc->has_port = n->flags & NC_NAT_F_PORT;
+	nc->port = nc->has_port ? n->port : 0;
+	nc->has_via = n->flags & NC_NAT_F_VIA;
+	if (nc->has_via)
+		memcpy(nc->via, n->via, 6);
+	nc->reverse = n->flags & NC_NAT_F_REVERSE;
+	return ncd_nat_conf_check(&cc->rule, nc, err, sizeof(err)) == 0 ? 0 : -EINVAL;
+}
+
 int
-ncd_ctl_decode_create(const struct nc_ctl_create *m, unsigned int nports,
+ncd_ctl_decode_create(const struct nc_ctl_create *m, size_t len, unsigned int nports,
 		      struct ncd_channel_conf *cc)
 {
 	const struct nc_ctl_rule *w = &m->rule;
+	bool nat = m->action == NC_ACTION_NAT;
 
+	if (len != sizeof(*m) + (nat ? sizeof(struct nc_ctl_nat) : 0))
+		return -EINVAL;
 	if (!ncd_valid_name(m->name, sizeof(m->name), true) || (m->flags & ~NC_CREATE_F_TX) ||
-	    m->reserved != 0 || m->action > NC_ACTION_DROP || m->ring_size > (1u << 20) ||
+	    m->reserved != 0 || m->action > NC_ACTION_NAT || m->ring_size > (1u << 20) ||
 	    ((m->flags & NC_CREATE_F_TX) && (m->action != NC_ACTION_DELIVER || m->port >= nports)) ||
 	    (m->memory_limit_order != 0 && (m->memory_limit_order < 12 || m->memory_limit_order > 31)) ||
 	    (m->queue_bytes != 0 && (m->queue_bytes < 4096 || m->queue_bytes > (UINT64_C(1) << 31))) ||
@@ -67,7 +116,16 @@ ncd_ctl_decode_create(const struct nc_ctl_create *m, unsigned int nports,
 	cc->rule.priority = w->priority;
 	if (nc_trie_rule_validate(&cc->rule) != 0)
 		return -EINVAL;
-	cc->action = m->action == NC_ACTION_DROP ? NCD_ACTION_DROP : NCD_ACTION_DELIVER;
+	cc->action = m->action == NC_ACTION_DROP ? NCD_ACTION_DROP :
+		     nat ? NCD_ACTION_NAT : NCD_ACTION_DELIVER;
+	if (nat) {
+		struct nc_ctl_nat n;
+
+		/* The body may not be aligned for it. */
+		memcpy(&n, (const uint8_t *)m + sizeof(*m), sizeof(n));
+		if (decode_nat(&n, nports, cc) != 0)
+			return -EINVAL;
+	}
 	cc->tx = m->flags & NC_CREATE_F_TX;
 	cc->port = m->port;
 	cc->ring_size = m->ring_size ? m->ring_size : 1024;

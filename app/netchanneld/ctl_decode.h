@@ -31,11 +31,12 @@ int ncd_ctl_check(const uint8_t *msg, size_t n, bool truncated, uint32_t *body_l
  * action and limits, with the daemon's defaults for what it leaves 0.
  *
  * @param m       the body (ncd_ctl_check() passed it)
+ * @param len     the body's length: a NAT channel's ends with a struct nc_ctl_nat
  * @param nports  the daemon's ports: a transmitting channel names one
  * @param cc      filled in
  * @return 0, or -EINVAL
  */
-int ncd_ctl_decode_create(const struct nc_ctl_create *m, unsigned int nports,
+int ncd_ctl_decode_create(const struct nc_ctl_create *m, size_t len, unsigned int nports,
 			  struct ncd_channel_conf *cc);
 
 /**

@@ -257,7 +257,7 @@ main(int argc, char **argv)
 	if (ret != 0)
 		goto out_close_ports;
 	ret = 1;
-	if (ncd_nh_init(d) != 0 || ncd_channels_init(d) != 0)
+	if (ncd_nh_init(d) != 0 || ncd_nat_init(d) != 0 || ncd_channels_init(d) != 0)
 		goto out_free_channels;
 	if (ncd_control_init(d) != 0 || ncd_telemetry_init(d) != 0)
 		goto out_close_control;
@@ -301,6 +301,7 @@ out_close_control:
 out_free_channels:
 	ncd_offload_close(d);
 	ncd_channels_free(d);
+	ncd_nat_close(d);
 	ncd_nh_close(d);
 out_close_ports:
 	ncd_ports_close(d);

@@ -17,6 +17,7 @@
 #include <rte_log.h>
 
 #include "config.h"
+#include "nat.h"
 #include "nc_proto.h"
 #include "nc_trie.h"
 #include "parse.h"
@@ -43,6 +44,13 @@ struct ncd_port_stats {
 	uint64_t drop_exc_full;        /* exception device did not take it */
 	uint64_t drop_no_exception;    /* exception device "none" */
 	uint64_t drop_too_big;         /* larger than the exception device takes */
+	uint64_t nat;                  /* translated by a NAT channel (either way) and sent */
+	uint64_t drop_nat_invalid;     /* NAT: not translatable (a fragment's ports, headers too long) */
+	uint64_t drop_nat_no_route;    /* NAT: no route to the new destination out of its port */
+	uint64_t drop_nat_no_neigh;    /* NAT: next hop not resolved */
+	uint64_t drop_nat_table_full;  /* NAT: no room for the flow's reverse mapping */
+	uint64_t drop_nat_conflict;    /* NAT: another flow holds the same reverse mapping */
+	uint64_t drop_nat_tx;          /* NAT: the out port did not take it */
 	/* Why packets went to the kernel (not outcomes: they also count above). */
 	uint64_t miss;                 /* parsed, matched no channel */
 	uint64_t verdict[NCD_PKT_NVERDICTS];
@@ -52,6 +60,7 @@ struct ncd_port_stats {
 	uint64_t client_tx, client_tx_drop;
 	/* Offload (not outcomes): packets whose NIC mark named their channel, and marks ignored. */
 	uint64_t mark_hits, mark_ignored;
+	uint64_t nat_reverse;          /* of nat: replies translated back (not an outcome) */
 } __rte_cache_aligned;
 
 struct ncd_chan_stats {
@@ -67,17 +76,28 @@ struct ncd_chan_stats {
 	uint64_t tx_no_neigh;              /* IP packet: next hop unresolved */
 	uint64_t tx_ring_full;             /* IP packet: resolved, but its tx ring was full */
 	uint64_t tx_resolving;             /* IP packet: handed to the control thread (not an outcome) */
+	/* NAT: every hit lands in nat or one nat_drop_*; replies translated back in nat_reverse. */
+	uint64_t nat, nat_bytes;
+	uint64_t nat_drop_invalid, nat_drop_no_route, nat_drop_no_neigh, nat_drop_table_full;
+	uint64_t nat_drop_conflict, nat_drop_tx;
+	uint64_t nat_reverse, nat_reverse_bytes, nat_reverse_drop_tx;
+	uint64_t nat_flows;                /* reverse mappings it created */
 } __rte_cache_aligned;
 
 /* The counters by name, in the order they are shown (stats.c, cli.c). */
 #define PORT_FIELDS(X) \
 	X(rx) X(delivered) X(dropped_by_rule) X(to_kernel) X(drop_ring_full) \
-	X(drop_queue_bytes) X(drop_exc_full) X(drop_no_exception) X(drop_too_big) X(miss) \
+	X(drop_queue_bytes) X(drop_exc_full) X(drop_no_exception) X(drop_too_big) X(nat) \
+	X(drop_nat_invalid) X(drop_nat_no_route) X(drop_nat_no_neigh) X(drop_nat_table_full) \
+	X(drop_nat_conflict) X(drop_nat_tx) X(miss) \
 	X(kernel_rx) X(kernel_tx) X(kernel_tx_drop) X(client_tx) X(client_tx_drop) X(mark_hits) \
-	X(mark_ignored)
+	X(mark_ignored) X(nat_reverse)
 #define CHAN_FIELDS(X) X(hits) X(hits_mark) X(hits_trie) X(delivered) X(bytes) X(drop_ring_full) X(drop_queue_bytes) \
 	X(dropped) X(wakeups) X(wakeup_errors) X(tx) X(tx_bytes) X(tx_dropped) X(tx_spoofed) \
-	X(tx_malformed) X(tx_no_route) X(tx_no_neigh) X(tx_ring_full) X(tx_resolving)
+	X(tx_malformed) X(tx_no_route) X(tx_no_neigh) X(tx_ring_full) X(tx_resolving) \
+	X(nat) X(nat_bytes) X(nat_drop_invalid) X(nat_drop_no_route) X(nat_drop_no_neigh) \
+	X(nat_drop_table_full) X(nat_drop_conflict) X(nat_drop_tx) X(nat_reverse) \
+	X(nat_reverse_bytes) X(nat_reverse_drop_tx) X(nat_flows)
 
 /* Next-hop cache of a port (nexthop.c): direct-mapped, seqlocked slots. */
 #define NCD_NH_SLOTS 1024
@@ -137,6 +157,7 @@ struct ncd_channel {
 	struct nc_trie_rule tx_rule;   /* what a sent packet's reversed key must match */
 	uint64_t seq;                  /* creation order: among equal priorities the older wins */
 	int32_t queue;                 /* offload: the rx queue to steer to, or -1 */
+	struct ncd_nat_conf nat;       /* a NAT channel's translation (action NCD_ACTION_NAT) */
 	/* Per port: the mark its flow rule sets, 0 for none. Workers trust only this one. */
 	uint32_t mark[NCD_MAX_PORTS];
 	struct ncd_chan_offload off[NCD_MAX_PORTS];
@@ -157,6 +178,8 @@ struct ncd_port {
 	struct ncd_nh_cache *nh;       /* next hops of clients' IP packets */
 	int nh_ifindex;                /* the kernel interface whose tables give them, or 0 */
 	struct { uint64_t resolved, no_route, no_neigh; } nh_stats; /* control thread's */
+	uint16_t ntxq;                 /* its tx queues: one per worker that polls it, or per worker */
+	bool ip_csum_offload;          /* it computes IPv4 header checksums (NAT's packets) */
 	bool marks;                    /* workers read marks: the port offloads (or the mock does) */
 	int mark_negotiated;           /* rte_eth_rx_metadata_negotiate: 1 yes, 0 refused, -1 n/a */
 	struct ncd_mock *mock;         /* the offload mock, when --mark-mock is given */
@@ -164,10 +187,63 @@ struct ncd_port {
 	uint64_t flow_errors;          /* flow rules the PMD refused */
 };
 
+/*
+ * NAT's reverse mappings (nat.c): one table for every worker, keyed by the
+ * 5-tuple a reply has. Workers add and read without locks (rte_hash,
+ * lock-free readers); the control thread expires idle mappings and those
+ * of gone channels, and frees their slots after a grace period.
+ */
+struct ncd_nat_key {
+	uint8_t family, proto;
+	uint16_t sport, dport;         /* host order */
+	uint8_t pad[2];
+	uint8_t src[16], dst[16];
+};
+
+enum ncd_nat_flow_state { NCD_NATF_FREE, NCD_NATF_FILLING, NCD_NATF_LIVE, NCD_NATF_DEAD };
+
+struct ncd_nat_flow {
+	uint32_t state;                /* enum ncd_nat_flow_state */
+	uint32_t chan;                 /* the channel that made it */
+	uint64_t gen;                  /* and its generation */
+	uint64_t last;                 /* TSC of its last packet, either way */
+	struct ncd_nat_xlate rev;      /* what its replies get */
+	uint16_t port;                 /* replies leave by the port the flow came in on */
+	uint8_t mac[6];                /* to the flow's source MAC (its last hop) */
+	struct ncd_nat_key key;
+} __rte_cache_aligned;
+
+struct ncd_nat_table {
+	struct rte_hash *h;
+	struct ncd_nat_flow *flows;    /* by the hash's key position */
+	uint32_t nslots;               /* entries of flows[] */
+	uint32_t capacity;             /* the config's nat.flows */
+	uint64_t idle_cycles;          /* TSC cycles without a packet before a mapping goes */
+	uint64_t next_scan;            /* TSC of the control thread's next expiry scan */
+	uint32_t used;                 /* mappings now: workers add, the control thread subtracts */
+	uint64_t expired, gone;        /* removed: idle, or their channel went */
+};
+
+/** Whether a mapping is whole and its channel still the one that made it (any thread). */
+static inline bool
+ncd_nat_flow_alive(struct ncd_channel *const *channels, const struct ncd_nat_flow *f)
+{
+	const struct ncd_channel *ch;
+
+	if (__atomic_load_n(&f->state, __ATOMIC_ACQUIRE) != NCD_NATF_LIVE)
+		return false;
+	ch = __atomic_load_n(&channels[f->chan], __ATOMIC_ACQUIRE);
+	return ch != NULL && ch->action == NCD_ACTION_NAT && ch->dir->generation == f->gen;
+}
+
 struct ncd_rxq {
 	uint16_t port;                 /* index in ncd.ports[] */
 	uint16_t queue;
 };
+
+#define NCD_NO_TXQ UINT16_MAX
+/* hash.usr of a packet handed over for next-hop resolution: the channel, and whether NAT's. */
+#define NCD_NH_NAT (1u << 31)
 
 struct ncd_worker {
 	unsigned int index;
@@ -175,6 +251,7 @@ struct ncd_worker {
 	struct ncd_rxq rx[NCD_MAX_PORTS * NCD_MAX_QUEUES];
 	unsigned int nrx;
 	uint16_t exc_txq[NCD_MAX_PORTS]; /* this worker's tx queue on each exception device */
+	uint16_t txq[NCD_MAX_PORTS];     /* its tx queue on each port, or NCD_NO_TXQ */
 	struct ncd_port_stats pstats[NCD_MAX_PORTS];
 	struct ncd_chan_stats *cstats;   /* [NCD_MAX_CHANNELS] */
 	/*
@@ -199,6 +276,9 @@ struct ncd {
 	const struct rte_memzone *dir_mz;
 	struct ncd_channel *channels[NCD_MAX_CHANNELS]; /* by trie rule id */
 	struct ncd_chan_stats *ctl_cstats; /* [NCD_MAX_CHANNELS]: what the control thread counts */
+	struct ncd_port_stats ctl_pstats[NCD_MAX_PORTS]; /* and per port (NAT's unresolved next hops) */
+	struct ncd_nat_table nat;      /* NAT's reverse mappings */
+	uint32_t nat_reverse;          /* NAT channels with reverse mappings: workers look replies up */
 	struct rte_ring *nh_req;       /* workers -> control thread: IP packets to resolve */
 	int nh_efd;                    /* signals the control thread that nh_req has work */
 	struct nc_client_entry *clients; /* the client table (memzone NC_CLIENTS_MZ) */
@@ -355,6 +435,18 @@ void ncd_offload_refresh(struct ncd *d, const struct nc_trie_rule *gone);
 
 /** Destroy every flow rule and the mock (shutdown). */
 void ncd_offload_close(struct ncd *d);
+
+/** Create NAT's reverse-mapping table. @return 0 or -1. */
+int ncd_nat_init(struct ncd *d);
+
+/** Free it. */
+void ncd_nat_close(struct ncd *d);
+
+/** Control thread: remove idle mappings and those of gone channels (at most every 100 ms). */
+void ncd_nat_expire(struct ncd *d, bool now);
+
+/** NAT's table as a JSON value: capacity, live, expired... */
+json_t *ncd_view_nat(const struct ncd *d);
 
 /** Print the counters for a person. */
 void ncd_stats_print(const struct ncd *d, FILE *f);

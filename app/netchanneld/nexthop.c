@@ -332,6 +332,74 @@ ncd_nh_init(struct ncd *d)
 	return 0;
 }
 
+/* A worker with a tx queue on port op, to send a resolved NAT packet: -1 if none. */
+static int
+sender_of(const struct ncd *d, uint16_t op)
+{
+	for (unsigned int w = 0; w < d->cfg.nworkers; w++)
+		if (d->workers[w].txq[op] != NCD_NO_TXQ)
+			return (int)w;
+	return -1;
+}
+
+/*
+ * One packet a worker handed over: a client's IP packet (out of its
+ * channel's port), or a NAT channel's translated one (out of the NAT's port,
+ * or the one it came in on, m->port). Its frame is built and checked; only
+ * its destination MAC is missing.
+ */
+static void
+resolve_one(struct ncd *d, struct rte_mbuf *m)
+{
+	uint32_t usr = m->hash.usr, id = usr & ~NCD_NH_NAT;
+	bool nat = usr & NCD_NH_NAT;
+	struct ncd_channel *ch = id < NCD_MAX_CHANNELS ? d->channels[id] : NULL;
+	struct ncd_chan_stats *cs = &d->ctl_cstats[id < NCD_MAX_CHANNELS ? id : 0];
+	struct ncd_port_stats *ps = nat ? &d->ctl_pstats[m->port] : NULL;
+	uint8_t buf[256];
+	uint32_t want = m->pkt_len < sizeof(buf) ? m->pkt_len : sizeof(buf);
+	const uint8_t *f = rte_pktmbuf_read(m, 0, want, buf);
+	struct rte_ether_hdr *eh = rte_pktmbuf_mtod(m, struct rte_ether_hdr *);
+	struct ncd_parsed pp;
+	uint16_t op;
+	int ret, w;
+
+	if (ch == NULL || (nat ? ch->action != NCD_ACTION_NAT : ch->tx == NULL) ||
+	    ncd_parse(f, want, m->pkt_len, NULL, NCD_PARSE_CSUM_GOOD, &pp) != NCD_PKT_OK) {
+		/* Its channel went meanwhile. */
+		if (ps != NULL)
+			ps->drop_nat_tx++;
+		rte_pktmbuf_free(m);
+		return;
+	}
+	op = !nat ? ch->port : ch->nat.has_port ? ch->nat.port : m->port;
+	w = nat ? sender_of(d, op) : (int)ch->tx_worker;
+	ret = resolve(d, op, pp.key.family, pp.key.dst.a, eh->dst_addr.addr_bytes);
+	/* The generation tells the worker whether the channel is still this one. */
+	m->hash.fdir.hi = (uint32_t)ch->dir->generation;
+	if (ret == 1 && w >= 0 && rte_ring_sp_enqueue(d->workers[w].nh_done, m) == 0)
+		return;
+	if (nat) {
+		if (ret == -ENETUNREACH) {
+			cs->nat_drop_no_route++;
+			ps->drop_nat_no_route++;
+		} else if (ret == -EHOSTUNREACH) {
+			cs->nat_drop_no_neigh++;
+			ps->drop_nat_no_neigh++;
+		} else {
+			cs->nat_drop_tx++;
+			ps->drop_nat_tx++;
+		}
+	} else if (ret == -ENETUNREACH) {
+		cs->tx_no_route++;
+	} else if (ret == -EHOSTUNREACH) {
+		cs->tx_no_neigh++;
+	} else {
+		cs->tx_ring_full++;
+	}
+	rte_pktmbuf_free(m);
+}
+
 void
 ncd_nh_run(struct ncd *d)
 {
@@ -343,36 +411,8 @@ ncd_nh_run(struct ncd *d)
 		NCD_LOG(DEBUG, "read(next-hop eventfd): %s", strerror(errno));
 	while (d->nh_req != NULL &&
 	       (n = rte_ring_dequeue_burst(d->nh_req, (void **)m, NCD_BURST, NULL)) > 0) {
-		for (unsigned int i = 0; i < n; i++) {
-			uint32_t id = m[i]->hash.usr;
-			struct ncd_channel *ch = d->channels[id];
-			struct ncd_chan_stats *cs = &d->ctl_cstats[id];
-			uint8_t buf[256];
-			uint32_t want = m[i]->pkt_len < sizeof(buf) ? m[i]->pkt_len : sizeof(buf);
-			const uint8_t *f = rte_pktmbuf_read(m[i], 0, want, buf);
-			struct rte_ether_hdr *eh = rte_pktmbuf_mtod(m[i], struct rte_ether_hdr *);
-			struct ncd_parsed pp;
-			int ret;
-
-			/* The worker built this frame and checked it; only its destination is new. */
-			if (ch == NULL || ch->tx == NULL ||
-			    ncd_parse(f, want, m[i]->pkt_len, NULL, NCD_PARSE_CSUM_GOOD, &pp) != NCD_PKT_OK) {
-				rte_pktmbuf_free(m[i]);
-				continue;
-			}
-			ret = resolve(d, ch->port, pp.key.family, pp.key.dst.a, eh->dst_addr.addr_bytes);
-			/* The generation tells the worker whether the channel is still this one. */
-			m[i]->hash.fdir.hi = ch->dir->generation;
-			if (ret == 1 && rte_ring_sp_enqueue(d->workers[ch->tx_worker].nh_done, m[i]) == 0)
-				continue;
-			if (ret == -ENETUNREACH)
-				cs->tx_no_route++;
-			else if (ret == -EHOSTUNREACH)
-				cs->tx_no_neigh++;
-			else
-				cs->tx_ring_full++;
-			rte_pktmbuf_free(m[i]);
-		}
+		for (unsigned int i = 0; i < n; i++)
+			resolve_one(d, m[i]);
 	}
 }
 

@@ -104,9 +104,12 @@ parse_ipv4(const uint8_t *f, uint32_t avail, uint32_t frame_len, uint32_t l3,
 	memcpy(k->src.a, ip + 12, 4);
 	memcpy(k->dst.a, ip + 16, 4);
 	/* MF set or a non-zero offset: a fragment. */
-	if (rd16(ip + 6) & 0x3fff)
+	if (rd16(ip + 6) & 0x3fff) {
 		k->flags |= NC_TRIE_KEY_F_NOPORTS;
+		out->frag = rd16(ip + 6) & 0x1fff ? NCD_FRAG_LATER : NCD_FRAG_FIRST;
+	}
 	out->l3_len = tot;
+	out->l4_off = (uint16_t)(l3 + ihl);
 	return parse_ports(f, avail, l3 + ihl, l3 + tot, k);
 }
 
@@ -163,11 +166,13 @@ parse_ipv6(const uint8_t *f, uint32_t avail, uint32_t frame_len, uint32_t l3,
 		case IPPROTO_FRAGMENT:
 			/* Any fragment, first included: ports are not to be matched. */
 			k->flags |= NC_TRIE_KEY_F_NOPORTS;
+			out->frag = rd16(f + off + 2) & 0xfff8 ? NCD_FRAG_LATER : NCD_FRAG_FIRST;
 			len = 8;
 			break;
 		default:
 			k->proto = nh;
 			out->l3_len = end - l3;
+			out->l4_off = (uint16_t)off;
 			return parse_ports(f, avail, off, end, k);
 		}
 		if (n >= MAX_EXT_HEADERS || off + len > end)
@@ -185,6 +190,8 @@ ncd_parse(const uint8_t *f, uint32_t avail, uint32_t frame_len, const uint8_t po
 	uint16_t type;
 
 	memset(&out->key, 0, sizeof(out->key));
+	out->frag = NCD_FRAG_NONE;
+	out->l4_off = 0;
 	if (avail > frame_len)
 		avail = frame_len;
 	if (avail < ETH_HLEN)

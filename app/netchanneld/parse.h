@@ -44,7 +44,14 @@ struct ncd_parsed {
 	struct nc_trie_key key;
 	uint32_t l3_len;         /* bytes of the IP packet (total length): trim the frame to l2 + this */
 	uint16_t l2_len;         /* Ethernet and VLAN headers */
+	uint16_t l4_off;         /* where the transport header starts (from the frame's start) */
+	uint8_t frag;            /* NCD_FRAG_*: whether this is a fragment, and which */
 };
+
+/** Fragments (ncd_parsed.frag). */
+#define NCD_FRAG_NONE 0          /* a whole datagram */
+#define NCD_FRAG_FIRST 1         /* the first fragment: it holds the transport header */
+#define NCD_FRAG_LATER 2         /* a later fragment: no transport header */
 
 /**
  * Parse a frame.

@@ -57,7 +57,7 @@ workers_of_port(const struct ncd *d, unsigned int p)
 
 static int
 setup_queues(struct ncd *d, uint16_t pid, const char *what, uint16_t nrx, uint16_t ntx,
-	     uint16_t mtu, bool rss)
+	     uint16_t mtu, bool rss, bool *ip_csum)
 {
 	struct rte_eth_dev_info info;
 	struct rte_eth_conf conf;
@@ -79,6 +79,11 @@ setup_queues(struct ncd *d, uint16_t pid, const char *what, uint16_t nrx, uint16
 		conf.rxmode.offloads |= RTE_ETH_RX_OFFLOAD_IPV4_CKSUM;
 	if (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS)
 		conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
+	/* Only NAT's packets ask for it, with their mbuf's flags. */
+	if (ip_csum != NULL && (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_IPV4_CKSUM)) {
+		conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_IPV4_CKSUM;
+		*ip_csum = true;
+	}
 	if (mtu >= info.min_mtu && mtu <= info.max_mtu)
 		conf.rxmode.mtu = mtu;
 	ret = rte_eth_dev_configure(pid, nrx, ntx, &conf);
@@ -127,10 +132,17 @@ port_init(struct ncd *d, unsigned int i)
 	if (nw > info.max_tx_queues)
 		return CONF_ERR(d, i, "device", "%u workers poll it and each needs a tx queue, but "
 				"%s supports %u", nw, pc->device, info.max_tx_queues);
+	/*
+	 * A tx queue for every worker where the device has enough, so that NAT
+	 * can send out of a port its worker does not poll; otherwise only the
+	 * workers that poll it can.
+	 */
+	p->ntxq = d->cfg.nworkers <= info.max_tx_queues ? (uint16_t)d->cfg.nworkers : (uint16_t)nw;
 	p->configured = true;
 	if (ncd_offload_port_init(d, i) != 0)
 		return 1;
-	if (setup_queues(d, p->port_id, pc->name, pc->rx_queues, (uint16_t)nw, pc->mtu, true))
+	if (setup_queues(d, p->port_id, pc->name, pc->rx_queues, p->ntxq, pc->mtu, true,
+			 &p->ip_csum_offload))
 		return 1;
 	rte_eth_macaddr_get(p->port_id, &p->mac);
 	p->exc_max_frame = pc->mtu + RTE_ETHER_HDR_LEN + 2 * RTE_VLAN_HLEN;
@@ -157,7 +169,7 @@ port_init(struct ncd *d, unsigned int i)
 				"an rx and a tx queue, but %s supports %u rx, %u tx", nw, exc,
 				info.max_rx_queues, info.max_tx_queues);
 	p->has_exc = true;
-	if (setup_queues(d, p->exc_id, exc, (uint16_t)nw, (uint16_t)nw, pc->mtu, false))
+	if (setup_queues(d, p->exc_id, exc, (uint16_t)nw, (uint16_t)nw, pc->mtu, false, NULL))
 		return 1;
 	return 0;
 }
@@ -171,16 +183,26 @@ ncd_ports_init(struct ncd *d)
 		if (ret != 0)
 			return ret;
 	}
-	/* Each worker's queue index on every port it polls. */
+	/*
+	 * Each worker's queue index on every port it polls (and on its exception
+	 * device); on the port's own tx queues, the first ones are theirs, and
+	 * the rest, if the port has one per worker, go to the other workers.
+	 */
 	for (unsigned int p = 0; p < d->cfg.nports; p++) {
 		uint16_t k = 0;
 
-		for (unsigned int w = 0; w < d->cfg.nworkers; w++)
+		for (unsigned int w = 0; w < d->cfg.nworkers; w++) {
+			d->workers[w].txq[p] = NCD_NO_TXQ;
 			for (unsigned int i = 0; i < d->workers[w].nrx; i++)
 				if (d->workers[w].rx[i].port == p) {
-					d->workers[w].exc_txq[p] = k++;
+					d->workers[w].exc_txq[p] = k;
+					d->workers[w].txq[p] = k++;
 					break;
 				}
+		}
+		for (unsigned int w = 0; w < d->cfg.nworkers && k < d->ports[p].ntxq; w++)
+			if (d->workers[w].txq[p] == NCD_NO_TXQ)
+				d->workers[w].txq[p] = k++;
 	}
 	return 0;
 }

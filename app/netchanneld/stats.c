@@ -40,7 +40,8 @@ ncd_stats_json(const struct ncd *d, FILE *f)
 			continue;
 		ncd_chan_stats_sum(d, i, &s);
 		fprintf(f, "%s{\"name\": \"%s\", \"id\": %u, \"action\": \"%s\"", first ? "" : ", ",
-			ch->name, ch->id, ch->action == NCD_ACTION_DROP ? "drop" : "deliver");
+			ch->name, ch->id, ch->action == NCD_ACTION_DROP ? "drop" :
+			ch->action == NCD_ACTION_NAT ? "nat" : "deliver");
 #define X(n) fprintf(f, ", \"" #n "\": %" PRIu64, s.n);
 		CHAN_FIELDS(X)
 #undef X
@@ -48,9 +49,12 @@ ncd_stats_json(const struct ncd *d, FILE *f)
 		first = 0;
 	}
 	fprintf(f, "], \"mempool\": {\"size\": %u, \"in_use\": %u, \"reclaimed\": %" PRIu64
-		", \"cache_flushed\": %" PRIu64 "}, \"control\": {\"bad_messages\": %" PRIu64 "}}\n",
+		", \"cache_flushed\": %" PRIu64 "}, \"control\": {\"bad_messages\": %" PRIu64 "}"
+		", \"nat\": {\"capacity\": %u, \"used\": %u, \"expired\": %" PRIu64 ", \"gone\": %"
+		PRIu64 "}}\n",
 		d->pool->size, rte_mempool_in_use_count(d->pool), d->mbufs_reclaimed, d->cache_flushed,
-		ncd_control_bad_messages());
+		ncd_control_bad_messages(), d->nat.capacity,
+		__atomic_load_n(&d->nat.used, __ATOMIC_RELAXED), d->nat.expired, d->nat.gone);
 }
 
 void

@@ -202,6 +202,14 @@ v_mempool(const struct ncd *d, const char *params, int *err)
 	return ncd_view_mempool(d);
 }
 
+static json_t *
+v_nat(const struct ncd *d, const char *params, int *err)
+{
+	(void)params;
+	(void)err;
+	return ncd_view_nat(d);
+}
+
 #define ENDPOINT(fn) \
 	static int tel_##fn(const char *cmd, const char *params, struct rte_tel_data *t) \
 	{ (void)cmd; return answer(t, v_##fn, params); }
@@ -211,6 +219,7 @@ ENDPOINT(channels)
 ENDPOINT(channel)
 ENDPOINT(clients)
 ENDPOINT(mempool)
+ENDPOINT(nat)
 
 int
 ncd_telemetry_init(struct ncd *d)
@@ -226,6 +235,7 @@ ncd_telemetry_init(struct ncd *d)
 		{ "/netchannel/channel", tel_channel, "One channel. Parameter: its id" },
 		{ "/netchannel/clients", tel_clients, "The connected clients" },
 		{ "/netchannel/mempool", tel_mempool, "The mbuf pool: size, in_use, available" },
+		{ "/netchannel/nat", tel_nat, "NAT's reverse mappings: capacity, used, expired" },
 	};
 
 	if (!d->cfg.telemetry)

@@ -295,6 +295,8 @@ nc_channel_create(struct nc_client *c, const char *name, const struct nc_trie_ru
 {
 	struct nc_ctl_create m;
 	struct nc_ctl_channel info;
+	uint8_t body[sizeof(m) + sizeof(struct nc_ctl_nat)];
+	size_t len = sizeof(m);
 	int ret, efd;
 
 	if (c == NULL || name == NULL || r == NULL || strlen(name) >= sizeof(m.name)) {
@@ -318,8 +320,14 @@ nc_channel_create(struct nc_client *c, const char *name, const struct nc_trie_ru
 		m.memory_limit_order = opts->memory_limit_order;
 		m.flags = opts->tx ? NC_CREATE_F_TX : 0;
 		m.port = opts->port;
+		if (opts->nat != NULL) {
+			m.action = NC_ACTION_NAT;
+			memcpy(body + sizeof(m), opts->nat, sizeof(*opts->nat));
+			len += sizeof(*opts->nat);
+		}
 	}
-	ret = call_fd(c, NC_CTL_CHANNEL_CREATE, &m, sizeof(m), &info, sizeof(info), &efd);
+	memcpy(body, &m, sizeof(m));
+	ret = call_fd(c, NC_CTL_CHANNEL_CREATE, body, len, &info, sizeof(info), &efd);
 	if (ret != 0) {
 		errno = -ret;
 		return NULL;

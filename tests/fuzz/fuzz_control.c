@@ -44,8 +44,13 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	case NC_CTL_CHANNEL_CREATE: {
 		struct ncd_channel_conf cc;
 
-		if (ncd_ctl_decode_create(body, 2, &cc) == 0) {
+		if (ncd_ctl_decode_create(body, len, 2, &cc) == 0) {
+			char err[160];
+
 			FUZZ_ASSERT(nc_trie_rule_validate(&cc.rule) == 0);
+			FUZZ_ASSERT(cc.action != NCD_ACTION_NAT ||
+				    ncd_nat_conf_check(&cc.rule, &cc.nat, err, sizeof(err)) == 0);
+			FUZZ_ASSERT(cc.action != NCD_ACTION_NAT || !cc.nat.has_port || cc.nat.port < 2);
 			FUZZ_ASSERT(ncd_valid_name(cc.name, sizeof(cc.name), true));
 			FUZZ_ASSERT(cc.ring_size >= 1 && cc.ring_size <= (1u << 20));
 			FUZZ_ASSERT(cc.queue_bytes >= 4096 && cc.queue_bytes <= (UINT64_C(1) << 31));

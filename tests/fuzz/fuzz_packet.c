@@ -10,7 +10,11 @@
  *   names really matches the key: only such a packet is delivered;
  * - a frame an offloaded rule's pattern matches (as a NIC reads it) is
  *   either not OK (never delivered) or matched by that rule: a mark never
- *   claims a packet the classifier would not give the channel.
+ *   claims a packet the classifier would not give the channel;
+ * - NAT's rewrite of an OK frame (a translation the flags byte picks) either
+ *   refuses and leaves the frame as it was, or gives a frame that parses
+ *   with the same verdict (its IPv4 header checksum still right) and exactly
+ *   the translated 5-tuple.
  * ASan and UBSan catch reads past the frame.
  */
 #include <string.h>
@@ -20,6 +24,7 @@
 #include "fuzz.h"
 #include "nc_trie.h"
 #include "nc_trie_tools.h"
+#include "nat.h"
 #include "parse.h"
 
 static const char *const RULES[][6] = {
@@ -89,6 +94,44 @@ setup(void)
 	}
 }
 
+/* NAT's rewrite on a copy of the frame: the invariants above. */
+static void
+check_nat(const uint8_t *frame, uint32_t avail, uint32_t len, unsigned int flags, unsigned int which,
+	  const struct ncd_parsed *p)
+{
+	static uint8_t buf[65536];
+	struct ncd_nat_xlate x;
+	struct ncd_parsed q;
+	struct nc_trie_key want;
+	unsigned int alen = p->key.family == NC_TRIE_AF_INET ? 4 : 16;
+
+	memset(&x, 0, sizeof(x));
+	x.flags = which & 0xf;
+	for (unsigned int i = 0; i < alen; i++) {
+		x.dst[i] = (uint8_t)(0xc6 + i * which);
+		x.src[i] = (uint8_t)(0xcb + i);
+	}
+	x.dport = (uint16_t)(8080 + which);
+	x.sport = (uint16_t)(40000 - which);
+	memcpy(buf, frame, len);
+	if (ncd_nat_rewrite(buf, avail, p, &x, 0) != NCD_NAT_OK) {
+		FUZZ_ASSERT(memcmp(buf, frame, len) == 0);
+		return;
+	}
+	FUZZ_ASSERT(ncd_parse(buf, avail, len, MAC, flags, &q) == NCD_PKT_OK);
+	want = p->key;
+	if (x.flags & NCD_NAT_DST)
+		memcpy(want.dst.a, x.dst, alen);
+	if (x.flags & NCD_NAT_SRC)
+		memcpy(want.src.a, x.src, alen);
+	if (x.flags & NCD_NAT_DPORT)
+		want.dport = x.dport;
+	if (x.flags & NCD_NAT_SPORT)
+		want.sport = x.sport;
+	FUZZ_ASSERT(memcmp(&want, &q.key, sizeof(want)) == 0);
+	FUZZ_ASSERT(q.l2_len == p->l2_len && q.l3_len == p->l3_len && q.l4_off == p->l4_off);
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -117,6 +160,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		for (unsigned int i = 0; i < NRULES; i++)
 			if (fx.id[i] == t)
 				FUZZ_ASSERT(nc_trie_rule_matches(&fx.rule[i], &p.key));
+		check_nat(frame, avail, len, flags, data[0] >> 3, &p);
 	}
 	for (unsigned int i = 0; i < NRULES; i++)
 		for (int k = 0; k < fx.npat[i]; k++)

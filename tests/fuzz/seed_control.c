@@ -52,6 +52,37 @@ create(const char *name, uint8_t family, uint8_t proto, uint8_t dlen, uint8_t dk
 	put(NC_CTL_CHANNEL_CREATE, &c, sizeof(c));
 }
 
+/* A NAT channel: the create body, then what it writes. */
+static void
+create_nat(uint32_t flags, uint16_t dport)
+{
+	uint8_t body[sizeof(struct nc_ctl_create) + sizeof(struct nc_ctl_nat)];
+	struct nc_ctl_create c;
+	struct nc_ctl_nat n;
+
+	memset(&c, 0, sizeof(c));
+	memset(&n, 0, sizeof(n));
+	snprintf(c.name, sizeof(c.name), "nat%u", dport);
+	c.rule.family = 4;
+	c.rule.proto = 6;
+	c.rule.proto_mask = 0xff;
+	c.rule.dst_len = 32;
+	c.rule.dst[0] = 192;
+	c.rule.dport_kind = 1;
+	c.rule.dport_lo = c.rule.dport_hi = 80;
+	c.action = NC_ACTION_NAT;
+	n.flags = flags;
+	n.family = flags & (NC_NAT_F_DST | NC_NAT_F_SRC) ? 4 : 0;
+	n.dst[0] = 198;
+	n.src[0] = 203;
+	n.dport = dport;
+	n.sport = 40000;
+	n.via[0] = 2;
+	memcpy(body, &c, sizeof(c));
+	memcpy(body + sizeof(c), &n, sizeof(n));
+	put(NC_CTL_CHANNEL_CREATE, body, sizeof(body));
+}
+
 static void
 cli(const char *line)
 {
@@ -88,6 +119,8 @@ main(int argc, char **argv)
 	create("dns", 4, 17, 32, 1, 53, 53, 0);
 	create("web6", 6, 6, 32, 1, 80, 443, NC_CREATE_F_TX);
 	create("mask", 0, 17, 0, 2, 0x1000, 0xf000, 0);
+	create_nat(NC_NAT_F_DST | NC_NAT_F_DPORT | NC_NAT_F_REVERSE, 8080);
+	create_nat(NC_NAT_F_SRC | NC_NAT_F_SPORT | NC_NAT_F_VIA | NC_NAT_F_PORT, 9000);
 	memset(&nm, 0, sizeof(nm));
 	snprintf(nm.name, sizeof(nm.name), "dns");
 	put(NC_CTL_CHANNEL_ATTACH, &nm, sizeof(nm));

@@ -392,6 +392,44 @@ latency(struct nc_client *c, const char *name, int dport, long count)
 	return done == count ? 0 : 1;
 }
 
+/*
+ * A NAT channel made with the library: UDP to DPORT goes on to TARGET:TPORT
+ * (IPv4), with reverse mappings. It lives until stdin closes.
+ */
+static int
+nat(struct nc_client *c, const char *name, int dport, const char *target, int tport)
+{
+	struct nc_channel_opts o = { 0 };
+	struct nc_ctl_nat n = { 0 };
+	struct nc_trie_rule rule;
+	struct nc_channel *ch;
+	char b;
+
+	memset(&rule, 0, sizeof(rule));
+	rule.family = NC_TRIE_AF_INET;
+	rule.proto = 17;
+	rule.proto_mask = 0xff;
+	rule.dport = (struct nc_trie_port){ (uint16_t)dport, (uint16_t)dport, NC_TRIE_PORT_RANGE };
+	n.flags = NC_NAT_F_DST | NC_NAT_F_DPORT | NC_NAT_F_REVERSE;
+	n.family = 4;
+	n.dport = (uint16_t)tport;
+	if (inet_pton(AF_INET, target, n.dst) != 1) {
+		printf("%s: not an IPv4 address\n", target);
+		return 2;
+	}
+	o.nat = &n;
+	ch = nc_channel_create(c, name, &rule, &o);
+	if (ch == NULL) {
+		printf("channel %s: %s\n", name, nc_strerror(errno));
+		return 2;
+	}
+	printf("channel %s: id %u\n", name, nc_channel_id(ch));
+	fflush(stdout);
+	while (read(0, &b, 1) > 0)
+		;
+	return nc_channel_destroy(ch) == 0 ? 0 : 1;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -402,8 +440,11 @@ main(int argc, char **argv)
 	int dport, zerocopy;
 	long waited_ms = 0;
 
+	/* The modes that run one function on a connection. */
 	if ((argc == 6 && strcmp(argv[2], "latency") == 0) ||
-	    (argc == 5 && strcmp(argv[2], "drain") == 0)) {
+	    (argc == 5 && strcmp(argv[2], "drain") == 0) ||
+	    (argc == 7 && strcmp(argv[2], "nat") == 0) ||
+	    (argc == 5 && strcmp(argv[2], "spoof") == 0)) {
 		int ret;
 
 		c = nc_connect(argv[1], 0);
@@ -411,20 +452,14 @@ main(int argc, char **argv)
 			printf("nc_connect: %s\n", nc_strerror(errno));
 			return 2;
 		}
-		ret = argc == 6 ? latency(c, argv[3], atoi(argv[4]), atol(argv[5])) :
-				  drain(c, argv[3], atol(argv[4]));
-		nc_disconnect(c);
-		return ret;
-	}
-	if (argc == 5 && strcmp(argv[2], "spoof") == 0) {
-		int ret;
-
-		c = nc_connect(argv[1], 0);
-		if (c == NULL) {
-			printf("nc_connect: %s\n", nc_strerror(errno));
-			return 2;
-		}
-		ret = spoof(c, argv[3], atoi(argv[4]));
+		if (strcmp(argv[2], "latency") == 0)
+			ret = latency(c, argv[3], atoi(argv[4]), atol(argv[5]));
+		else if (strcmp(argv[2], "drain") == 0)
+			ret = drain(c, argv[3], atol(argv[4]));
+		else if (strcmp(argv[2], "nat") == 0)
+			ret = nat(c, argv[3], atoi(argv[4]), argv[5], atoi(argv[6]));
+		else
+			ret = spoof(c, argv[3], atoi(argv[4]));
 		nc_disconnect(c);
 		return ret;
 	}
@@ -433,8 +468,9 @@ main(int argc, char **argv)
 				"[TIMEOUT_MS]\n       %s SOCKET spoof NAME DPORT\n"
 				"       %s SOCKET create|attach NAME DPORT BASE soak\n"
 				"       %s SOCKET latency NAME DPORT COUNT\n"
-				"       %s SOCKET drain PREFIX N\n",
-			argv[0], argv[0], argv[0], argv[0], argv[0]);
+				"       %s SOCKET drain PREFIX N\n"
+				"       %s SOCKET nat NAME DPORT TARGET TPORT\n",
+			argv[0], argv[0], argv[0], argv[0], argv[0], argv[0]);
 		return 2;
 	}
 	dport = atoi(argv[4]);

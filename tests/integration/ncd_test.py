@@ -139,8 +139,10 @@ def generate(workdir, mac=PCAP_MAC, **kw):
 
 
 def accounting_ok(port):
-    outcomes = ("delivered", "dropped_by_rule", "to_kernel", "drop_ring_full", "drop_queue_bytes",
-                "drop_exc_full", "drop_no_exception", "drop_too_big")
+    outcomes = ("delivered", "nat", "dropped_by_rule", "to_kernel", "drop_ring_full",
+                "drop_queue_bytes", "drop_exc_full", "drop_no_exception", "drop_too_big",
+                "drop_nat_invalid", "drop_nat_no_route", "drop_nat_no_neigh",
+                "drop_nat_table_full", "drop_nat_conflict", "drop_nat_tx")
     return port["rx"] == sum(port[k] for k in outcomes)
 
 

@@ -109,11 +109,14 @@ class Cli(T.DaemonCase):
         self.assertEqual(len(clients), 1)
         self.assertTrue(clients[0]["hello"])
         self.assertIn("pid: ", self.ncctl("show clients").stdout)
+        nat = self.js("show nat")
+        self.assertEqual((nat["capacity"], nat["used"], nat["channels"]), (65536, 0, 0))
+        self.assertIn("capacity: 65536", self.ncctl("show nat").stdout)
         help_ = self.ncctl("help").stdout
         for cmd in ("show port info|stats|xstats <port>", "channel create <name> [options...]",
-                    "set log level <type> <level>", "quit"):
+                    "set log level <type> <level>", "show nat", "action nat", "quit"):
             self.assertIn(cmd, help_)
-        self.assertEqual(len(self.js("help")), 11)
+        self.assertEqual(len(self.js("help")), 12)
         self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
 
     def test_changes_and_errors(self):

@@ -43,6 +43,39 @@ for i in range(n):
 print(json.dumps(got))
 """
 
+# A TCP server on the peer: answers each line with "server <its address>: " + the line.
+PEER_TCP_SERVER = """
+import socket, sys
+addr, port = sys.argv[1], int(sys.argv[2])
+fam = socket.AF_INET6 if ":" in addr else socket.AF_INET
+s = socket.socket(fam, socket.SOCK_STREAM)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind((addr, port))
+s.listen(8)
+print("listening", flush=True)
+while True:
+    c, peer = s.accept()
+    f = c.makefile("rwb")
+    for line in f:
+        f.write(b"server " + addr.encode() + b" from " + peer[0].encode() + b": " + line)
+        f.flush()
+    c.close()
+"""
+
+# A TCP client on the peer: sends n lines, prints what came back as JSON.
+PEER_TCP_CLIENT = """
+import json, socket, sys
+host, port, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+c = socket.create_connection((host, port), timeout=10)
+f = c.makefile("rwb")
+got = []
+for i in range(n):
+    f.write(b"line %d\\n" % i)
+    f.flush()
+    got.append(f.readline().decode().strip())
+print(json.dumps({"local": c.getsockname()[:2], "peer": c.getpeername()[:2], "got": got}))
+"""
+
 
 class TestBed(T.DaemonCase):
     def setUp(self):
@@ -195,6 +228,51 @@ class TestBed(T.DaemonCase):
         st = self.echo_and_kernel(ip=True)
         self.assertGreater(st["next_hop"]["resolved"], 0)
         self.assertEqual(st["next_hop"]["no_neigh"], 0)
+
+    def test_nat_tcp_both_ways(self):
+        """A peer connects to a NATed address:port on the host and reaches a server on
+        another address of the peer's host: a real TCP connection, IPv4 and IPv6, through
+        the translation in both directions (the channel made with the CLI, its next hop
+        from the kernel's neighbour table); the counters show both directions."""
+        self.ns("PEER", "ip", "addr", "add", "10.99.0.5/24", "dev", "eth0")
+        self.ns("PEER", "ip", "addr", "add", "fd99::5/64", "dev", "eth0", "nodad")
+        for addr, port in (("10.99.0.5", 9000), ("fd99::5", 9001)):
+            self.bg("PEER", "/usr/bin/python3", "-c", PEER_TCP_SERVER, addr, str(port),
+                    ready="listening")
+        # The translation: the host's address and port 8080 to the server; the source
+        # becomes the host's, so the server answers through netchanneld.
+        for name, vip, target, tport in (("lb4", "10.99.0.1", "10.99.0.5", 9000),
+                                         ("lb6", "fd99::1", "fd99::5", 9001)):
+            ch = self.ncctl(f"channel create {name} proto tcp dst {vip} dport 8080 action nat "
+                            f"dst {target} dport {tport} src {vip} reverse")
+            self.assertEqual(ch["action"], "nat")
+            self.assertEqual(ch["nat"], {"dst": target, "dport": tport, "src": vip,
+                                         "port": "in", "reverse": True})
+        for vip, target in (("10.99.0.1", "10.99.0.5"), ("fd99::1", "fd99::5")):
+            r = self.ns("PEER", "/usr/bin/python3", "-c", PEER_TCP_CLIENT, vip, "8080", "20",
+                        timeout=60)
+            out = json.loads(r.stdout)
+            # The client sees the NATed address; the server saw the host's.
+            self.assertEqual(out["peer"], [vip, 8080])
+            self.assertEqual(out["got"], [f"server {target} from {vip}: line {i}"
+                                          for i in range(20)])
+        for name in ("lb4", "lb6"):
+            c = self.ncctl(f"show channel {name}")["counters"]
+            # SYN, 20 lines and FIN..., each way; the first SYN may wait for the neighbour.
+            self.assertGreaterEqual(c["nat"], 22, c)
+            self.assertGreaterEqual(c["nat_reverse"], 22, c)
+            self.assertEqual(c["nat_flows"], 1, c)
+            self.assertEqual(c["nat_drop_conflict"] + c["nat_drop_table_full"] +
+                             c["nat_drop_invalid"] + c["nat_drop_tx"], 0, c)
+        nat = self.ncctl("show nat")
+        self.assertEqual(nat["used"], 2)
+        self.assertEqual(nat["reverse_channels"], 2)
+        # Destroying a channel removes its mappings at once.
+        self.ncctl("channel destroy lb4")
+        nat = self.ncctl("show nat")
+        self.assertEqual((nat["used"], nat["gone"]), (1, 1))
+        port = self.ncctl("show port stats wire0")[0]
+        self.assertTrue(T.accounting_ok(port), port)
 
 
 if __name__ == "__main__":
