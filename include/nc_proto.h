@@ -34,10 +34,17 @@
  *
  * Mbuf ownership: a client holds at most its quota of mbufs (the client
  * table's quota): held counts what it dequeued or allocated, minus what it
- * freed or transmitted. While a client holds an mbuf, the mbuf's owner field
- * (the dynamic field NC_MBUF_OWNER_FIELD, a uint32_t) is the client's slot
- * + 1, and 0 otherwise; when a client dies the daemon frees the mbufs still
- * marked as its own and flushes its lcore's mempool cache.
+ * freed or transmitted, and what waits on its free ring counts against the
+ * quota too. While a client holds an mbuf, the mbuf's owner field (the
+ * dynamic field NC_MBUF_OWNER_FIELD, a uint32_t) is the client's slot + 1,
+ * and 0 otherwise. A client marks received mbufs while its ring still holds
+ * them (zero-copy dequeue), gives mbufs back on its slot's free ring
+ * (NC_FREE_RING_FMT, single producer: the client; a worker drains it and
+ * unmarks them) and transmits them marked (the worker unmarks what it
+ * dequeues), so that a client killed at any point leaves each of its mbufs
+ * on a ring or marked. When a client dies the daemon drains its rings and
+ * free ring, frees the mbufs still marked as its own and flushes its
+ * lcore's mempool cache.
  *
  * Control: a Unix SOCK_SEQPACKET socket (the config's control.socket). One
  * message is one request or one reply; every request carries an id that its
@@ -63,6 +70,7 @@ extern "C" {
 #define NC_DIR_MAGIC 0x6e636469u    /* "ncdi" */
 #define NC_RX_RING_FMT "nc_rx_%u"
 #define NC_TX_RING_FMT "nc_tx_%u"
+#define NC_FREE_RING_FMT "nc_free_%u"  /**< a client slot's free ring (see "Mbuf ownership") */
 #define NC_MBUF_POOL_FMT "nc_mbuf_%d"
 #define NC_CLIENTS_MZ "netchannel_clients"
 #define NC_MBUF_OWNER_FIELD "netchannel_owner"

@@ -202,14 +202,27 @@ out_free:
 	return ret;
 }
 
-static void
-drain(struct rte_ring *r)
+unsigned int
+ncd_ring_drain(const struct ncd *d, struct rte_ring *r, bool from_tail)
 {
 	struct rte_mbuf *m[NCD_BURST];
-	unsigned int n;
+	unsigned int n, total = 0;
 
-	while (r != NULL && (n = rte_ring_dequeue_burst(r, (void **)m, NCD_BURST, NULL)) > 0)
+	if (r == NULL)
+		return 0;
+	/*
+	 * A consumer killed in a zero-copy dequeue moved the head, not the tail:
+	 * what lies between is still the ring's (single-consumer rings only).
+	 */
+	if (from_tail && r->cons.sync_type == RTE_RING_SYNC_ST)
+		r->cons.head = r->cons.tail;
+	while ((n = rte_ring_dequeue_burst(r, (void **)m, NCD_BURST, NULL)) > 0) {
+		for (unsigned int i = 0; i < n; i++)
+			ncd_unmark(d, m[i]);
 		rte_pktmbuf_free_bulk(m, n);
+		total += n;
+	}
+	return total;
 }
 
 void
@@ -242,8 +255,8 @@ ncd_channel_del(struct ncd *d, uint32_t id)
 	}
 	__atomic_store_n(&ch->dir->state, NC_DIR_FREE, __ATOMIC_RELEASE);
 	/* Whatever no client took, and whatever it sent that no worker took, goes back. */
-	drain(ch->rx);
-	drain(ch->tx);
+	ncd_ring_drain(d, ch->rx, ch->consumer_gone);
+	ncd_ring_drain(d, ch->tx, false);
 	rte_ring_free(ch->rx);
 	rte_ring_free(ch->tx);
 	/* A client still holding its copy of the eventfd just never hears from it again. */

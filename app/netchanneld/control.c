@@ -28,6 +28,7 @@
 #include <rte_mbuf.h>
 #include <rte_mbuf_dyn.h>
 #include <rte_mempool.h>
+#include <rte_rcu_qsbr.h>
 #include <rte_ring.h>
 
 #include "cli_table.h"
@@ -36,6 +37,7 @@
 #include "netchanneld.h"
 
 #define NCD_MAX_CLIENTS NC_MAX_CLIENTS
+#define FREE_RING_MAX 16384u           /* entries of a client's free ring, at most */
 #define NCD_MAX_CLIENT_CHANNELS 64
 
 struct client {
@@ -140,6 +142,23 @@ reclaim_one(struct rte_mempool *mp __rte_unused, void *arg, void *obj, unsigned 
 }
 
 /*
+ * Workers stop draining a slot's free ring, and what is on it goes back now.
+ * After this, an mbuf of the slot's client is on none of the daemon's rings
+ * but marked, or in the pool.
+ */
+static void
+free_ring_stop(struct ncd *d, unsigned int slot)
+{
+	if (!(__atomic_load_n(&d->free_active, __ATOMIC_RELAXED) & (UINT64_C(1) << slot)))
+		return;
+	__atomic_fetch_and(&d->free_active, ~(UINT64_C(1) << slot), __ATOMIC_RELEASE);
+	/* No worker is still in the middle of draining it after this. */
+	rte_rcu_qsbr_synchronize(d->qsbr, RTE_QSBR_THRID_INVALID);
+	ncd_ring_drain(d, d->free_rings[slot], false);
+	rte_ring_reset(d->free_rings[slot]);
+}
+
+/*
  * A dead client's mbufs: those it held (marked with its owner id) and those
  * in its lcore's mempool cache. Only once it is gone: a live process still
  * owns its cache, and one killed with SIGKILL closes its socket a moment
@@ -154,6 +173,8 @@ reclaim_mbufs(struct ncd *d, struct client *c)
 	struct reclaim r = { .off = d->owner_off, .owner = slot + 1 };
 	unsigned int cached = 0;
 
+	/* The free ring first: what is on it is still marked, and must be freed once. */
+	free_ring_stop(d, slot);
 	rte_mempool_obj_iter(d->pool, reclaim_one, &r);
 	if (cache != NULL) {
 		cached = cache->len;
@@ -177,6 +198,7 @@ now_ms(void)
 static void
 slot_free(struct ncd *d, struct client *c)
 {
+	free_ring_stop(d, (unsigned int)(c - ctl.clients));
 	memset(&d->clients[c - ctl.clients], 0, sizeof(d->clients[0]));
 	memset(c, 0, sizeof(*c));
 	c->fd = -1;
@@ -207,8 +229,12 @@ reclaim_pending(struct ncd *d)
 static void
 client_close(struct ncd *d, struct client *c)
 {
-	for (unsigned int i = 0; i < c->nchannels; i++)
+	/* It no longer runs (it closed, or was killed): its rings are drained from the tail. */
+	for (unsigned int i = 0; i < c->nchannels; i++) {
+		if (d->channels[c->channels[i]] != NULL)
+			d->channels[c->channels[i]]->consumer_gone = true;
 		ncd_channel_del(d, c->channels[i]);
+	}
 	NCD_LOG(INFO, "control: pid %d uid %u closed, %u channels removed", (int)c->cred.pid,
 		c->cred.uid, c->nchannels);
 	c->nchannels = 0;
@@ -466,6 +492,9 @@ handle(struct ncd *d, struct client *c, const uint8_t *msg, ssize_t n, bool trun
 		c->hello = true;
 		d->clients[c - ctl.clients] = (struct nc_client_entry){
 			.quota = d->cfg.mbuf_quota, .pid = (uint32_t)c->cred.pid, .live = 1 };
+		/* Its free ring, empty, and drained by a worker from now on. */
+		rte_ring_reset(d->free_rings[c - ctl.clients]);
+		__atomic_fetch_or(&d->free_active, UINT64_C(1) << (c - ctl.clients), __ATOMIC_RELEASE);
 		memset(&hr, 0, sizeof(hr));
 		hr.slot = (uint32_t)(c - ctl.clients);
 		hr.version = NC_CTL_VERSION;
@@ -565,8 +594,25 @@ ncd_control_init(struct ncd *d)
 	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = NULL }, nev = { .events = EPOLLIN };
 	char dir[sizeof(ctl.path)];
 
-	for (unsigned int i = 0; i < NCD_MAX_CLIENTS; i++)
+	for (unsigned int i = 0; i < NCD_MAX_CLIENTS; i++) {
+		char name[RTE_RING_NAMESIZE];
+
 		ctl.clients[i].fd = -1;
+		/*
+		 * A client produces, a worker consumes. It holds the client's whole
+		 * quota, up to a bound on its memory (a client over it frees the rest
+		 * into the pool itself).
+		 */
+		snprintf(name, sizeof(name), NC_FREE_RING_FMT, i);
+		d->free_rings[i] = rte_ring_create(name, RTE_MIN(d->cfg.mbuf_quota, FREE_RING_MAX),
+						   (int)rte_socket_id(),
+						   RING_F_SP_ENQ | RING_F_SC_DEQ | RING_F_EXACT_SZ);
+		if (d->free_rings[i] == NULL) {
+			NCD_LOG(ERR, "rte_ring_create(%s, %u): %s", name,
+				RTE_MIN(d->cfg.mbuf_quota, FREE_RING_MAX), rte_strerror(rte_errno));
+			return -1;
+		}
+	}
 	if (strlen(d->cfg.control_socket) >= sizeof(sa.sun_path)) {
 		fprintf(stderr, "%s: control.socket: longer than %zu bytes\n", d->cfg.path,
 			sizeof(sa.sun_path) - 1);
@@ -650,4 +696,9 @@ ncd_control_close(struct ncd *d)
 		unlink(ctl.path);
 	}
 	ctl.epoll_fd = ctl.listen_fd = -1;
+	for (unsigned int i = 0; i < NCD_MAX_CLIENTS; i++) {
+		ncd_ring_drain(d, d->free_rings[i], false);
+		rte_ring_free(d->free_rings[i]);
+		d->free_rings[i] = NULL;
+	}
 }

@@ -15,6 +15,8 @@
 #include <rte_errno.h>
 #include <rte_ether.h>
 #include <rte_log.h>
+#include <rte_mbuf.h>
+#include <rte_mbuf_dyn.h>
 
 #include "config.h"
 #include "nat.h"
@@ -157,6 +159,7 @@ struct ncd_channel {
 	struct nc_trie_rule tx_rule;   /* what a sent packet's reversed key must match */
 	uint64_t seq;                  /* creation order: among equal priorities the older wins */
 	int32_t queue;                 /* offload: the rx queue to steer to, or -1 */
+	bool consumer_gone;            /* its client died: its rings are drained from their tail */
 	struct ncd_nat_conf nat;       /* a NAT channel's translation (action NCD_ACTION_NAT) */
 	/* Per port: the mark its flow rule sets, 0 for none. Workers trust only this one. */
 	uint32_t mark[NCD_MAX_PORTS];
@@ -263,6 +266,7 @@ struct ncd_worker {
 	uint32_t ntx;
 	struct rte_ring *nh_done;        /* control thread -> worker: IP packets, next hop resolved */
 	uint32_t stats_gen;              /* the last ncd.stats_gen this worker acted on */
+	uint64_t free_slots;             /* the client slots whose free rings this worker drains */
 } __rte_cache_aligned;
 
 struct ncd {
@@ -284,6 +288,9 @@ struct ncd {
 	struct nc_client_entry *clients; /* the client table (memzone NC_CLIENTS_MZ) */
 	const struct rte_memzone *clients_mz;
 	int owner_off;                 /* offset of the mbuf owner dynfield */
+	/* Clients' free rings (NC_FREE_RING_FMT), by slot; workers drain the active ones. */
+	struct rte_ring *free_rings[NC_MAX_CLIENTS];
+	uint64_t free_active;          /* bit per slot: a client may be giving mbufs back */
 	uint64_t mbufs_reclaimed;      /* freed for dead clients */
 	uint64_t cache_flushed;        /* taken back from dead clients' mempool caches */
 	char file_prefix[64];          /* EAL's, for clients */
@@ -299,6 +306,21 @@ struct ncd {
 };
 
 extern struct ncd ncd;
+
+/** Clear a chain's owner marks: the daemon holds it again. */
+static inline void
+ncd_unmark(const struct ncd *d, struct rte_mbuf *m)
+{
+	for (; m != NULL; m = m->next)
+		*RTE_MBUF_DYNFIELD(m, d->owner_off, uint32_t *) = 0;
+}
+
+/**
+ * Drain a ring of mbufs back into the pool, unmarked. from_tail: its
+ * consumer died, maybe in the middle of a dequeue: start from the tail.
+ * @return how many
+ */
+unsigned int ncd_ring_drain(const struct ncd *d, struct rte_ring *r, bool from_tail);
 
 /** Create the channel directory, the classifier and the config's channels. @return 0 or -1. */
 int ncd_channels_init(struct ncd *d);

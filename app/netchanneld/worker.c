@@ -596,6 +596,9 @@ tx_channel(struct ncd *d, struct ncd_worker *w, const struct ncd_channel *ch, ui
 	n = (uint16_t)rte_ring_sc_dequeue_burst(ch->tx, (void **)m, NCD_BURST, NULL);
 	for (uint16_t i = 0; i < n; i++) {
 		struct rte_mbuf *x = m[i];
+
+		/* The client's until now (it transmits them marked): the daemon's from here on. */
+		ncd_unmark(d, x);
 		bool ip = !(x->packet_type & RTE_PTYPE_L2_MASK);
 		struct rte_ether_hdr *eh = NULL;
 		struct ncd_parsed pp;
@@ -736,6 +739,34 @@ tx_resolved(struct ncd *d, struct ncd_worker *w)
 	}
 }
 
+/*
+ * What clients gave back: unmarked, into this worker's mempool cache, where
+ * the next rx burst finds them. At most two bursts per ring per loop.
+ */
+static void
+free_rings(const struct ncd *d, const struct ncd_worker *w)
+{
+	uint64_t act = __atomic_load_n(&d->free_active, __ATOMIC_ACQUIRE) & w->free_slots;
+
+	while (act != 0) {
+		unsigned int slot = (unsigned int)__builtin_ctzll(act);
+		struct rte_mbuf *m[NCD_BURST];
+
+		act &= act - 1;
+		for (int b = 0; b < 2; b++) {
+			unsigned int n = rte_ring_sc_dequeue_burst(d->free_rings[slot], (void **)m,
+								   NCD_BURST, NULL);
+
+			for (unsigned int i = 0; i < n; i++)
+				ncd_unmark(d, m[i]);
+			if (n > 0)
+				rte_pktmbuf_free_bulk(m, n);
+			if (n < NCD_BURST)
+				break;
+		}
+	}
+}
+
 int
 ncd_worker_main(void *arg)
 {
@@ -788,6 +819,7 @@ ncd_worker_main(void *arg)
 		}
 		/* Also with no transmitting channel left: what was resolved for a gone one is freed. */
 		tx_resolved(d, w);
+		free_rings(d, w);
 		rte_rcu_qsbr_quiescent(d->qsbr, w->index);
 	}
 	rte_rcu_qsbr_thread_offline(d->qsbr, w->index);

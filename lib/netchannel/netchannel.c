@@ -42,6 +42,7 @@ struct nc_client {
 	struct rte_mempool *pool;
 	int owner_off;             /* the mbuf owner field */
 	uint32_t owner;            /* our mark in it: slot + 1 */
+	struct rte_ring *free_ring;/* mbufs given back through the daemon (NC_FREE_RING_FMT), or NULL */
 	int eal_owned;             /* nc_connect() initialised EAL: nc_disconnect() cleans it up */
 	int gone;                  /* the daemon hung up */
 	uint64_t next_check;       /* TSC of the next look at the socket */
@@ -216,6 +217,12 @@ nc_connect(const char *path, unsigned int flags)
 	}
 	c->me = (struct nc_client_entry *)mz->addr + c->hello.slot;
 	c->owner = c->hello.slot + 1;
+	{
+		char name[RTE_RING_NAMESIZE];
+
+		snprintf(name, sizeof(name), NC_FREE_RING_FMT, c->hello.slot);
+		c->free_ring = rte_ring_lookup(name);
+	}
 	return c;
 
 out_close:
@@ -415,6 +422,17 @@ take(struct nc_client *c, struct rte_mbuf **m, unsigned int n)
 	held_add(c, n);
 }
 
+/* How many of a chain's mbufs carry this client's mark. */
+static unsigned int
+marked(const struct nc_client *c, struct rte_mbuf *m)
+{
+	unsigned int n = 0;
+
+	for (; m != NULL; m = m->next)
+		n += *owner_of(c, m) == c->owner;
+	return n;
+}
+
 /* The client gives up an mbuf chain: returns how many marks it cleared. */
 static unsigned int
 give(struct nc_client *c, struct rte_mbuf *m)
@@ -429,11 +447,44 @@ give(struct nc_client *c, struct rte_mbuf *m)
 	return n;
 }
 
+/* What the client may still take: its quota, less what it holds and what waits on its free ring. */
+static uint64_t
+room_of(const struct nc_client *c)
+{
+	uint64_t used = c->me->held + (c->free_ring ? rte_ring_count(c->free_ring) : 0);
+
+	return c->me->quota > used ? c->me->quota - used : 0;
+}
+
+/*
+ * Give mbufs back through the daemon: on this client's free ring, still
+ * marked as its own, so that whatever a kill interrupts is either on the
+ * ring (the daemon drains it) or marked (the daemon frees it by its mark).
+ * The pool's own structures are never left half-updated by a dead client.
+ * A daemon without free rings gets them back in the pool directly.
+ */
+static void
+release(struct nc_client *c, struct rte_mbuf **m, unsigned int n)
+{
+	unsigned int k = c->free_ring ? rte_ring_sp_enqueue_burst(c->free_ring, (void **)m, n, NULL) : 0;
+
+	unsigned int total = 0;
+
+	for (unsigned int i = 0; i < k; i++)
+		total += marked(c, m[i]);
+	for (unsigned int i = k; i < n; i++)
+		total += give(c, m[i]);
+	held_add(c, -(int64_t)total);
+	if (k < n)
+		rte_pktmbuf_free_bulk(&m[k], n - k);
+}
+
 NC_EXPORT uint16_t
 nc_rx_burst(struct nc_channel *ch, struct rte_mbuf **pkts, uint16_t n)
 {
 	struct nc_client *c = ch->client;
-	uint64_t room = c->me->quota > c->me->held ? c->me->quota - c->me->held : 0;
+	uint64_t room = room_of(c);
+	struct rte_ring_zc_data zcd;
 	unsigned int k;
 	uint64_t bytes = 0;
 
@@ -447,13 +498,23 @@ nc_rx_burst(struct nc_channel *ch, struct rte_mbuf **pkts, uint16_t n)
 			return 0;
 		}
 	}
-	k = rte_ring_dequeue_burst(ch->rx, (void **)pkts, n, NULL);
+	/*
+	 * Zero-copy dequeue: the packets are marked as this client's while the
+	 * ring still holds them, and only then leave it. A kill before the end
+	 * leaves them in the ring (the daemon drains a dead client's rings from
+	 * their tail), a kill after leaves them marked: none is lost.
+	 */
+	k = rte_ring_dequeue_zc_burst_start(ch->rx, n, &zcd, NULL);
 	if (k == 0) {
 		if (daemon_gone(c))
 			errno = EPIPE;
 		return 0;
 	}
+	memcpy(pkts, zcd.ptr1, zcd.n1 * sizeof(void *));
+	if (k > zcd.n1)
+		memcpy(pkts + zcd.n1, zcd.ptr2, (k - zcd.n1) * sizeof(void *));
 	take(c, pkts, k);
+	rte_ring_dequeue_zc_finish(ch->rx, k);
 	for (unsigned int i = 0; i < k; i++)
 		bytes += pkts[i]->pkt_len;
 	/* The daemon's byte budget: what left the ring no longer counts against it. */
@@ -473,19 +534,18 @@ tx_burst(struct nc_channel *ch, struct rte_mbuf **pkts, uint16_t n, uint32_t pty
 		errno = ch->tx == NULL ? EINVAL : EPIPE;
 		return 0;
 	}
-	/* Unmarked before they are enqueued: once there, a worker may send and free them at once. */
+	/*
+	 * Counted before they are enqueued (once there, a worker may send and free
+	 * them at once), and left marked: the worker unmarks what it dequeues, so
+	 * a kill never leaves one both unmarked and off the ring.
+	 */
 	for (uint16_t i = 0; i < n; i++) {
 		pkts[i]->packet_type = ptype;
-		given[i] = give(c, pkts[i]);
-		total += given[i];
+		given[i] = marked(c, pkts[i]);
 	}
 	k = rte_ring_mp_enqueue_burst(ch->tx, (void **)pkts, n, NULL);
-	/* What did not fit is still the caller's: its head is marked (and counted) again. */
-	for (uint16_t i = (uint16_t)k; i < n; i++)
-		if (given[i] > 0) {
-			*owner_of(c, pkts[i]) = c->owner;
-			total--;
-		}
+	for (unsigned int i = 0; i < k; i++)
+		total += given[i];
 	held_add(c, -(int64_t)total);
 	return (uint16_t)k;
 }
@@ -508,7 +568,7 @@ nc_mbuf_alloc(struct nc_client *c)
 {
 	struct rte_mbuf *m;
 
-	if (c->me->held >= c->me->quota || (m = rte_pktmbuf_alloc(c->pool)) == NULL) {
+	if (room_of(c) == 0 || (m = rte_pktmbuf_alloc(c->pool)) == NULL) {
 		errno = ENOBUFS;
 		return NULL;
 	}
@@ -519,21 +579,20 @@ nc_mbuf_alloc(struct nc_client *c)
 NC_EXPORT void
 nc_mbuf_free(struct nc_client *c, struct rte_mbuf *m)
 {
-	if (m == NULL)
-		return;
-	held_add(c, -(int64_t)give(c, m));
-	rte_pktmbuf_free(m);
+	if (m != NULL)
+		release(c, &m, 1);
 }
 
 NC_EXPORT void
 nc_mbuf_free_bulk(struct nc_client *c, struct rte_mbuf **pkts, unsigned int n)
 {
-	unsigned int total = 0;
+	while (n > 0) {
+		unsigned int k = n < TX_MAX ? n : TX_MAX;
 
-	for (unsigned int i = 0; i < n; i++)
-		total += give(c, pkts[i]);
-	held_add(c, -(int64_t)total);
-	rte_pktmbuf_free_bulk(pkts, n);
+		release(c, pkts, k);
+		pkts += k;
+		n -= k;
+	}
 }
 
 static ssize_t

@@ -2,8 +2,8 @@
 /*
  * A libnetchannel client for the tests.
  *
- *   nc_client_test SOCKET create NAME DPORT COUNT copy|zerocopy|hold [TIMEOUT_MS]
- *   nc_client_test SOCKET attach NAME DPORT COUNT copy|zerocopy|hold [TIMEOUT_MS]
+ *   nc_client_test SOCKET create NAME DPORT COUNT copy|zerocopy|alloc|hold [TIMEOUT_MS]
+ *   nc_client_test SOCKET attach NAME DPORT COUNT copy|zerocopy|alloc|hold [TIMEOUT_MS]
  *   nc_client_test SOCKET spoof NAME DPORT
  *   nc_client_test SOCKET create|attach NAME DPORT BASE soak
  *   nc_client_test SOCKET latency NAME DPORT COUNT
@@ -13,6 +13,9 @@
  * prints "received N", and exits 0. Exits 1 on a short count (printing the
  * errno of nc_recv), 2 when the channel cannot be had (printing nc_strerror).
  * TIMEOUT_MS -1 waits for ever: the test of a daemon that dies.
+ *
+ * alloc: as zerocopy, and allocates and frees an mbuf (nc_mbuf_alloc) for
+ * each packet, so its lcore's mempool cache holds some of the pool.
  *
  * hold: keeps the COUNT mbufs instead of freeing them, prints "holding N"
  * (fewer if the quota stops it: "holding N quota Q") and sleeps until killed.
@@ -464,7 +467,7 @@ main(int argc, char **argv)
 		return ret;
 	}
 	if (argc < 7) {
-		fprintf(stderr, "usage: %s SOCKET create|attach NAME DPORT COUNT copy|zerocopy|hold "
+		fprintf(stderr, "usage: %s SOCKET create|attach NAME DPORT COUNT copy|zerocopy|alloc|hold "
 				"[TIMEOUT_MS]\n       %s SOCKET spoof NAME DPORT\n"
 				"       %s SOCKET create|attach NAME DPORT BASE soak\n"
 				"       %s SOCKET latency NAME DPORT COUNT\n"
@@ -475,7 +478,7 @@ main(int argc, char **argv)
 	}
 	dport = atoi(argv[4]);
 	count = atol(argv[5]);
-	zerocopy = strcmp(argv[6], "zerocopy") == 0;
+	zerocopy = strcmp(argv[6], "zerocopy") == 0 || strcmp(argv[6], "alloc") == 0;
 	if (argc > 7)
 		timeout = atol(argv[7]);
 	c = nc_connect(argv[1], 0);
@@ -512,6 +515,8 @@ main(int argc, char **argv)
 				bad |= udp_dport(rte_pktmbuf_mtod(m[i], uint8_t *),
 						 rte_pktmbuf_data_len(m[i])) != dport;
 				nc_mbuf_free(c, m[i]);
+				if (argv[6][0] == 'a')
+					nc_mbuf_free(c, nc_mbuf_alloc(c));
 			}
 			got += n;
 			if (n == 0) {
