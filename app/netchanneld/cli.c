@@ -141,6 +141,8 @@ ncd_view_port_info(const struct ncd *d, unsigned int pi)
 						    "not negotiated (the PMD has no negotiation)"));
 	json_object_set_new(o, "flow_rules", U64(p->flows));
 	json_object_set_new(o, "flow_errors", U64(p->flow_errors));
+	/* Whether NAT leaves IPv4 header checksums of what it sends here to the device. */
+	json_object_set_new(o, "ip_csum_offload", json_boolean(p->ip_csum_offload));
 	return o;
 }
 
