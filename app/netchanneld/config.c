@@ -905,6 +905,9 @@ load_nat(struct ctx *c, const json_t *act, struct ncd_channel_conf *cc)
 
 	if (check_keys(c, act, akeys))
 		return -1;
+	if (n == NULL)
+		return fail(c, "expected \"deliver\", \"drop\" or { \"nat\": {...} }, got an object "
+			    "without nat");
 	l = push(c, "nat", 0);
 	if (want_type(c, n, JSON_OBJECT, "an object") || check_keys(c, n, keys) ||
 	    get_int(c, n, "dport", 1, 65535, 0, &dport) ||
