@@ -10,16 +10,24 @@
  * | object                    | name                               |
  * |---------------------------|------------------------------------|
  * | channel directory         | NC_DIR_MZ ("netchannel_dir")       |
- * | a channel's receive ring  | "nc_rx_<id>" (NC_RX_RING_FMT)      |
- * | a channel's transmit ring | "nc_tx_<id>" (NC_TX_RING_FMT)      |
+ * | a channel's receive ring  | "nc_rx_<id>" (NC_RX_RING_FMT)*     |
+ * | a channel's transmit ring | "nc_tx_<id>" (NC_TX_RING_FMT)*     |
  * | mbuf pool of NUMA socket s| "nc_mbuf_<s>" (NC_MBUF_POOL_FMT)   |
  * | client table              | NC_CLIENTS_MZ ("netchannel_clients") |
  * | mbuf owner field (dynfield)| NC_MBUF_OWNER_FIELD                |
  *
+ * (*) Channel rings are not memzones (DPDK has a few thousand at most, and a
+ * daemon may have 131072 channels): they live in DPDK's shared heap, and
+ * the directory entry gives their addresses (rx_ring_addr, tx_ring_addr),
+ * which are the same in every process of the daemon's file prefix. A
+ * client checks that an address is in DPDK memory and that the ring there
+ * has the name the entry gives before it uses it. rte_ring_lookup() does
+ * not find them.
+ *
  * The directory has a fixed layout: a magic, a version, and an array of
- * entries, each on its own cache lines, with no pointers, so that every
- * process maps the same bytes. An entry is live when its state is
- * NC_DIR_LIVE (stored with release after the rest of the entry).
+ * entries, each on its own cache lines, so that every process maps the same
+ * bytes. An entry is live when its state is NC_DIR_LIVE (stored with
+ * release after the rest of the entry).
  *
  * A consumer that dequeues packets from a channel's ring subtracts their
  * pkt_len from the entry's bytes_queued: the daemon adds it when it enqueues,
@@ -53,8 +61,11 @@
  * unknown type, of the wrong length, or out of order gets a reply with
  * -EBADMSG, -EMSGSIZE, -EOPNOTSUPP, -EINVAL or -EPROTO; a connection that sends
  * NC_CTL_MAX_ERRORS bad messages is closed. Neither affects other clients.
- * Channels a connection created live as long as it does. The replies to
- * CHANNEL_CREATE and CHANNEL_ATTACH carry the channel's eventfd (SCM_RIGHTS).
+ * Channels a connection created live as long as it does. The reply to
+ * CHANNEL_EVENTFD carries the channel's eventfd (SCM_RIGHTS), which the
+ * daemon makes on the first such request: a client that only polls never
+ * costs the daemon (or itself) a file descriptor, so a daemon can have more
+ * channels than its open-file limit.
  */
 #ifndef NC_PROTO_H
 #define NC_PROTO_H
@@ -65,7 +76,7 @@
 extern "C" {
 #endif
 
-#define NC_PROTO_VERSION 1
+#define NC_PROTO_VERSION 2
 #define NC_DIR_MZ "netchannel_dir"
 #define NC_DIR_MAGIC 0x6e636469u    /* "ncdi" */
 #define NC_RX_RING_FMT "nc_rx_%u"
@@ -107,7 +118,10 @@ struct nc_dir_entry {
 	 * sides put a full fence between their store and their load.
 	 */
 	uint32_t want_wakeup;
-	uint8_t pad[52];
+	uint32_t reserved;
+	uint64_t rx_ring_addr;         /**< its receive ring (struct rte_ring *), or 0 */
+	uint64_t tx_ring_addr;         /**< its transmit ring, or 0 */
+	uint8_t pad[32];
 } __attribute__((aligned(64)));
 
 /** A connection's shared state (memzone NC_CLIENTS_MZ, indexed by slot). */
@@ -134,20 +148,21 @@ struct nc_dir {
 /* ---- control protocol --------------------------------------------------- */
 
 #define NC_CTL_MAGIC 0x6e63u          /* "nc" */
-#define NC_CTL_VERSION 1
+#define NC_CTL_VERSION 2
 #define NC_CTL_MAX_MSG 65536          /**< largest message either side sends */
 #define NC_CTL_MAX_ERRORS 16          /**< bad messages before the daemon hangs up */
 
 /** Request types. */
 enum nc_ctl_type {
 	NC_CTL_HELLO = 1,          /**< struct nc_ctl_hello -> struct nc_ctl_hello_reply */
-	NC_CTL_CHANNEL_CREATE = 2, /**< struct nc_ctl_create [+ nc_ctl_nat] -> struct nc_ctl_channel + eventfd */
-	NC_CTL_CHANNEL_ATTACH = 3, /**< struct nc_ctl_name -> struct nc_ctl_channel + eventfd */
+	NC_CTL_CHANNEL_CREATE = 2, /**< struct nc_ctl_create [+ nc_ctl_nat] -> struct nc_ctl_channel */
+	NC_CTL_CHANNEL_ATTACH = 3, /**< struct nc_ctl_name -> struct nc_ctl_channel */
 	NC_CTL_CHANNEL_DESTROY = 4,/**< struct nc_ctl_id -> nothing */
 	NC_CTL_CHANNEL_LIST = 5,   /**< nothing -> JSON text: every channel */
 	NC_CTL_STATS = 6,          /**< nothing -> JSON text: every counter */
 	NC_CTL_CLI = 7,            /**< struct nc_ctl_cli -> the command's output (text or JSON) */
 	NC_CTL_CHANNEL_STATS = 8,  /**< struct nc_ctl_id -> struct nc_channel_stats */
+	NC_CTL_CHANNEL_EVENTFD = 9,/**< struct nc_ctl_id -> nothing + the channel's eventfd */
 	NC_CTL_TYPE_MAX
 };
 

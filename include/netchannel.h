@@ -239,8 +239,8 @@ uint64_t nc_mbufs_held(const struct nc_client *c, uint64_t *quota);
  *   0: do not wait; -1: wait for ever; otherwise at most this long. Waiting
  *   sleeps on the channel's eventfd: an idle client uses no CPU.
  * @return
- *   The frame's length, or -1 with errno EAGAIN (nothing in time) or EPIPE
- *   (the daemon is gone).
+ *   The frame's length, or -1 with errno EAGAIN (nothing in time), EPIPE
+ *   (the daemon is gone) or that of nc_channel_fd() (it could not sleep).
  */
 ssize_t nc_recv(struct nc_channel *ch, void *buf, size_t len, int timeout_ms);
 
@@ -249,18 +249,22 @@ ssize_t nc_recv(struct nc_channel *ch, void *buf, size_t len, int timeout_ms);
  * it when the ring goes from empty to non-empty after nc_channel_arm(). Read
  * it (8 bytes) to reset it; drain the channel with nc_rx_burst(), then arm
  * again before sleeping. A busy client that never arms costs no syscall.
+ * The first call asks the daemon for it (one request): a client that only
+ * polls holds no fd for the channel, and neither does the daemon.
  *
  * @return
- *   The fd (owned by the channel: do not close it), or -1 for a drop channel.
+ *   The fd (owned by the channel: do not close it), or -1 with errno EINVAL
+ *   (a channel without a receive ring), EMFILE (no fd left, here or in the
+ *   daemon) or another error of the request.
  */
-int nc_channel_fd(const struct nc_channel *ch);
+int nc_channel_fd(struct nc_channel *ch);
 
 /**
  * Ask to be woken through nc_channel_fd() when a packet arrives.
  *
  * @return
  *   0: armed, the ring is empty, sleep; 1: packets are waiting already, do not
- *   sleep; -EINVAL: a channel with no ring.
+ *   sleep; -EINVAL: a channel with no ring; -errno: nc_channel_fd() failed.
  */
 int nc_channel_arm(struct nc_channel *ch);
 

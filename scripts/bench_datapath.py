@@ -11,6 +11,8 @@ Cases (median of --runs runs of --seconds each; both sides measured in every run
   deliver-1-1500B  the same with 1500-byte frames
   deliver-1k       1024 channels, one per flow (exact 5-tuples, like connected sockets), rings
                    of 64; one client (nc_client_test drain mode) attaches and empties them all
+  deliver-10k      the same with 10,000 channels and flows (rings of 32)
+  deliver-100k     the same with 100,000 channels and flows (rings of 32, max_channels 100000)
   mark-offload     deliver-1 with the offload mock (--mark-mock): its rx callback marks every
                    packet (matching the channel's rte_flow pattern in software, a cost a NIC
                    would not add) and the worker takes the channel from the mark, not the trie
@@ -31,13 +33,15 @@ Cases (median of --runs runs of --seconds each; both sides measured in every run
 testpmd forwards the same input to a net_null port (or the net_tap). Output: one JSON object
 per case with case, mpps, reference_mpps, ratio, cycles_per_packet (the worker core's cycles,
 at the CPU's nominal clock, over its packets) and runs, in bench/results/datapath.jsonl, and
-a table. Not measured: deliver-10k/100k (see the README).
+a table. The deliver-N cases also give delivered_mpps (what reached the rings: the client
+may fall behind and leave drops) and their ratio to deliver-1.
 """
 import argparse
 import json
 import os
 import re
 import statistics
+import struct
 import subprocess
 import sys
 import tempfile
@@ -71,6 +75,38 @@ def make_flow_pcap(path):
                   Raw(f"flow={i}".encode().ljust(18, b".")) for i in range(64)])
 
 
+def make_socket_pcap(path, n):
+    """n UDP flows of 64-byte frames to 192.0.2.1:5000, flow i from 198.18.0.0 + i, port
+    1024 + i % 60000 (written directly: scapy takes minutes for 100,000 frames)."""
+    hdr = struct.pack("<IHHiIII", 0xa1b2c3d4, 2, 4, 0, 0, 65535, 1)
+    eth = bytes.fromhex(MAC.replace(":", "")) + bytes.fromhex("020000000001") + b"\x08\x00"
+    dst = bytes([192, 0, 2, 1])
+    with open(path, "wb") as f:
+        f.write(hdr)
+        for i in range(n):
+            src = struct.pack(">I", (198 << 24 | 18 << 16) + i)
+            ip = bytearray(struct.pack(">BBHHHBBH4s4s", 0x45, 0, 46, 0, 0, 64, 17, 0, src, dst))
+            csum = sum(struct.unpack(">10H", ip))
+            csum = (csum & 0xffff) + (csum >> 16)
+            csum = (csum & 0xffff) + (csum >> 16)
+            ip[10:12] = struct.pack(">H", ~csum & 0xffff)
+            udp = struct.pack(">HHHH", 1024 + i % 60000, 5000, 26, 0)    # checksum 0: none
+            frame = eth + bytes(ip) + udp + b"x" * 18
+            f.write(struct.pack("<IIII", 0, 0, len(frame), len(frame)) + frame)
+
+
+def socket_channels(n, ring_size):
+    """One exact 5-tuple channel per flow of make_socket_pcap(n), named ch0 .. ch<n-1>."""
+    out = []
+    for i in range(n):
+        a = (198 << 24 | 18 << 16) + i
+        src = f"{a >> 24}.{a >> 16 & 255}.{a >> 8 & 255}.{a & 255}"
+        out.append({"name": f"ch{i}", "ring_size": ring_size,
+                    "match": {"proto": "udp", "src": src, "dst": "192.0.2.1",
+                              "sport": 1024 + i % 60000, "dport": 5000}})
+    return out
+
+
 def testpmd(pcap, seconds, prefix, out="net_null0", port=0, counter="RX-packets", netns=None):
     """testpmd io-forward, pcap in, out: the packet rate of one port's counter after a warm-up."""
     script = (f"sleep 1.5; echo 'show port stats {port}'; sleep {seconds}; "
@@ -100,10 +136,13 @@ def netchanneld(pcap, seconds, work, prefix, channels=(), args=(), exc="net_null
     client: a command line ({sock} replaced) started once the daemon runs; during: a function
     of the socket, run in a thread over the measured window, whose result is returned too."""
     sock = os.path.join(work, "ncd.sock")
-    cfg = {"eal": EAL, "mempool": {"mbufs": 16383, "cache": 256},
+    channels = list(channels)
+    # net_pcap's infinite_rx keeps a copy of every frame of its pcap in the pool.
+    cfg = {"eal": EAL, "mempool": {"mbufs": 16383 + 2 * len(channels), "cache": 256},
+           "max_channels": max(4096, len(channels)),
            "ports": [{"name": "wire0", "device": f"net_pcap0,rx_pcap={pcap},infinite_rx=1",
                       "exception": {"device": exc}}],
-           "workers": [{"lcore": 1}], "control": {"socket": sock}, "channels": list(channels)}
+           "workers": [{"lcore": 1}], "control": {"socket": sock}, "channels": channels}
     conf = os.path.join(work, "bench.json")
     with open(conf, "w") as f:
         json.dump(cfg, f)
@@ -113,7 +152,7 @@ def netchanneld(pcap, seconds, work, prefix, channels=(), args=(), exc="net_null
                          stdout=log, stderr=subprocess.STDOUT)
     cl, result = None, {}
     try:
-        for _ in range(300):
+        for _ in range(1200):
             if "netchanneld: running" in open(log.name).read():
                 break
             time.sleep(0.1)
@@ -121,6 +160,11 @@ def netchanneld(pcap, seconds, work, prefix, channels=(), args=(), exc="net_null
             cl = subprocess.Popen([a.replace("{sock}", sock) for a in client],
                                   stdout=open(os.path.join(work, "client.out"), "w"),
                                   stderr=subprocess.STDOUT)
+            # A client that attaches many channels starts measuring once it has them all.
+            for _ in range(1200 if len(channels) > 1024 else 0):
+                if "attached" in open(os.path.join(work, "client.out")).read():
+                    break
+                time.sleep(0.1)
         time.sleep(1.5)
         th = None
         if during is not None:
@@ -133,6 +177,7 @@ def netchanneld(pcap, seconds, work, prefix, channels=(), args=(), exc="net_null
             th.join()
         if wait_client and cl is not None:
             cl.wait(300)
+        result["delivered_mpps"] = (p1["delivered"] - p0["delivered"]) / seconds / 1e6
         return (p1[counter] - p0[counter]) / seconds / 1e6, p1, result
     finally:
         if cl is not None:
@@ -202,10 +247,19 @@ def main():
               "ring_size": 4096}]
     dump = [DUMP, "-s", "{sock}", "--channel", "all", "-q", "-t", "60"]
     checker = [CLIENT, "{sock}", "attach", "all", "0", str(FLOW_BASE), "soak"]
-    socks = [{"name": f"ch{i}", "ring_size": 64,
-              "match": {"proto": "udp", "src": "203.0.113.%d" % (i % 250 + 1), "dst": "192.0.2.1",
-                        "sport": 1000 + i, "dport": 5000}} for i in range(1024)]
-    drainer = [CLIENT, "{sock}", "drain", "ch", "1024"]
+    many = {"deliver-1k": (1024, 64), "deliver-10k": (10000, 32), "deliver-100k": (100000, 32)}
+    wanted = a.cases.split(",") if a.cases else list(many)
+    for case, (n, _) in many.items():
+        if case in wanted:
+            # Short, as the other cases': with a longer rx_pcap path (devargs of 76 bytes), the
+            # clients' EAL (a secondary) crashed probing net_pcap, in the kvargs parser.
+            pcaps[case] = os.path.join(work, f"{case[8:]}.pcap")
+            make_socket_pcap(pcaps[case], n)
+
+    def sockets(case):
+        n, ring = many[case]
+        return {"channels": socket_channels(n, ring),
+                "client": [CLIENT, "{sock}", "drain", "ch", str(n)]}
     tap = f"net_tap0,iface=ncdbtap{pid % 10000},mac={MAC}"
     # NAT: the same flows translated and sent back out of the port, to a static next hop;
     # with reverse, each of the 1024 flows also keeps a mapping (and every packet is looked
@@ -219,7 +273,9 @@ def main():
         ("miss", 64, {}),
         ("deliver-1", 64, {"channels": one, "client": dump}),
         ("deliver-1-1500B", 1500, {"channels": one, "client": dump}),
-        ("deliver-1k", 64, {"channels": socks, "client": drainer}),
+        ("deliver-1k", "deliver-1k", sockets),
+        ("deliver-10k", "deliver-10k", sockets),
+        ("deliver-100k", "deliver-100k", sockets),
         ("mark-offload", 64, {"channels": one, "client": dump, "args": ("--mark-mock",)}),
         ("churn", "flows", {"channels": flows, "client": checker, "during": churn}),
         ("tap-exception", 64, {"exc": tap, "counter": "to_kernel", "netns": netns}),
@@ -233,6 +289,8 @@ def main():
     try:
         for case, size, kw in cases:
             ours, ref, base, extra = [], [], [], {}
+            if callable(kw):
+                kw = kw(case)
             tp = {"out": tap, "port": 1, "counter": "TX-packets", "netns": netns} \
                 if case == "tap-exception" else {}
             for i in range(a.runs):
@@ -245,6 +303,11 @@ def main():
                     base.append(m0)
                 mpps, port, res = netchanneld(pcaps[size], a.seconds, work, f"ncddp{pid}", **kw)
                 ours.append(mpps)
+                extra.setdefault("delivered", []).append(res["delivered_mpps"])
+                if mpps == 0:
+                    print(f"bench: {case}: no packets; client:\n{res.get('client', '')[-1500:]}"
+                          f"\ndaemon:\n{open(os.path.join(work, 'daemon.log')).read()[-1500:]}",
+                          file=sys.stderr)
                 if case == "churn":
                     ok, bad = client_totals(res.get("client", ""))
                     extra.setdefault("churn_per_s", []).append(res.get("churn_per_s", 0))
@@ -254,12 +317,15 @@ def main():
             row = {"case": case, "mpps": round(m, 3), "reference_mpps": round(r, 3),
                    "ratio": round(m / r, 3) if r else None,
                    "cycles_per_packet": round(hz / (m * 1e6), 1) if hz and m else None,
-                   "runs": a.runs, "frame_bytes": 64 if size == "flows" else size,
+                   "runs": a.runs, "frame_bytes": size if isinstance(size, int) else 64,
                    "last_run_port": {k: port[k] for k in ("rx", "delivered", "to_kernel",
                                                            "drop_ring_full", "drop_exc_full",
                                                            "mark_hits", "mark_ignored",
                                                            "nat", "drop_nat_tx")}}
-            if case in ("deliver-1k", "nat", "nat-reverse"):
+            if case in many:
+                row["channels"] = many[case][0]
+                row["delivered_mpps"] = round(statistics.median(extra["delivered"]), 3)
+            if case in ("nat", "nat-reverse") or case in many:
                 d1 = next((x["mpps"] for x in results if x["case"] == "deliver-1"), None)
                 row["ratio_to_deliver_1"] = round(m / d1, 3) if d1 else None
             if case == "churn":
@@ -298,7 +364,7 @@ def main():
             f.write(json.dumps(r) + "\n")
     print(f"{'case':18} {'Mpps':>8} {'testpmd':>8} {'ratio':>6} {'cycles/pkt':>10}")
     for r in results:
-        if r["mpps"] is None:
+        if not r["mpps"]:
             continue
         print(f"{r['case']:18} {r['mpps']:>8} {r['reference_mpps']:>8} {r['ratio']:>6} "
               f"{r['cycles_per_packet']:>10}")

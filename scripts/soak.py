@@ -38,6 +38,7 @@ BUILD = os.environ.get("NCD_BUILD_DIR", os.path.join(TOP, "build"))
 DAEMON = os.path.join(BUILD, "app/netchanneld/netchanneld")
 NCCTL = os.path.join(BUILD, "app/ncctl/ncctl")
 CLIENT = os.path.join(BUILD, "tests/integration/nc_client_test")
+CTL_VERSION = 2                        # NC_CTL_VERSION (include/nc_proto.h): the HELLO that passes
 BASE, NFLOWS, SLOTS = 20000, 64, 3
 EAL = ["-l", "0-1", "--no-pci", "--log-level", "lib.eal:error", "--no-telemetry",
        "--base-virtaddr", "0x200000000000"]
@@ -196,7 +197,7 @@ class Soak:
                         msg = struct.pack("<HHIII", 0x6e63, rnd.randrange(0, 12), 1,
                                           rnd.randrange(0, 5000), 0) + rnd.randbytes(8)
                     elif kind == 2:      # HELLO, then a truncated CREATE
-                        msg = struct.pack("<HHIII", 0x6e63, 1, 2, 8, 0) + struct.pack("<II", 1, 0)
+                        msg = struct.pack("<HHIII", 0x6e63, 1, 2, 8, 0) + struct.pack("<II", CTL_VERSION, 0)
                         s.send(msg)
                         msg = struct.pack("<HHIII", 0x6e63, 2, 3, 20, 0) + rnd.randbytes(20)
                     elif kind == 3:      # oversized

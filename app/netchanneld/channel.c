@@ -4,7 +4,9 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 
+#include <rte_hash.h>
 #include <rte_malloc.h>
 #include <rte_mbuf.h>
 #include <rte_mbuf_dyn.h>
@@ -61,18 +63,80 @@ tx_list_del(struct ncd_worker *w, const struct ncd_channel *ch)
 		}
 }
 
-/* A ring of a channel: multi-producer, single consumer; its name goes to name (NC_NAME_SIZE). */
+/*
+ * A ring of a channel: multi-producer, single consumer; its name goes to
+ * name (NC_NAME_SIZE). From the shared heap, not a memzone of its own:
+ * there are more channels than DPDK has memzones (clients find it by the
+ * address in the directory, see nc_proto.h).
+ */
 static struct rte_ring *
 channel_ring(const struct ncd_channel_conf *cc, const char *fmt, uint32_t id, char *name)
 {
+	const unsigned int flags = RING_F_SC_DEQ | RING_F_EXACT_SZ;
+	/* What rte_ring_create() reserves for an exact-size ring: the next power of two. */
+	ssize_t sz = rte_ring_get_memsize(rte_align32pow2(cc->ring_size + 1));
 	struct rte_ring *r;
+	int ret;
 
 	snprintf(name, NC_NAME_SIZE, fmt, id);
-	r = rte_ring_create(name, cc->ring_size, (int)rte_socket_id(), RING_F_SC_DEQ | RING_F_EXACT_SZ);
-	if (r == NULL)
-		NCD_LOG(ERR, "rte_ring_create(%s, %u) for channel %s: %s", name, cc->ring_size,
-			cc->name, rte_strerror(rte_errno));
+	if (sz < 0) {
+		rte_errno = EINVAL;
+		return NULL;
+	}
+	r = rte_zmalloc_socket(name, (size_t)sz, RTE_CACHE_LINE_SIZE, (int)rte_socket_id());
+	if (r == NULL) {
+		NCD_LOG(ERR, "rte_zmalloc(%zd) for ring %s of channel %s: out of memory", sz, name,
+			cc->name);
+		rte_errno = ENOMEM;
+		return NULL;
+	}
+	ret = rte_ring_init(r, name, cc->ring_size, flags);
+	if (ret < 0) {
+		NCD_LOG(ERR, "rte_ring_init(%s, %u) for channel %s: %s", name, cc->ring_size,
+			cc->name, rte_strerror(-ret));
+		rte_free(r);
+		rte_errno = -ret;
+		return NULL;
+	}
 	return r;
+}
+
+/* The name hash's key: the name zero padded, as rte_hash compares all NC_NAME_SIZE bytes. */
+static void
+name_key(const char *name, char key[NC_NAME_SIZE])
+{
+	memset(key, 0, NC_NAME_SIZE);
+	snprintf(key, NC_NAME_SIZE, "%s", name);
+}
+
+int
+ncd_channel_eventfd(struct ncd_channel *ch)
+{
+	int fd;
+
+	if (ch->efd >= 0)
+		return ch->efd;
+	/* Non-blocking: a worker's signal never waits. */
+	fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (fd < 0) {
+		NCD_LOG(ERR, "channel %s: eventfd: %s", ch->name, strerror(errno));
+		return -errno;
+	}
+	/* Release: a worker that sees the fd sees a whole eventfd (it reads with acquire). */
+	__atomic_store_n(&ch->efd, fd, __ATOMIC_RELEASE);
+	return fd;
+}
+
+int32_t
+ncd_channel_find(const struct ncd *d, const char *name)
+{
+	char key[NC_NAME_SIZE];
+	void *id;
+
+	name_key(name, key);
+	if (rte_hash_lookup_data(d->names, key, &id) < 0)
+		return -1;
+	return (int32_t)(uintptr_t)id;
 }
 
 int
@@ -82,9 +146,10 @@ ncd_channel_add(struct ncd *d, const struct ncd_channel_conf *cc, int owner)
 	struct nc_dir_entry *e;
 	int id, ret;
 
-	for (unsigned int i = 0; i < NCD_MAX_CHANNELS; i++)
-		if (d->channels[i] != NULL && strcmp(d->channels[i]->name, cc->name) == 0)
-			return -EEXIST;
+	char key[NC_NAME_SIZE];
+
+	if (ncd_channel_find(d, cc->name) >= 0)
+		return -EEXIST;
 	ch = rte_zmalloc("ncd_channel", sizeof(*ch), RTE_CACHE_LINE_SIZE);
 	if (ch == NULL)
 		return -ENOMEM;
@@ -93,15 +158,7 @@ ncd_channel_add(struct ncd *d, const struct ncd_channel_conf *cc, int owner)
 	ch->rule = cc->rule;
 	ch->queue_bytes = cc->queue_bytes;
 	ch->owner = owner;
-	ch->efd = -1;
-	if (cc->action == NCD_ACTION_DELIVER) {
-		/* Non-blocking: a worker's signal never waits. */
-		ch->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-		if (ch->efd < 0) {
-			ret = -errno;
-			goto out_free;
-		}
-	}
+	ch->efd = -1;                  /* made when a client first asks (ncd_channel_eventfd) */
 	ch->queue = cc->steer ? cc->queue : -1;
 	if (cc->action == NCD_ACTION_NAT) {
 		if (cc->nat.has_port && cc->nat.port >= d->cfg.nports) {
@@ -126,6 +183,13 @@ ncd_channel_add(struct ncd *d, const struct ncd_channel_conf *cc, int owner)
 		goto out_free;
 	}
 	ch->id = (uint32_t)id;
+	name_key(cc->name, key);
+	/* The table holds max_channels names (extendable buckets): it cannot be full here. */
+	ret = rte_hash_add_key_data(d->names, key, (void *)(uintptr_t)id);
+	if (ret < 0) {
+		NCD_LOG(ERR, "rte_hash_add_key_data(%s): %s", cc->name, strerror(-ret));
+		goto out_delete;
+	}
 	e = &d->dir->e[id];
 	ch->dir = e;
 	if (cc->action == NCD_ACTION_DELIVER) {
@@ -170,6 +234,8 @@ ncd_channel_add(struct ncd *d, const struct ncd_channel_conf *cc, int owner)
 	e->action = cc->action == NCD_ACTION_DROP ? NC_ACTION_DROP :
 		    cc->action == NCD_ACTION_NAT ? NC_ACTION_NAT : NC_ACTION_DELIVER;
 	e->ring_size = cc->ring_size;
+	e->rx_ring_addr = (uint64_t)(uintptr_t)ch->rx;
+	e->tx_ring_addr = (uint64_t)(uintptr_t)ch->tx;
 	e->queue_bytes = cc->queue_bytes;
 	e->generation++;
 	__atomic_store_n(&e->bytes_queued, 0, __ATOMIC_RELAXED);
@@ -191,7 +257,8 @@ ncd_channel_add(struct ncd *d, const struct ncd_channel_conf *cc, int owner)
 	return id;
 
 out_delete:
-	rte_ring_free(ch->rx);
+	rte_free(ch->rx);
+	rte_hash_del_key(d->names, key);
 	nc_trie_delete(d->trie, (uint32_t)id);
 out_free:
 	/* prepare may have taken flow rules away from channels this one would have beaten. */
@@ -230,6 +297,7 @@ ncd_channel_del(struct ncd *d, uint32_t id)
 {
 	struct ncd_channel *ch = d->channels[id];
 	struct nc_trie_rule gone;
+	char key[NC_NAME_SIZE];
 
 	if (ch == NULL)
 		return;
@@ -248,6 +316,8 @@ ncd_channel_del(struct ncd *d, uint32_t id)
 	if (ch->tx != NULL || ch->action == NCD_ACTION_NAT)
 		ncd_nh_run(d);
 	__atomic_store_n(&d->channels[id], NULL, __ATOMIC_RELAXED);
+	name_key(ch->name, key);
+	rte_hash_del_key(d->names, key);
 	/* Its reverse mappings go now, not when they would have been idle long enough. */
 	if (ch->action == NCD_ACTION_NAT && ch->nat.reverse) {
 		__atomic_fetch_sub(&d->nat_reverse, 1, __ATOMIC_RELAXED);
@@ -257,8 +327,8 @@ ncd_channel_del(struct ncd *d, uint32_t id)
 	/* Whatever no client took, and whatever it sent that no worker took, goes back. */
 	ncd_ring_drain(d, ch->rx, ch->consumer_gone);
 	ncd_ring_drain(d, ch->tx, false);
-	rte_ring_free(ch->rx);
-	rte_ring_free(ch->tx);
+	rte_free(ch->rx);
+	rte_free(ch->tx);
 	/* A client still holding its copy of the eventfd just never hears from it again. */
 	if (ch->efd >= 0)
 		close(ch->efd);
@@ -266,14 +336,47 @@ ncd_channel_del(struct ncd *d, uint32_t id)
 	ncd_offload_refresh(d, &gone);
 }
 
+/*
+ * A channel's eventfd exists once a client asks for it (one that sleeps),
+ * and each connection has a socket: with many channels, the usual soft limit
+ * of 1024 open files is too low. Take what the hard limit allows; an eventfd
+ * that still cannot be had is refused to its client (EMFILE), and logged.
+ */
+static void
+raise_fd_limit(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+			NCD_LOG(WARNING, "setrlimit(RLIMIT_NOFILE, %lu): %s",
+				(unsigned long)rl.rlim_max, strerror(errno));
+	}
+}
+
 int
 ncd_channels_init(struct ncd *d)
 {
 	struct nc_trie_config tc = { .name = "channels", .socket_id = (int)rte_socket_id(),
-				     .max_rules = NCD_MAX_CHANNELS };
-	size_t sz = sizeof(*d->dir) + NCD_MAX_CHANNELS * sizeof(struct nc_dir_entry);
+				     .max_rules = d->cfg.max_channels };
+	size_t sz = sizeof(*d->dir) + d->cfg.max_channels * sizeof(struct nc_dir_entry);
 	size_t qsz = rte_rcu_qsbr_get_memsize(d->cfg.nworkers);
 
+	struct rte_hash_parameters hp = {
+		.name = "ncd_names", .entries = d->cfg.max_channels, .key_len = NC_NAME_SIZE,
+		.socket_id = (int)rte_socket_id(), .extra_flag = RTE_HASH_EXTRA_FLAGS_EXT_TABLE,
+	};
+
+	raise_fd_limit();
+	/* Entries at least 8: rte_hash refuses smaller tables. */
+	hp.entries = RTE_MAX(hp.entries, 8u);
+	d->names = rte_hash_create(&hp);
+	if (d->names == NULL) {
+		NCD_LOG(ERR, "rte_hash_create(%s, %u): %s", hp.name, hp.entries,
+			rte_strerror(rte_errno));
+		return -1;
+	}
 	d->dir_mz = rte_memzone_reserve_aligned(NC_DIR_MZ, sz, (int)rte_socket_id(), 0,
 						RTE_CACHE_LINE_SIZE);
 	if (d->dir_mz == NULL) {
@@ -284,7 +387,7 @@ ncd_channels_init(struct ncd *d)
 	memset(d->dir, 0, sz);
 	d->dir->magic = NC_DIR_MAGIC;
 	d->dir->version = NC_PROTO_VERSION;
-	d->dir->max_channels = NCD_MAX_CHANNELS;
+	d->dir->max_channels = d->cfg.max_channels;
 	snprintf(d->dir->mbuf_pool, sizeof(d->dir->mbuf_pool), "%s", d->pool->name);
 
 	/* Clients' shared state, and the mark on the mbufs they hold. */
@@ -323,7 +426,7 @@ ncd_channels_init(struct ncd *d)
 void
 ncd_channels_free(struct ncd *d)
 {
-	for (uint32_t i = 0; d->trie != NULL && i < NCD_MAX_CHANNELS; i++)
+	for (uint32_t i = 0; d->trie != NULL && i < d->cfg.max_channels; i++)
 		ncd_channel_del(d, i);
 	if (d->trie != NULL)
 		nc_trie_rcu_qsbr_add(d->trie, NULL);
@@ -337,4 +440,6 @@ ncd_channels_free(struct ncd *d)
 	rte_memzone_free(d->clients_mz);
 	d->clients_mz = NULL;
 	d->clients = NULL;
+	rte_hash_free(d->names);
+	d->names = NULL;
 }

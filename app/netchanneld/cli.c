@@ -139,6 +139,7 @@ ncd_view_port_info(const struct ncd *d, unsigned int pi)
 						    !p->marks ? "refused by the PMD" :
 						    p->mark_negotiated == 1 ? "negotiated" :
 						    "not negotiated (the PMD has no negotiation)"));
+	json_object_set_new(o, "rte_flow", json_boolean(p->flow_api));
 	json_object_set_new(o, "flow_rules", U64(p->flows));
 	json_object_set_new(o, "flow_errors", U64(p->flow_errors));
 	/* Whether NAT leaves IPv4 header checksums of what it sends here to the device. */
@@ -261,7 +262,7 @@ ncd_view_channels(const struct ncd *d)
 {
 	json_t *a = json_array();
 
-	for (uint32_t i = 0; i < NCD_MAX_CHANNELS; i++)
+	for (uint32_t i = 0; i < d->cfg.max_channels; i++)
 		if (d->channels[i] != NULL)
 			json_array_append_new(a, ncd_view_channel(d, i));
 	return a;
@@ -277,7 +278,7 @@ ncd_view_classifier(const struct ncd *d)
 	return json_pack("{s:i, s:i, s:i, s:i, s:i, s:I, s:i}", "rules", (int)s.rules,
 			 "exact_rules", (int)s.exact_rules, "tuples", (int)s.tuples, "nodes",
 			 (int)s.nodes, "deferred", (int)s.deferred, "bytes", (json_int_t)s.bytes,
-			 "max_rules", NCD_MAX_CHANNELS);
+			 "max_rules", (int)d->cfg.max_channels);
 }
 
 json_t *
@@ -399,13 +400,11 @@ channel_of(struct cmd_ctx *x, const char *arg, bool all_ok, int32_t *id)
 		*id = -1;
 		return 0;
 	}
-	for (uint32_t i = 0; i < NCD_MAX_CHANNELS; i++)
-		if (x->d->channels[i] != NULL && strcmp(x->d->channels[i]->name, arg) == 0) {
-			*id = (int32_t)i;
-			return 0;
-		}
+	*id = ncd_channel_find(x->d, arg);
+	if (*id >= 0)
+		return 0;
 	v = strtoul(arg, &end, 10);
-	if (*arg != '\0' && *end == '\0' && v < NCD_MAX_CHANNELS && x->d->channels[v] != NULL) {
+	if (*arg != '\0' && *end == '\0' && v < x->d->cfg.max_channels && x->d->channels[v] != NULL) {
 		*id = (int32_t)v;
 		return 0;
 	}

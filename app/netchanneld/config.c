@@ -1002,14 +1002,27 @@ load_nat_table(struct ctx *c, const json_t *root)
 }
 
 static int
+load_max_channels(struct ctx *c, const json_t *root)
+{
+	int64_t v;
+
+	if (get_int(c, root, "max_channels", 1, NCD_MAX_CHANNELS, NCD_DEFAULT_CHANNELS, &v))
+		return -1;
+	c->cfg->max_channels = (uint32_t)v;
+	return 0;
+}
+
+static int
 load_channels(struct ctx *c, const json_t *root)
 {
 	static const char *const keys[] = { "name", "match", "priority", "action", "ring_size",
 					    "queue_bytes", "memory_limit_order", "tx", "port", "queue",
 					    NULL };
 	json_t *chs = json_object_get(root, "channels"), *ch;
-	struct nc_trie_config tc = { .name = "config", .socket_id = -1, .max_rules = NCD_MAX_CHANNELS };
+	struct nc_trie_config tc = { .name = "config", .socket_id = -1,
+				     .max_rules = c->cfg->max_channels };
 	struct nc_trie *t;
+	json_t *seen;
 	size_t l, i;
 	int ret = -1;
 
@@ -1018,13 +1031,18 @@ load_channels(struct ctx *c, const json_t *root)
 	l = push(c, "channels", 0);
 	if (want_type(c, chs, JSON_ARRAY, "an array"))
 		return -1;
-	if (json_array_size(chs) > NCD_MAX_CHANNELS)
-		return fail(c, "more than %d channels", NCD_MAX_CHANNELS);
+	if (json_array_size(chs) > c->cfg->max_channels)
+		return fail(c, "%zu channels, more than max_channels (%u)", json_array_size(chs),
+			    c->cfg->max_channels);
 	c->cfg->channels = calloc(json_array_size(chs) + 1, sizeof(*c->cfg->channels));
+	if (c->cfg->channels == NULL)
+		return fail(c, "calloc: %s", strerror(errno));
 	/* Rules are checked for duplicates the way the daemon will add them. */
 	t = nc_trie_create(&tc);
 	if (t == NULL)
 		return fail(c, "nc_trie_create: %s", strerror(errno));
+	/* Names seen so far, to their index: a hash table, so 100K channels load in linear time. */
+	seen = json_object();
 	json_array_foreach(chs, i, ch) {
 		struct ncd_channel_conf *cc = &c->cfg->channels[i];
 		const char *name, *port = NULL;
@@ -1072,12 +1090,16 @@ load_channels(struct ctx *c, const json_t *root)
 			fail(c, "'%s': 1-31 letters, digits, '_', '-' or '.'", name);
 			goto out;
 		}
-		for (size_t j = 0; j < i; j++)
-			if (strcmp(c->cfg->channels[j].name, name) == 0) {
-				push(c, "name", 0);
-				fail(c, "duplicate channel name '%s' (channels[%zu])", name, j);
-				goto out;
-			}
+		if (json_object_get(seen, name) != NULL) {
+			push(c, "name", 0);
+			fail(c, "duplicate channel name '%s' (channels[%" JSON_INTEGER_FORMAT "])", name,
+			     json_integer_value(json_object_get(seen, name)));
+			goto out;
+		}
+		if (json_object_set_new(seen, name, json_integer((json_int_t)i)) != 0) {
+			fail(c, "json_object_set: out of memory");
+			goto out;
+		}
 		if (order && json_object_get(ch, "queue_bytes")) {
 			fail(c, "give queue_bytes or memory_limit_order, not both");
 			goto out;
@@ -1138,6 +1160,7 @@ load_channels(struct ctx *c, const json_t *root)
 	pop(c, l);
 	ret = 0;
 out:
+	json_decref(seen);
 	nc_trie_free(t);
 	return ret;
 }
@@ -1147,7 +1170,7 @@ static int
 config_load(const char *path, const char *text, struct ncd_config *cfg)
 {
 	static const char *const keys[] = { "eal", "mempool", "ports", "workers", "control",
-					    "channels", "telemetry", "nat", NULL };
+					    "channels", "telemetry", "nat", "max_channels", NULL };
 	struct ctx c = { .cfg = cfg, .path = path };
 	json_error_t jerr;
 	json_t *root;
@@ -1170,7 +1193,7 @@ config_load(const char *path, const char *text, struct ncd_config *cfg)
 	}
 	if (check_keys(&c, root, keys) || load_eal(&c, root) || load_mempool(&c, root) ||
 	    load_ports(&c, root) || load_workers(&c, root) || load_control(&c, root) ||
-	    load_nat_table(&c, root) || load_channels(&c, root))
+	    load_nat_table(&c, root) || load_max_channels(&c, root) || load_channels(&c, root))
 		goto out;
 	if (get_bool(&c, root, "telemetry", true, &cfg->telemetry))
 		goto out;

@@ -15,7 +15,9 @@
 #define NCD_MAX_PORTS 16
 #define NCD_MAX_QUEUES 64
 #define NCD_MAX_WORKERS 64
-#define NCD_MAX_CHANNELS 4096
+/* max_channels: the default, and the most (channel ids are 17 bits in mbuf marks, see offload.c) */
+#define NCD_DEFAULT_CHANNELS 4096
+#define NCD_MAX_CHANNELS 131072
 #define NCD_MAX_EAL_ARGS 64
 
 enum ncd_offload { NCD_OFFLOAD_AUTO, NCD_OFFLOAD_OFF, NCD_OFFLOAD_REQUIRED };
@@ -91,6 +93,7 @@ struct ncd_config {
 	unsigned int nallow;
 	struct ncd_channel_conf *channels;
 	unsigned int nchannels;
+	uint32_t max_channels;       /* channels of every kind at once: the config's, clients', the CLI's */
 	bool telemetry;
 	uint32_t nat_flows;          /* nat.flows: reverse mappings the table holds */
 	uint32_t nat_idle_ms;        /* nat.idle_timeout_ms */

@@ -363,7 +363,7 @@ do_create(struct ncd *d, struct client *c, const struct nc_ctl_req *req,
 	c->channels[c->nchannels++] = (uint32_t)id;
 	NCD_LOG(INFO, "control: pid %d created channel %s (%d)", (int)c->cred.pid, cc.name, id);
 	channel_info(d->channels[id], &info);
-	return reply_fd(c, req, 0, &info, sizeof(info), d->channels[id]->efd);
+	return reply(c, req, 0, &info, sizeof(info));
 }
 
 static int
@@ -376,7 +376,7 @@ do_destroy(struct ncd *d, struct client *c, const struct nc_ctl_req *req, const 
 			return reply(c, req, 0, NULL, 0);
 		}
 	/* Not this connection's: static channels and others' are not to be destroyed here. */
-	return reply(c, req, m->id < NCD_MAX_CHANNELS && d->channels[m->id] ? -EPERM : -ENOENT,
+	return reply(c, req, m->id < d->cfg.max_channels && d->channels[m->id] ? -EPERM : -ENOENT,
 		     NULL, 0);
 }
 
@@ -384,37 +384,65 @@ static int
 do_attach(struct ncd *d, struct client *c, const struct nc_ctl_req *req, const struct nc_ctl_name *m)
 {
 	struct nc_ctl_channel info;
+	int32_t id;
 
 	if (!ncd_valid_name(m->name, sizeof(m->name), true))
 		return reply(c, req, -EINVAL, NULL, 0);
-	for (unsigned int i = 0; i < NCD_MAX_CHANNELS; i++) {
-		const struct ncd_channel *ch = d->channels[i];
+	id = ncd_channel_find(d, m->name);
+	if (id >= 0 && d->channels[id] != NULL) {
+		const struct ncd_channel *ch = d->channels[id];
 
-		if (ch != NULL && strcmp(ch->name, m->name) == 0) {
-			if (ch->owner >= 0)        /* a client's own */
-				return reply(c, req, -EPERM, NULL, 0);
-			if (!allowed(d, &c->cred, &ch->rule))
-				return reply(c, req, -EPERM, NULL, 0);
-			channel_info(ch, &info);
-			return reply_fd(c, req, 0, &info, sizeof(info), ch->efd);
-		}
+		if (ch->owner >= 0)        /* a client's own */
+			return reply(c, req, -EPERM, NULL, 0);
+		if (!allowed(d, &c->cred, &ch->rule))
+			return reply(c, req, -EPERM, NULL, 0);
+		channel_info(ch, &info);
+		return reply(c, req, 0, &info, sizeof(info));
 	}
 	return reply(c, req, -ENOENT, NULL, 0);
+}
+
+/* The channel a request names, if the connection may use it: its own, or a static one it may attach to. */
+static int
+usable_channel(const struct ncd *d, const struct client *c, uint32_t id, struct ncd_channel **out)
+{
+	struct ncd_channel *ch = id < d->cfg.max_channels ? d->channels[id] : NULL;
+
+	if (ch == NULL)
+		return -ENOENT;
+	if (ch->owner != (int)(c - ctl.clients) &&
+	    (ch->owner >= 0 || !allowed(d, &c->cred, &ch->rule)))
+		return -EPERM;
+	*out = ch;
+	return 0;
+}
+
+static int
+do_eventfd(struct ncd *d, struct client *c, const struct nc_ctl_req *req, const struct nc_ctl_id *m)
+{
+	struct ncd_channel *ch;
+	int ret = usable_channel(d, c, m->id, &ch);
+
+	if (ret != 0)
+		return reply(c, req, ret, NULL, 0);
+	if (ch->rx == NULL)            /* nothing to wait for: drop and NAT channels */
+		return reply(c, req, -EINVAL, NULL, 0);
+	ret = ncd_channel_eventfd(ch);
+	if (ret < 0)
+		return reply(c, req, ret, NULL, 0);
+	return reply_fd(c, req, 0, NULL, 0, ret);
 }
 
 static int
 do_chan_stats(struct ncd *d, struct client *c, const struct nc_ctl_req *req, const struct nc_ctl_id *m)
 {
-	const struct ncd_channel *ch = m->id < NCD_MAX_CHANNELS ? d->channels[m->id] : NULL;
+	struct ncd_channel *ch;
 	struct nc_channel_stats st;
 	struct ncd_chan_stats s;
+	int ret = usable_channel(d, c, m->id, &ch);
 
-	if (ch == NULL)
-		return reply(c, req, -ENOENT, NULL, 0);
-	/* Its own, or a static one it may attach to. */
-	if (ch->owner != (int)(c - ctl.clients) &&
-	    (ch->owner >= 0 || !allowed(d, &c->cred, &ch->rule)))
-		return reply(c, req, -EPERM, NULL, 0);
+	if (ret != 0)
+		return reply(c, req, ret, NULL, 0);
 	ncd_chan_stats_sum(d, m->id, &s);
 	st = (struct nc_channel_stats){
 		.hits = s.hits, .delivered = s.delivered, .bytes = s.bytes,
@@ -515,6 +543,8 @@ handle(struct ncd *d, struct client *c, const uint8_t *msg, ssize_t n, bool trun
 		return reply_json(c, req, ncd_stats_json, d);
 	case NC_CTL_CHANNEL_STATS:
 		return do_chan_stats(d, c, req, body);
+	case NC_CTL_CHANNEL_EVENTFD:
+		return do_eventfd(d, c, req, body);
 	case NC_CTL_CLI:
 		return do_cli(d, c, req, body, len);
 	}

@@ -99,7 +99,9 @@ setup_workers(struct ncd *d)
 {
 	d->workers = rte_zmalloc("ncd_workers", d->cfg.nworkers * sizeof(*d->workers),
 				 RTE_CACHE_LINE_SIZE);
-	if (d->workers == NULL)
+	d->channels = rte_zmalloc("ncd_channels", d->cfg.max_channels * sizeof(*d->channels),
+				  RTE_CACHE_LINE_SIZE);
+	if (d->workers == NULL || d->channels == NULL)
 		return -1;
 	for (unsigned int i = 0; i < d->cfg.nworkers; i++) {
 		struct ncd_worker *w = &d->workers[i];
@@ -113,14 +115,14 @@ setup_workers(struct ncd *d)
 		w->nrx = wc->nrx;
 		for (unsigned int q = 0; q < wc->nrx; q++)
 			w->rx[q] = (struct ncd_rxq){ wc->rx[q].port, wc->rx[q].queue };
-		w->cstats = rte_zmalloc("ncd_cstats", NCD_MAX_CHANNELS * sizeof(*w->cstats),
+		w->cstats = rte_zmalloc("ncd_cstats", d->cfg.max_channels * sizeof(*w->cstats),
 					RTE_CACHE_LINE_SIZE);
-		w->txch = rte_zmalloc("ncd_txch", NCD_MAX_CHANNELS * sizeof(*w->txch),
+		w->txch = rte_zmalloc("ncd_txch", d->cfg.max_channels * sizeof(*w->txch),
 				      RTE_CACHE_LINE_SIZE);
 		if (w->cstats == NULL || w->txch == NULL)
 			return -1;
 	}
-	d->ctl_cstats = rte_zmalloc("ncd_ctl_cstats", NCD_MAX_CHANNELS * sizeof(*d->ctl_cstats),
+	d->ctl_cstats = rte_zmalloc("ncd_ctl_cstats", d->cfg.max_channels * sizeof(*d->ctl_cstats),
 				    RTE_CACHE_LINE_SIZE);
 	return d->ctl_cstats == NULL ? -1 : 0;
 }
@@ -134,6 +136,8 @@ free_workers(struct ncd *d)
 	}
 	rte_free(d->workers);
 	d->workers = NULL;
+	rte_free(d->channels);
+	d->channels = NULL;
 	rte_free(d->ctl_cstats);
 	d->ctl_cstats = NULL;
 }

@@ -125,7 +125,7 @@ ncd_view_nat(const struct ncd *d)
 	const struct ncd_nat_table *t = &d->nat;
 	uint32_t nat = 0, rev = 0;
 
-	for (uint32_t i = 0; i < NCD_MAX_CHANNELS; i++)
+	for (uint32_t i = 0; i < d->cfg.max_channels; i++)
 		if (d->channels[i] != NULL && d->channels[i]->action == NCD_ACTION_NAT) {
 			nat++;
 			rev += d->channels[i]->nat.reverse;

@@ -152,7 +152,7 @@ struct ncd_channel {
 	uint64_t queue_bytes;
 	struct nc_trie_rule rule;
 	int owner;                     /* NCD_OWNER_CONFIG, or the client's slot */
-	int efd;                       /* eventfd that wakes a sleeping consumer, or -1 */
+	int efd;                       /* eventfd that wakes a sleeping consumer, or -1 (none asked yet) */
 	struct rte_ring *tx;           /* the client's transmit ring, or NULL */
 	uint16_t port;                 /* the port it transmits on */
 	unsigned int tx_worker;        /* the worker that empties tx */
@@ -184,6 +184,7 @@ struct ncd_port {
 	uint16_t ntxq;                 /* its tx queues: one per worker that polls it, or per worker */
 	bool ip_csum_offload;          /* it computes IPv4 header checksums (NAT's packets) */
 	bool marks;                    /* workers read marks: the port offloads (or the mock does) */
+	bool flow_api;                 /* the PMD has rte_flow (or the mock stands in) */
 	int mark_negotiated;           /* rte_eth_rx_metadata_negotiate: 1 yes, 0 refused, -1 n/a */
 	struct ncd_mock *mock;         /* the offload mock, when --mark-mock is given */
 	uint32_t flows;                /* flow rules in place */
@@ -256,13 +257,13 @@ struct ncd_worker {
 	uint16_t exc_txq[NCD_MAX_PORTS]; /* this worker's tx queue on each exception device */
 	uint16_t txq[NCD_MAX_PORTS];     /* its tx queue on each port, or NCD_NO_TXQ */
 	struct ncd_port_stats pstats[NCD_MAX_PORTS];
-	struct ncd_chan_stats *cstats;   /* [NCD_MAX_CHANNELS] */
+	struct ncd_chan_stats *cstats;   /* [cfg.max_channels] */
 	/*
 	 * Channels whose tx ring this worker empties. The control thread edits
 	 * the list while the worker reads it: entries are published before ntx
 	 * grows, and a removed channel is freed only after a grace period.
 	 */
-	struct ncd_channel **txch;       /* [NCD_MAX_CHANNELS] */
+	struct ncd_channel **txch;       /* [cfg.max_channels] */
 	uint32_t ntx;
 	struct rte_ring *nh_done;        /* control thread -> worker: IP packets, next hop resolved */
 	uint32_t stats_gen;              /* the last ncd.stats_gen this worker acted on */
@@ -278,8 +279,9 @@ struct ncd {
 	struct rte_rcu_qsbr *qsbr;
 	struct nc_dir *dir;
 	const struct rte_memzone *dir_mz;
-	struct ncd_channel *channels[NCD_MAX_CHANNELS]; /* by trie rule id */
-	struct ncd_chan_stats *ctl_cstats; /* [NCD_MAX_CHANNELS]: what the control thread counts */
+	struct ncd_channel **channels; /* [cfg.max_channels], by trie rule id */
+	struct rte_hash *names;        /* channel name (NC_NAME_SIZE bytes, zero padded) -> id */
+	struct ncd_chan_stats *ctl_cstats; /* [cfg.max_channels]: what the control thread counts */
 	struct ncd_port_stats ctl_pstats[NCD_MAX_PORTS]; /* and per port (NAT's unresolved next hops) */
 	struct ncd_nat_table nat;      /* NAT's reverse mappings */
 	uint32_t nat_reverse;          /* NAT channels with reverse mappings: workers look replies up */
@@ -334,6 +336,15 @@ int ncd_channel_add(struct ncd *d, const struct ncd_channel_conf *cc, int owner)
 
 /** Remove a channel while the workers run: out of the classifier, a grace period, then freed. */
 void ncd_channel_del(struct ncd *d, uint32_t id);
+
+/**
+ * A deliver channel's eventfd, made on the first call (control thread): what
+ * wakes its sleeping consumers. @return the fd, or -errno of eventfd().
+ */
+int ncd_channel_eventfd(struct ncd_channel *ch);
+
+/** The id of the channel named name (control thread). @return it, or -1 for none. */
+int32_t ncd_channel_find(const struct ncd *d, const char *name);
 
 /** Drain every channel's ring, free them, the directory and the classifier. */
 void ncd_channels_free(struct ncd *d);

@@ -353,8 +353,8 @@ resolve_one(struct ncd *d, struct rte_mbuf *m)
 {
 	uint32_t usr = m->hash.usr, id = usr & ~NCD_NH_NAT;
 	bool nat = usr & NCD_NH_NAT;
-	struct ncd_channel *ch = id < NCD_MAX_CHANNELS ? d->channels[id] : NULL;
-	struct ncd_chan_stats *cs = &d->ctl_cstats[id < NCD_MAX_CHANNELS ? id : 0];
+	struct ncd_channel *ch = id < d->cfg.max_channels ? d->channels[id] : NULL;
+	struct ncd_chan_stats *cs = &d->ctl_cstats[id < d->cfg.max_channels ? id : 0];
 	struct ncd_port_stats *ps = nat ? &d->ctl_pstats[m->port] : NULL;
 	uint8_t buf[256];
 	uint32_t want = m->pkt_len < sizeof(buf) ? m->pkt_len : sizeof(buf);

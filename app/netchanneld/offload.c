@@ -34,7 +34,7 @@
 #include "flow_pattern.h"
 #include "netchanneld.h"
 
-_Static_assert(NCD_MAX_CHANNELS <= NCD_MARK_ID_MASK, "a mark has room for every channel id");
+_Static_assert(NCD_MAX_CHANNELS - 1 <= NCD_MARK_ID_MASK, "a mark has room for every channel id");
 
 /* ---- the mock ------------------------------------------------------------ */
 
@@ -367,7 +367,7 @@ beats(const struct ncd_channel *a, const struct ncd_channel *b)
 static const struct ncd_channel *
 beaten_by(const struct ncd *d, const struct ncd_channel *ch)
 {
-	for (uint32_t i = 0; i < NCD_MAX_CHANNELS; i++) {
+	for (uint32_t i = 0; i < d->cfg.max_channels; i++) {
 		const struct ncd_channel *c = d->channels[i];
 
 		if (c != NULL && c != ch && beats(c, ch) && ncd_rules_overlap(&c->rule, &ch->rule))
@@ -386,6 +386,10 @@ offload_one(struct ncd *d, unsigned int pi, struct ncd_channel *ch)
 		ch->off[pi].state = NCD_OFF_OFF;
 		snprintf(ch->off[pi].why, sizeof(ch->off[pi].why), "flow_offload is off");
 		return 0;
+	}
+	if (!d->ports[pi].flow_api) {
+		software(ch, pi, false, "%s", "the PMD has no rte_flow (rte_flow_validate: ENOSYS)");
+		return -ENOTSUP;
 	}
 	if (!d->ports[pi].marks) {
 		software(ch, pi, false, "%s", "the PMD refused to deliver marks "
@@ -427,6 +431,15 @@ ncd_offload_port_init(struct ncd *d, unsigned int pi)
 	int ret;
 
 	p->mark_negotiated = -1;
+	/*
+	 * A PMD without rte_flow answers every rule with ENOSYS: learn it once, so
+	 * that channels go to software without a rule tried each, nor each one's
+	 * overlap scan of every other channel (quadratic with 100,000 channels).
+	 */
+	p->flow_api = rte_flow_validate(p->port_id, &(struct rte_flow_attr){ .ingress = 1 },
+					(const struct rte_flow_item[]){ { .type = RTE_FLOW_ITEM_TYPE_END } },
+					(const struct rte_flow_action[]){ { .type = RTE_FLOW_ACTION_TYPE_END } },
+					&err) != -ENOSYS;
 	if (!port_offloads(d, pi))
 		return 0;
 	/* Bifurcated: only what flow rules take comes to DPDK; the rest stays with the kernel. */
@@ -448,6 +461,7 @@ ncd_offload_port_init(struct ncd *d, unsigned int pi)
 			return -1;
 		}
 		p->marks = true;
+		p->flow_api = true;
 	}
 	return 0;
 }
@@ -465,7 +479,7 @@ ncd_offload_start(struct ncd *d)
 				return -1;
 			}
 	}
-	for (uint32_t i = 0; i < NCD_MAX_CHANNELS; i++)
+	for (uint32_t i = 0; i < d->cfg.max_channels; i++)
 		if (d->channels[i] != NULL && offload_all_ports(d, d->channels[i]) != 0)
 			return -1;
 	return 0;
@@ -495,7 +509,7 @@ ncd_offload_prepare(struct ncd *d, const struct nc_trie_rule *rule, const char *
 			return -ENOTSUP;
 		}
 		/* One of the two would have to stay in software. */
-		for (uint32_t i = 0; i < NCD_MAX_CHANNELS; i++)
+		for (uint32_t i = 0; i < d->cfg.max_channels; i++)
 			if (d->channels[i] != NULL && ncd_rules_overlap(&d->channels[i]->rule, rule)) {
 				NCD_LOG(ERR, "channel %s: port %s requires offload, but the rule "
 					"overlaps channel %s", name, d->cfg.ports[pi].name,
@@ -506,7 +520,7 @@ ncd_offload_prepare(struct ncd *d, const struct nc_trie_rule *rule, const char *
 	/* The new channel is the youngest: it wins over channels of lower priority. */
 	if (!offloaded_anywhere(d))
 		return 0;
-	for (uint32_t i = 0; i < NCD_MAX_CHANNELS; i++) {
+	for (uint32_t i = 0; i < d->cfg.max_channels; i++) {
 		struct ncd_channel *c = d->channels[i];
 
 		if (c == NULL || c->rule.priority >= rule->priority ||
@@ -542,7 +556,7 @@ ncd_offload_refresh(struct ncd *d, const struct nc_trie_rule *gone)
 {
 	if (!d->ports[0].started || d->stop || closing)
 		return;
-	for (uint32_t i = 0; i < NCD_MAX_CHANNELS; i++) {
+	for (uint32_t i = 0; i < d->cfg.max_channels; i++) {
 		struct ncd_channel *c = d->channels[i];
 
 		if (c == NULL || !ncd_rules_overlap(&c->rule, gone))
@@ -557,7 +571,7 @@ void
 ncd_offload_close(struct ncd *d)
 {
 	closing = true;
-	for (uint32_t i = 0; i < NCD_MAX_CHANNELS; i++)
+	for (uint32_t i = 0; i < d->cfg.max_channels; i++)
 		if (d->channels[i] != NULL)
 			ncd_offload_remove(d, d->channels[i]);
 	for (unsigned int pi = 0; pi < d->cfg.nports; pi++) {

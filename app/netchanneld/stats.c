@@ -32,7 +32,7 @@ ncd_stats_json(const struct ncd *d, FILE *f)
 			d->ports[i].nh_stats.no_route, d->ports[i].nh_stats.no_neigh);
 	}
 	fprintf(f, "], \"channels\": [");
-	for (unsigned int i = 0, first = 1; i < NCD_MAX_CHANNELS; i++) {
+	for (unsigned int i = 0, first = 1; i < d->cfg.max_channels; i++) {
 		const struct ncd_channel *ch = d->channels[i];
 		struct ncd_chan_stats s;
 
@@ -64,7 +64,7 @@ ncd_channels_json(const struct ncd *d, FILE *f)
 	int first = 1;
 
 	fprintf(f, "[");
-	for (unsigned int i = 0; i < NCD_MAX_CHANNELS; i++) {
+	for (unsigned int i = 0; i < d->cfg.max_channels; i++) {
 		const struct ncd_channel *ch = d->channels[i];
 
 		if (ch == NULL)
@@ -117,7 +117,7 @@ ncd_stats_print(const struct ncd *d, FILE *f)
 				fprintf(f, " %s=%" PRIu64, ncd_verdict_names[v], s.verdict[v]);
 		fputc('\n', f);
 	}
-	for (unsigned int i = 0; i < NCD_MAX_CHANNELS; i++) {
+	for (unsigned int i = 0; i < d->cfg.max_channels; i++) {
 		struct ncd_chan_stats s;
 
 		if (d->channels[i] == NULL)

@@ -162,7 +162,7 @@ v_channels(const struct ncd *d, const char *params, int *err)
 
 	(void)params;
 	(void)err;
-	for (uint32_t i = 0; i < NCD_MAX_CHANNELS; i++)
+	for (uint32_t i = 0; i < d->cfg.max_channels; i++)
 		if (d->channels[i] != NULL) {
 			json_array_append_new(ids, json_integer(i));
 			json_array_append_new(names, json_string(d->channels[i]->name));
@@ -176,7 +176,7 @@ v_channel(const struct ncd *d, const char *params, int *err)
 	char *end;
 	unsigned long id = params ? strtoul(params, &end, 10) : 0;
 
-	if (params == NULL || *params == '\0' || *end != '\0' || id >= NCD_MAX_CHANNELS ||
+	if (params == NULL || *params == '\0' || *end != '\0' || id >= d->cfg.max_channels ||
 	    d->channels[id] == NULL) {
 		*err = -EINVAL;
 		return NULL;

@@ -71,10 +71,12 @@ deliver(struct ncd_worker *w, struct ncd_port_stats *ps, struct batch *b)
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
 		if (__atomic_load_n(&ch->dir->want_wakeup, __ATOMIC_RELAXED) &&
 		    __atomic_exchange_n(&ch->dir->want_wakeup, 0, __ATOMIC_RELAXED)) {
+			int efd = __atomic_load_n(&ch->efd, __ATOMIC_ACQUIRE);
 			uint64_t one = 1;
 
+			/* A consumer asks for the eventfd before it sleeps; one that did not has none. */
 			cs->wakeups++;
-			if (write(ch->efd, &one, sizeof(one)) != sizeof(one))
+			if (efd < 0 || write(efd, &one, sizeof(one)) != sizeof(one))
 				cs->wakeup_errors++;
 		}
 	}
@@ -465,7 +467,7 @@ process_burst(struct ncd *d, struct ncd_worker *w, unsigned int pi, struct rte_m
 		 */
 		if (p->marks && (m->ol_flags & RTE_MBUF_F_RX_FDIR_ID)) {
 			uint32_t mark = m->hash.fdir.hi, cid = mark & NCD_MARK_ID_MASK;
-			struct ncd_channel *c = cid < NCD_MAX_CHANNELS && mark != 0 ?
+			struct ncd_channel *c = cid < d->cfg.max_channels && mark != 0 ?
 				__atomic_load_n(&d->channels[cid], __ATOMIC_ACQUIRE) : NULL;
 
 			if (c != NULL && __atomic_load_n(&c->mark[pi], __ATOMIC_ACQUIRE) == mark) {

@@ -20,6 +20,7 @@
 #include <rte_lcore.h>
 #include <rte_mbuf.h>
 #include <rte_mbuf_dyn.h>
+#include <rte_memory.h>
 #include <rte_memzone.h>
 #include <rte_mempool.h>
 #include <rte_ring.h>
@@ -254,17 +255,33 @@ nc_disconnect(struct nc_client *c)
 	free(c);
 }
 
+/*
+ * A channel's ring, from the address its directory entry gives (see
+ * nc_proto.h): used only if it lies in DPDK's shared memory and the ring
+ * there has the name the daemon's reply gave. NULL with errno ENOENT.
+ */
+static struct rte_ring *
+dir_ring(const uint64_t *addr, const char *name)
+{
+	struct rte_ring *r = (struct rte_ring *)(uintptr_t)__atomic_load_n(addr, __ATOMIC_RELAXED);
+
+	if (r == NULL || rte_mem_virt2memseg(r, NULL) == NULL ||
+	    rte_mem_virt2memseg(RTE_PTR_ADD(r, sizeof(*r) - 1), NULL) == NULL ||
+	    strncmp(r->name, name, sizeof(r->name)) != 0) {
+		errno = ENOENT;
+		return NULL;
+	}
+	return r;
+}
+
 static struct nc_channel *
-channel_open(struct nc_client *c, const struct nc_ctl_channel *info, int owned, int efd)
+channel_open(struct nc_client *c, const struct nc_ctl_channel *info, int owned)
 {
 	struct nc_channel *ch = calloc(1, sizeof(*ch));
 
-	if (ch == NULL) {
-		if (efd >= 0)
-			close(efd);
+	if (ch == NULL)
 		return NULL;
-	}
-	ch->efd = efd;
+	ch->efd = -1;
 	ch->client = c;
 	ch->id = info->id;
 	ch->owned = owned;
@@ -274,24 +291,18 @@ channel_open(struct nc_client *c, const struct nc_ctl_channel *info, int owned, 
 	}
 	ch->dir = &c->dir->e[info->id];
 	if (info->action == NC_ACTION_DELIVER) {
-		ch->rx = rte_ring_lookup(info->rx_ring);
-		if (ch->rx == NULL) {
-			errno = ENOENT;
+		ch->rx = dir_ring(&ch->dir->rx_ring_addr, info->rx_ring);
+		if (ch->rx == NULL)
 			goto out_free;
-		}
 	}
 	if (info->tx_ring[0] != '\0') {
-		ch->tx = rte_ring_lookup(info->tx_ring);
-		if (ch->tx == NULL) {
-			errno = ENOENT;
+		ch->tx = dir_ring(&ch->dir->tx_ring_addr, info->tx_ring);
+		if (ch->tx == NULL)
 			goto out_free;
-		}
 	}
 	return ch;
 
 out_free:
-	if (efd >= 0)
-		close(efd);
 	free(ch);
 	return NULL;
 }
@@ -304,7 +315,7 @@ nc_channel_create(struct nc_client *c, const char *name, const struct nc_trie_ru
 	struct nc_ctl_channel info;
 	uint8_t body[sizeof(m) + sizeof(struct nc_ctl_nat)];
 	size_t len = sizeof(m);
-	int ret, efd;
+	int ret;
 
 	if (c == NULL || name == NULL || r == NULL || strlen(name) >= sizeof(m.name)) {
 		errno = EINVAL;
@@ -334,12 +345,12 @@ nc_channel_create(struct nc_client *c, const char *name, const struct nc_trie_ru
 		}
 	}
 	memcpy(body, &m, sizeof(m));
-	ret = call_fd(c, NC_CTL_CHANNEL_CREATE, body, len, &info, sizeof(info), &efd);
+	ret = call(c, NC_CTL_CHANNEL_CREATE, body, len, &info, sizeof(info));
 	if (ret != 0) {
 		errno = -ret;
 		return NULL;
 	}
-	return channel_open(c, &info, 1, efd);
+	return channel_open(c, &info, 1);
 }
 
 NC_EXPORT struct nc_channel *
@@ -347,7 +358,7 @@ nc_channel_attach(struct nc_client *c, const char *name)
 {
 	struct nc_ctl_name m;
 	struct nc_ctl_channel info;
-	int ret, efd;
+	int ret;
 
 	if (c == NULL || name == NULL || strlen(name) >= sizeof(m.name)) {
 		errno = EINVAL;
@@ -355,12 +366,12 @@ nc_channel_attach(struct nc_client *c, const char *name)
 	}
 	memset(&m, 0, sizeof(m));
 	strcpy(m.name, name);
-	ret = call_fd(c, NC_CTL_CHANNEL_ATTACH, &m, sizeof(m), &info, sizeof(info), &efd);
+	ret = call(c, NC_CTL_CHANNEL_ATTACH, &m, sizeof(m), &info, sizeof(info));
 	if (ret != 0) {
 		errno = -ret;
 		return NULL;
 	}
-	return channel_open(c, &info, 0, efd);
+	return channel_open(c, &info, 0);
 }
 
 NC_EXPORT int
@@ -658,16 +669,38 @@ nc_channel_stats(const struct nc_channel *ch, struct nc_channel_stats *st)
 }
 
 NC_EXPORT int
-nc_channel_fd(const struct nc_channel *ch)
+nc_channel_fd(struct nc_channel *ch)
 {
-	return ch->efd;
+	int fd, ret;
+
+	if (ch == NULL || ch->rx == NULL) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (ch->efd >= 0)
+		return ch->efd;
+	/* Asked for on first use: a client that only polls holds no fd, nor does the daemon. */
+	ret = call_fd(ch->client, NC_CTL_CHANNEL_EVENTFD, &(struct nc_ctl_id){ .id = ch->id },
+		      sizeof(struct nc_ctl_id), NULL, 0, &fd);
+	if (ret == 0 && fd < 0)
+		ret = -EBADMSG;
+	if (ret != 0) {
+		if (fd >= 0)
+			close(fd);
+		errno = -ret;
+		return -1;
+	}
+	ch->efd = fd;
+	return fd;
 }
 
 NC_EXPORT int
 nc_channel_arm(struct nc_channel *ch)
 {
-	if (ch->rx == NULL || ch->efd < 0)
+	if (ch == NULL || ch->rx == NULL)
 		return -EINVAL;
+	if (nc_channel_fd(ch) < 0)
+		return -errno;
 	__atomic_store_n(&ch->dir->want_wakeup, 1, __ATOMIC_RELAXED);
 	/* Full fence: the worker has one between its enqueue and its look at the flag. */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
@@ -693,7 +726,7 @@ nc_recv(struct nc_channel *ch, void *buf, size_t len, int timeout_ms)
 				       { .fd = ch->client->fd, .events = POLLIN } };
 		struct rte_mbuf *m;
 		uint64_t v;
-		int wait;
+		int wait, ret;
 
 		if (nc_rx_burst(ch, &m, 1) == 1) {
 			uint32_t n = m->pkt_len, cut = n < len ? n : (uint32_t)len;
@@ -712,7 +745,12 @@ nc_recv(struct nc_channel *ch, void *buf, size_t len, int timeout_ms)
 			errno = EAGAIN;
 			return -1;
 		}
-		if (nc_channel_arm(ch) != 0)
+		ret = nc_channel_arm(ch);
+		if (ret < 0) {
+			errno = -ret;
+			return -1;
+		}
+		if (ret > 0)
 			continue;              /* a packet came in meanwhile */
 		wait = timeout_ms < 0 ? -1 : (int)(deadline > now_ms() ? deadline - now_ms() : 0);
 		if (wait == 0 && timeout_ms > 0) {
@@ -720,6 +758,7 @@ nc_recv(struct nc_channel *ch, void *buf, size_t len, int timeout_ms)
 			return -1;
 		}
 		/* Asleep until the worker signals, the timeout, or the daemon hangs up. */
+		p[0].fd = ch->efd;         /* the first arm may just have asked for it */
 		if (poll(p, 2, wait) < 0 && errno != EINTR)
 			return -1;
 		if (p[1].revents & (POLLHUP | POLLERR | POLLIN)) {

@@ -14,6 +14,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <inttypes.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -23,6 +24,7 @@
 #include <rte_errno.h>
 #include <rte_mbuf.h>
 #include <rte_memzone.h>
+#include <rte_memory.h>
 #include <rte_ring.h>
 
 #include "nc_proto.h"
@@ -117,10 +119,12 @@ main(int argc, char **argv)
 		fprintf(stderr, "nc_consumer: no deliver channel named '%s'\n", channel);
 		return 2;
 	}
-	ring = rte_ring_lookup(e->rx_ring);
-	if (ring == NULL) {
-		fprintf(stderr, "nc_consumer: rte_ring_lookup(%s): %s\n", e->rx_ring,
-			rte_strerror(rte_errno));
+	/* The ring's address, as nc_proto.h says: checked to be DPDK memory and that ring. */
+	ring = (struct rte_ring *)(uintptr_t)e->rx_ring_addr;
+	if (ring == NULL || rte_mem_virt2memseg(ring, NULL) == NULL ||
+	    strncmp(ring->name, e->rx_ring, sizeof(ring->name)) != 0) {
+		fprintf(stderr, "nc_consumer: channel '%s': no ring %s at %#" PRIx64 "\n", channel,
+			e->rx_ring, e->rx_ring_addr);
 		return 2;
 	}
 	pc = pcap_open_dead(DLT_EN10MB, 65535);

@@ -17,8 +17,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ncd_test as T  # noqa: E402
 from test_datapath import EAL  # noqa: E402
 
-MAGIC, VERSION = 0x6e63, 1
-HELLO, CREATE, ATTACH, DESTROY, LIST, STATS, CLI, CHAN_STATS = range(1, 9)
+MAGIC, VERSION = 0x6e63, 2
+HELLO, CREATE, ATTACH, DESTROY, LIST, STATS, CLI, CHAN_STATS, EVENTFD = range(1, 10)
 REQ, REP = struct.Struct("<HHIII"), struct.Struct("<HHIiI")
 
 
@@ -54,6 +54,14 @@ class Ctl:
         status, for_id, body = self.recv()
         assert for_id == self.next_id, (for_id, self.next_id)
         return status, body
+
+    def call_fds(self, type_, body=b""):
+        """A request whose reply may carry file descriptors: (status, body, fds)."""
+        self.send(type_, body)
+        data, fds, _, _ = socket.recv_fds(self.s, 1 << 20, 4)
+        magic, _, for_id, status, length = REP.unpack(data[:16])
+        assert magic == MAGIC and for_id == self.next_id and length == len(data) - 16
+        return status, data[16:], fds
 
     def hello(self, version=VERSION):
         status, body = self.call(HELLO, struct.pack("<II", version, os.getpid()))
@@ -179,6 +187,20 @@ class Control(T.DaemonCase):
         self.assertEqual(other.call(CHAN_STATS, b"\0" * 3)[0], -errno.EINVAL)
         self.assertEqual(other.call(DESTROY, struct.pack("<I", cid))[0], -errno.EPERM)
         self.assertEqual(other.call(DESTROY, struct.pack("<I", 4000))[0], -errno.ENOENT)
+        # No eventfd with the reply to a create: one on request, made once, the same each time.
+        status, _, fds = other.call_fds(CREATE, struct.pack(
+            "<32s52sIIIQIHH", b"nofd", wire_rule(dport=5004), 0, 0, 0, 0, 0, 0, 0))
+        self.assertEqual((status, fds), (0, []))
+        status, body, fds = c.call_fds(EVENTFD, struct.pack("<I", cid))
+        self.assertEqual((status, body, len(fds)), (0, b"", 1))
+        status, _, again = c.call_fds(EVENTFD, struct.pack("<I", cid))
+        self.assertEqual(status, 0)
+        self.assertEqual(os.fstat(fds[0]).st_ino, os.fstat(again[0]).st_ino)
+        for fd in fds + again:
+            os.close(fd)
+        self.assertEqual(other.call(EVENTFD, struct.pack("<I", cid))[0], -errno.EPERM)
+        self.assertEqual(other.call(EVENTFD, struct.pack("<I", 4000))[0], -errno.ENOENT)
+        self.assertEqual(other.call(EVENTFD, b"\0" * 3)[0], -errno.EINVAL)
         # Its owner may destroy it; then the name and the rule are free again.
         self.assertEqual(c.call(DESTROY, struct.pack("<I", cid))[0], 0)
         self.assertEqual(other.create("c5000", wire_rule(dport=5000))[0], 0)
@@ -335,6 +357,55 @@ class Control(T.DaemonCase):
         self.assertIn("hi", {ch["name"] for ch in c.json(LIST)})
         c.close()
         self.stop_ok()
+
+    def test_many_channels(self):
+        """More channels than DPDK has memzones (2560): their rings come from the shared
+        heap, clients find them through the directory, and max_channels bounds the config's
+        channels and clients' alike."""
+        from scapy.all import IP, UDP, Ether, Raw
+        n, most, base = 2990, 3000, 10000
+        frames = [bytes(Ether(src="02:00:00:00:00:01", dst=T.PCAP_MAC) /
+                        IP(src="203.0.113.1", dst="192.0.2.1") /
+                        UDP(sport=1000 + i, dport=base + ch) / Raw(b"x" * 20))
+                  for ch in (n - 1, 2600) for i in range(4)]
+        pcap = os.path.join(self.w, "many.pcap")
+        T.write_pcap(pcap, frames)
+        chans = [{"name": f"m{i}", "match": {"proto": "udp", "dst": "192.0.2.1",
+                                             "dport": base + i}, "ring_size": 64}
+                 for i in range(n)]
+        cfg = {"eal": EAL, "mempool": {"mbufs": 8191, "cache": 64}, "max_channels": most,
+               "ports": [{"name": "wire0", "device": f"net_pcap0,rx_pcap={pcap},infinite_rx=1",
+                          "exception": {"device": "net_null1"}}],
+               "workers": [{"lcore": 1}], "control": {"socket": self.sock}, "channels": chans}
+        self.daemon = T.Daemon(cfg, self.w, self.prefix)
+        self.daemon.start(timeout=60)
+        for name, mode in ((f"m{n - 1}", "copy"), ("m2600", "zerocopy")):
+            r = self.client("attach", name, base + int(name[1:]), 300, mode)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            self.assertIn("received 300", r.stdout)
+        c = Ctl(self.sock)
+        c.hello()
+        ids = []
+        for i in range(most - n):
+            status, info = c.create(f"x{i}", wire_rule(dport=20000 + i), ring_size=64)
+            self.assertEqual(status, 0, i)
+            ids.append(info[0])
+        self.assertEqual(sorted(ids), list(range(n, most)))
+        self.assertEqual(c.create("over", wire_rule(dport=21000))[0], -errno.ENOSPC)
+        # A destroyed channel's id and name are free again.
+        self.assertEqual(c.call(DESTROY, struct.pack("<I", ids[0]))[0], 0)
+        status, info = c.create("x0", wire_rule(dport=21000), ring_size=64)
+        self.assertEqual((status, info[0]), (0, ids[0]))
+        self.assertEqual(c.create(f"m{n - 1}", wire_rule(dport=21001))[0], -errno.EEXIST)
+        c.close()
+        self.stop_ok()
+        stats = self.daemon.read_stats()
+        got = {ch["name"]: ch for ch in stats["channels"]}
+        self.assertEqual(len(got), n, "the client's channels went with it")
+        self.assertGreaterEqual(got[f"m{n - 1}"]["delivered"], 300)
+        self.assertGreaterEqual(got["m2600"]["delivered"], 300)
+        self.assertEqual(got["m0"]["hits"], 0)
+        self.assertTrue(T.accounting_ok(stats["ports"][0]), stats["ports"][0])
 
     def test_library_daemon_dies(self):
         """A client blocked in nc_recv gets an error, not a hang, when the daemon dies."""

@@ -391,7 +391,7 @@ class Nat(T.DaemonCase):
                  "def call(t, body):\n"
                  "    s.send(struct.pack('<HHIII', 0x6e63, t, 1, len(body), 0) + body)\n"
                  "    return struct.unpack('<HHIiI', s.recv(65536)[:16])[3]\n"
-                 "call(1, struct.pack('<II', 1, 0))\n"
+                 f"call(1, struct.pack('<II', {C.VERSION}, 0))\n"
                  "print(call(2, bytes.fromhex(sys.argv[2])), call(2, bytes.fromhex(sys.argv[3])))\n")
         rule5000 = struct.pack("<BBBBBBBB16s16sHHHHI", 4, 17, 0xff, 32, 0, 1, 0, 0,
                                bytes([192, 0, 2, 1]), b"", 5000, 5000, 0, 0, 0)
