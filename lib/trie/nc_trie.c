@@ -85,6 +85,12 @@ struct tentry {
 
 enum { TUPLE_CONNECTED, TUPLE_LISTENER, TUPLE_SHAPES };
 #define NTUPLES (2 * TUPLE_SHAPES)   /* per family */
+/* A port of any family: exact protocol and dport, nothing else ("udp dport 53"). */
+#define TUPLE_PORT NTUPLES
+#define NTABLES (NTUPLES + 1)
+#define IN_TRIE NTABLES              /* rule_slot.tuple of a rule in the trie */
+/* The tables a key probes: its family's connected and listener tables, and the port table. */
+#define KEY_TABLES 3
 
 struct tuple {
 	uint32_t *buckets;    /* chain heads, entry indices */
@@ -104,7 +110,7 @@ struct rule_slot {
 		uint32_t entry;
 	} u;
 	uint8_t used;
-	uint8_t tuple;        /* NTUPLES: in the trie */
+	uint8_t tuple;        /* its table, or IN_TRIE */
 };
 
 /* Deferred objects: nodes, or front-stage entries with this bit set. */
@@ -125,7 +131,7 @@ struct nc_trie {
 	uint32_t dq_head, dq_len, dq_cap;
 	uint32_t *scratch;            /* nodes unlinked by the current delete */
 	uint32_t nscratch, scratch_cap;
-	struct tuple tuples[NTUPLES];
+	struct tuple tuples[NTABLES];
 	struct tentry *entries;       /* front-stage entries, index 0 is nil */
 	size_t entries_map_size;
 	uint32_t ent_hwm, ent_free;   /* free list through next */
@@ -718,10 +724,10 @@ nc_trie_free(struct nc_trie *t)
 {
 	if (t == NULL)
 		return;
-	for (unsigned int i = 0; i < NTUPLES; i++)
+	for (unsigned int i = 0; i < NTABLES; i++)
 		free(t->tuples[i].buckets);
 	for (uint32_t i = 0; i < t->max_rules; i++)
-		if (t->rules[i].used && t->rules[i].tuple == NTUPLES)
+		if (t->rules[i].used && t->rules[i].tuple == IN_TRIE)
 			free(t->rules[i].u.full);
 	munmap(t->entries, t->entries_map_size);
 	munmap(t->pool.base, t->pool.map_size);
@@ -886,24 +892,29 @@ next_rank(const struct nc_trie *t, uint32_t priority)
 	return ((uint64_t)priority << SEQ_BITS) | (SEQ_MAX - t->seq);
 }
 
-/* Which front-stage table takes a (normalized) rule, or NTUPLES for the trie. */
+/* Which front-stage table takes a (normalized) rule, or IN_TRIE. */
 static unsigned int
 rule_tuple(const struct nc_trie_rule *r)
 {
 	unsigned int w = addr_width(r->family), fam = r->family == NC_TRIE_AF_INET6;
 	uint16_t lo, hi, slo, shi;
 
-	if (r->family == NC_TRIE_AF_ANY || r->dst_len != w || r->proto_mask != 0xff)
-		return NTUPLES;
+	if (r->proto_mask != 0xff)
+		return IN_TRIE;
 	nc_trie_port_range(&r->dport, &lo, &hi);
 	if (lo != hi)
-		return NTUPLES;
+		return IN_TRIE;
 	nc_trie_port_range(&r->sport, &slo, &shi);
+	if (r->family == NC_TRIE_AF_ANY)
+		return r->dst_len == 0 && r->src_len == 0 && slo == 0 && shi == UINT16_MAX ?
+		       TUPLE_PORT : IN_TRIE;
+	if (r->dst_len != w)
+		return IN_TRIE;
 	if (r->src_len == w && slo == shi)
 		return fam * TUPLE_SHAPES + TUPLE_CONNECTED;
 	if (r->src_len == 0 && slo == 0 && shi == UINT16_MAX)
 		return fam * TUPLE_SHAPES + TUPLE_LISTENER;
-	return NTUPLES;
+	return IN_TRIE;
 }
 
 static inline uint64_t
@@ -917,8 +928,13 @@ rule_words(const struct nc_trie_rule *r, unsigned int tuple, uint64_t w[5])
 {
 	uint16_t dport, sport, hi;
 
-	addr_bits(&r->dst, r->family, &w[0], &w[1]);
 	nc_trie_port_range(&r->dport, &dport, &hi);
+	if (tuple == TUPLE_PORT) {
+		w[0] = w[1] = w[2] = w[3] = 0;
+		w[4] = tuple_ports(r->proto, dport, 0);
+		return;
+	}
+	addr_bits(&r->dst, r->family, &w[0], &w[1]);
 	if (tuple % TUPLE_SHAPES == TUPLE_CONNECTED) {
 		addr_bits(&r->src, r->family, &w[2], &w[3]);
 		nc_trie_port_range(&r->sport, &sport, &hi);
@@ -966,8 +982,9 @@ entry_rule(const struct nc_trie *t, uint32_t id, struct nc_trie_rule *r)
 	uint64_t hi;
 
 	memset(r, 0, sizeof(*r));
-	r->family = fam ? NC_TRIE_AF_INET6 : NC_TRIE_AF_INET;
-	for (int i = 0; i < 2; i++) {
+	r->family = sl->tuple == TUPLE_PORT ? NC_TRIE_AF_ANY :
+		    fam ? NC_TRIE_AF_INET6 : NC_TRIE_AF_INET;
+	for (int i = 0; i < 2 && sl->tuple != TUPLE_PORT; i++) {
 		union nc_trie_addr *a = i ? &r->src : &r->dst;
 
 		if (i && sl->tuple % TUPLE_SHAPES == TUPLE_LISTENER)
@@ -1075,7 +1092,7 @@ nc_trie_add(struct nc_trie *t, const struct nc_trie_rule *r)
 	a.id = t->free_ids[t->nfree_ids - 1];
 	a.rule = &nr;
 	ti = rule_tuple(&nr);
-	if (ti < NTUPLES) {
+	if (ti != IN_TRIE) {
 		ret = tuple_add(t, ti, &nr, a.id, &a.rank);
 		if (ret)
 			return ret;
@@ -1185,10 +1202,10 @@ nc_trie_delete(struct nc_trie *t, uint32_t id)
 	sl = &t->rules[id];
 	if (!sl->used)
 		return -ENOENT;
-	need = sl->tuple < NTUPLES ? 1 : (uint64_t)rule_nentries(sl->u.full) * NODES_PER_ENTRY;
+	need = sl->tuple != IN_TRIE ? 1 : (uint64_t)rule_nentries(sl->u.full) * NODES_PER_ENTRY;
 	if (scratch_reserve(t, need))
 		return -ENOMEM;
-	if (sl->tuple < NTUPLES) {
+	if (sl->tuple != IN_TRIE) {
 		tuple_delete(t, id);
 	} else {
 		a.t = t;
@@ -1212,7 +1229,7 @@ nc_trie_get_rule(const struct nc_trie *t, uint32_t id, struct nc_trie_rule *r)
 		return -EINVAL;
 	if (!t->rules[id].used)
 		return -ENOENT;
-	if (t->rules[id].tuple < NTUPLES)
+	if (t->rules[id].tuple != IN_TRIE)
 		entry_rule(t, id, r);
 	else
 		*r = *t->rules[id].u.full;
@@ -1304,51 +1321,57 @@ tuple_probe(const struct nc_trie *t, uint32_t head, const uint64_t w[5], struct 
 /* Per key state of a bulk lookup, between its phases. */
 struct lkey {
 	struct ikey k;
-	uint64_t wc[5], wl[5];     /* connected and listener words */
-	const struct tuple *tp;    /* this family's tables, or NULL: skip the front stage */
-	uint32_t hash[TUPLE_SHAPES];
-	uint32_t head[TUPLE_SHAPES];
+	const struct tuple *tp[KEY_TABLES];   /* the tables to probe; NULL: empty, skipped */
+	uint32_t hash[KEY_TABLES];
+	uint32_t head[KEY_TABLES];
 	unsigned int fam;
 };
 
-static inline bool
-tuples_empty(const struct tuple *tp)
+/*
+ * The key's words as table i (0 connected, 1 listener, 2 port) masks them.
+ * Made again when probing rather than kept: 32 keys' worth would not stay
+ * in L1 between the phases.
+ */
+static inline void
+key_words(const struct ikey *k, int i, uint64_t w[5])
 {
-	for (int i = 0; i < TUPLE_SHAPES; i++)
-		if (rank_load(&tp[i].maxrank) != 0)
-			return false;
-	return true;
+	uint8_t proto = (uint8_t)(k->hi[F_PROTO] >> 56);
+	uint16_t dport = (uint16_t)(k->hi[F_DPORT] >> 48);
+
+	w[0] = i == 2 ? 0 : k->hi[F_DST];
+	w[1] = i == 2 ? 0 : k->lo[F_DST];
+	w[2] = i == TUPLE_CONNECTED ? k->hi[F_SRC] : 0;
+	w[3] = i == TUPLE_CONNECTED ? k->lo[F_SRC] : 0;
+	w[4] = tuple_ports(proto, dport, i == TUPLE_CONNECTED ? (uint16_t)(k->hi[F_SPORT] >> 48) : 0);
 }
 
 static inline bool
 lkey_init(const struct nc_trie *t, const struct nc_trie_key *key, struct lkey *l)
 {
+	const struct tuple *ft;
+	uint64_t w[5];
+
 	if (key->family != NC_TRIE_AF_INET && key->family != NC_TRIE_AF_INET6)
 		return false;
 	key_convert(key, &l->k);
 	l->fam = key->family == NC_TRIE_AF_INET6;
-	l->tp = NULL;
-	/* Front-stage rules all name a dport: a key without ports cannot match them. */
-	if (key->flags & NC_TRIE_KEY_F_NOPORTS)
-		return true;
-	l->tp = &t->tuples[l->fam * TUPLE_SHAPES];
-	/*
-	 * No front-stage rule of this family: no hashing either. A rule added
-	 * meanwhile may be missed, as by any lookup concurrent with its add.
-	 */
-	if (tuples_empty(l->tp)) {
-		l->tp = NULL;
-		return true;
+	ft = &t->tuples[l->fam * TUPLE_SHAPES];
+	l->tp[TUPLE_CONNECTED] = &ft[TUPLE_CONNECTED];
+	l->tp[TUPLE_LISTENER] = &ft[TUPLE_LISTENER];
+	l->tp[2] = &t->tuples[TUPLE_PORT];
+	for (int i = 0; i < KEY_TABLES; i++) {
+		/*
+		 * Front-stage rules all name a dport: a key without ports cannot match
+		 * them. An empty table costs no hashing. A rule added meanwhile may be
+		 * missed, as by any lookup concurrent with its add.
+		 */
+		if ((key->flags & NC_TRIE_KEY_F_NOPORTS) || rank_load(&l->tp[i]->maxrank) == 0) {
+			l->tp[i] = NULL;
+			continue;
+		}
+		key_words(&l->k, i, w);
+		l->hash[i] = tuple_hash(w);
 	}
-	l->wc[0] = l->wl[0] = l->k.hi[F_DST];
-	l->wc[1] = l->wl[1] = l->k.lo[F_DST];
-	l->wc[2] = l->k.hi[F_SRC];
-	l->wc[3] = l->k.lo[F_SRC];
-	l->wl[2] = l->wl[3] = 0;
-	l->wc[4] = tuple_ports(key->proto, key->dport, key->sport);
-	l->wl[4] = tuple_ports(key->proto, key->dport, 0);
-	l->hash[TUPLE_CONNECTED] = tuple_hash(l->wc);
-	l->hash[TUPLE_LISTENER] = tuple_hash(l->wl);
 	return true;
 }
 
@@ -1356,11 +1379,11 @@ lkey_init(const struct nc_trie *t, const struct nc_trie_key *key, struct lkey *l
 static inline void
 lkey_prefetch_buckets(const struct lkey *l)
 {
-	for (int i = 0; l->tp != NULL && i < TUPLE_SHAPES; i++) {
-		const uint32_t *bk = tuple_buckets(&l->tp[i]);
+	for (int i = 0; i < KEY_TABLES; i++) {
+		const uint32_t *bk = l->tp[i] != NULL ? tuple_buckets(l->tp[i]) : NULL;
 
-		if (bk != NULL && rank_load(&l->tp[i].maxrank) != 0)
-			__builtin_prefetch(&bk[l->hash[i] & l->tp[i].mask]);
+		if (bk != NULL)
+			__builtin_prefetch(&bk[l->hash[i] & l->tp[i]->mask]);
 	}
 }
 
@@ -1368,13 +1391,13 @@ lkey_prefetch_buckets(const struct lkey *l)
 static inline void
 lkey_load_heads(const struct nc_trie *t, struct lkey *l)
 {
-	for (int i = 0; l->tp != NULL && i < TUPLE_SHAPES; i++) {
-		const uint32_t *bk = tuple_buckets(&l->tp[i]);
+	for (int i = 0; i < KEY_TABLES; i++) {
+		const uint32_t *bk = l->tp[i] != NULL ? tuple_buckets(l->tp[i]) : NULL;
 
 		l->head[i] = NIL;
-		if (bk == NULL || rank_load(&l->tp[i].maxrank) == 0)
+		if (bk == NULL)
 			continue;
-		l->head[i] = link_load(&bk[l->hash[i] & l->tp[i].mask]);
+		l->head[i] = link_load(&bk[l->hash[i] & l->tp[i]->mask]);
 		if (l->head[i] != NIL)
 			__builtin_prefetch(&t->entries[l->head[i]]);
 	}
@@ -1386,9 +1409,13 @@ lkey_finish(const struct nc_trie *t, const struct lkey *l)
 {
 	struct best b = { 0, NC_TRIE_NOMATCH };
 
-	for (int i = 0; l->tp != NULL && i < TUPLE_SHAPES; i++)
-		if (l->head[i] != NIL && rank_load(&l->tp[i].maxrank) > b.rank)
-			tuple_probe(t, l->head[i], i == TUPLE_LISTENER ? l->wl : l->wc, &b);
+	for (int i = 0; i < KEY_TABLES; i++)
+		if (l->head[i] != NIL && rank_load(&l->tp[i]->maxrank) > b.rank) {
+			uint64_t w[5];
+
+			key_words(&l->k, i, w);
+			tuple_probe(t, l->head[i], w, &b);
+		}
 	search(t, F_DST, link_load(&t->root[l->fam]), &l->k, &b);
 	return b.rule;
 }
@@ -1451,7 +1478,7 @@ nc_trie_get_stats(const struct nc_trie *t, struct nc_trie_stats *s)
 		   (uint64_t)t->ntrie_rules * sizeof(struct nc_trie_rule) +
 		   (uint64_t)t->max_rules * (sizeof(*t->rules) + sizeof(*t->free_ids)) +
 		   (uint64_t)t->dq_cap * sizeof(*t->dq) + (uint64_t)t->scratch_cap * sizeof(uint32_t);
-	for (unsigned int i = 0; i < NTUPLES; i++)
+	for (unsigned int i = 0; i < NTABLES; i++)
 		if (t->tuples[i].buckets != NULL) {
 			s->tuples++;
 			s->bytes += ((uint64_t)t->tuples[i].mask + 1) * sizeof(uint32_t);
@@ -1516,10 +1543,11 @@ nc_trie_dump(const struct nc_trie *t, FILE *f)
 	nc_trie_get_stats(t, &s);
 	fprintf(f, "nc_trie %s: %u rules (%u exact), %u nodes, %" PRIu64 " bytes, %u deferred\n",
 		t->name, s.rules, s.exact_rules, s.nodes, s.bytes, s.deferred);
-	for (unsigned int i = 0; i < NTUPLES; i++)
+	for (unsigned int i = 0; i < NTABLES; i++)
 		if (t->tuples[i].buckets != NULL)
 			fprintf(f, "exact table %s %s: %u rules, %u buckets\n",
-				i / TUPLE_SHAPES ? "ipv6" : "ipv4",
+				i == TUPLE_PORT ? "any" : i / TUPLE_SHAPES ? "ipv6" : "ipv4",
+				i == TUPLE_PORT ? "port" :
 				i % TUPLE_SHAPES == TUPLE_CONNECTED ? "connected" : "listener",
 				t->tuples[i].count, t->tuples[i].mask + 1);
 	for (unsigned int fam = 0; fam < 2; fam++) {

@@ -371,6 +371,62 @@ START_TEST(front_stage)
 }
 END_TEST
 
+/* A port of any family ("udp dport 53") is the front stage's too, for both families. */
+START_TEST(front_stage_port)
+{
+	struct nc_trie *t = mk(16);
+	struct nc_trie_rule port = R(NULL, NULL, IPPROTO_UDP, P(53, 53), 1), back;
+	struct nc_trie_rule masked = R(NULL, NULL, IPPROTO_UDP, PM(53, 0xffff), 1);
+	struct nc_trie_rule v4 = R("192.0.2.0/24", NULL, IPPROTO_UDP, ANY, 2);
+	struct nc_trie_stats st;
+	int p, w, p9;
+
+	p = add_ok(t, port);
+	ck_assert_int_eq(nc_trie_get_stats(t, &st), 0);
+	ck_assert_uint_eq(st.exact_rules, 1);
+	ck_assert_uint_eq(st.nodes, 0);
+	ck_assert_uint_eq(LOOKUP(t, "192.0.2.1", "198.51.100.7", IPPROTO_UDP, 1234, 53), p);
+	ck_assert_uint_eq(LOOKUP(t, "2001:db8::1", "2001:db8::2", IPPROTO_UDP, 1234, 53), p);
+	ck_assert_uint_eq(LOOKUP(t, "192.0.2.1", "198.51.100.7", IPPROTO_TCP, 1234, 53),
+			  NC_TRIE_NOMATCH);
+	ck_assert_uint_eq(LOOKUP(t, "192.0.2.1", "198.51.100.7", IPPROTO_UDP, 1234, 54),
+			  NC_TRIE_NOMATCH);
+	/* The same rule written as a full mask is the same rule. */
+	ck_assert_int_eq(nc_trie_add(t, &masked), -EEXIST);
+	ck_assert_int_eq(nc_trie_get_rule(t, (uint32_t)p, &back), 0);
+	ck_assert_rule_eq(&back, &port);
+	/* A trie rule of higher priority wins where it matches, and only there. */
+	w = add_ok(t, v4);
+	ck_assert_uint_eq(LOOKUP(t, "192.0.2.1", "198.51.100.7", IPPROTO_UDP, 1234, 53), w);
+	ck_assert_uint_eq(LOOKUP(t, "192.0.3.1", "198.51.100.7", IPPROTO_UDP, 1234, 53), p);
+	/* Equal priority: the older rule wins, whichever stage holds it. */
+	v4.priority = 1;
+	v4.dst_len = 16;
+	int w1 = add_ok(t, v4);
+	ck_assert_uint_eq(LOOKUP(t, "192.0.3.1", "198.51.100.7", IPPROTO_UDP, 1234, 53), p);
+	ck_assert_uint_eq(LOOKUP(t, "192.0.3.1", "198.51.100.7", IPPROTO_UDP, 1234, 9), w1);
+	/* Family-specific and with a source port: the trie's, not this table's. */
+	struct nc_trie_rule fam = port;
+	fam.family = NC_TRIE_AF_INET6;
+	fam.priority = 9;
+	p9 = add_ok(t, fam);
+	ck_assert_uint_eq(LOOKUP(t, "2001:db8::1", "2001:db8::2", IPPROTO_UDP, 1234, 53), p9);
+	ck_assert_uint_eq(LOOKUP(t, "192.0.3.1", "198.51.100.7", IPPROTO_UDP, 1234, 53), p);
+	ck_assert_int_eq(nc_trie_get_stats(t, &st), 0);
+	ck_assert_uint_eq(st.exact_rules, 1);
+	/* A key without ports never matches it; removed, it matches nothing. */
+	struct nc_trie_key k = K("10.0.0.1", "198.51.100.7", IPPROTO_UDP, 1234, 53);
+	ck_assert_uint_eq(nc_trie_lookup(t, &k), p);
+	k.flags = NC_TRIE_KEY_F_NOPORTS;
+	ck_assert_uint_eq(nc_trie_lookup(t, &k), NC_TRIE_NOMATCH);
+	ck_assert_int_eq(nc_trie_delete(t, (uint32_t)p), 0);
+	ck_assert_uint_eq(LOOKUP(t, "192.0.3.1", "198.51.100.7", IPPROTO_UDP, 1234, 53), w1);
+	ck_assert_uint_eq(LOOKUP(t, "10.0.0.1", "198.51.100.7", IPPROTO_UDP, 1234, 53),
+			  NC_TRIE_NOMATCH);
+	nc_trie_free(t);
+}
+END_TEST
+
 START_TEST(bulk_matches_single)
 {
 	struct nc_trie *t = mk(64);
@@ -622,6 +678,11 @@ rand_socket_rule(const struct world *w, struct nc_trie_rule *r, uint64_t *s)
 		r->sport = nc_rand(s) % 2 ? P(w->ports[nc_rand(s) % 8], 0) : PM((uint16_t)nc_rand(s), 0xffff);
 		if (r->sport.kind == NC_TRIE_PORT_RANGE)
 			r->sport.hi = r->sport.lo;
+	} else if (nc_rand(s) % 4 == 0) {
+		/* A port of any family: no address at all. */
+		r->family = NC_TRIE_AF_ANY;
+		r->dst_len = 0;
+		memset(&r->dst, 0, sizeof(r->dst));
 	}
 	r->priority = (uint32_t)(nc_rand(s) % 8);
 }
@@ -979,6 +1040,7 @@ trie_suite(void)
 	tcase_add_test(tc, no_ports);
 	tcase_add_test(tc, proto_and_host_bits);
 	tcase_add_test(tc, front_stage);
+	tcase_add_test(tc, front_stage_port);
 	tcase_add_test(tc, bulk_matches_single);
 	suite_add_tcase(s, tc);
 
