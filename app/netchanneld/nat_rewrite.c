@@ -13,25 +13,11 @@ const char *const ncd_nat_result_names[NCD_NAT_NRESULTS] = {
 	[NCD_NAT_SHORT] = "short",
 };
 
-static inline uint16_t
-rd16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] << 8 | p[1]);
-}
-
 static inline void
 wr16(uint8_t *p, uint16_t v)
 {
 	p[0] = (uint8_t)(v >> 8);
 	p[1] = (uint8_t)v;
-}
-
-static inline uint32_t
-fold(uint32_t s)
-{
-	while (s >> 16)
-		s = (s & 0xffff) + (s >> 16);
-	return s;
 }
 
 /*
@@ -41,7 +27,7 @@ fold(uint32_t s)
 static inline uint16_t
 csum_update(uint16_t hc, uint32_t delta)
 {
-	return (uint16_t)~fold((uint16_t)~hc + fold(delta));
+	return (uint16_t)~ncd_csum_fold((uint16_t)~hc + ncd_csum_fold(delta));
 }
 
 /* ~old + new over n bytes (even), as 16-bit words. */
@@ -51,21 +37,8 @@ delta_of(const uint8_t *old, const uint8_t *new, unsigned int n)
 	uint32_t d = 0;
 
 	for (unsigned int i = 0; i < n; i += 2)
-		d += (uint16_t)~rd16(old + i) + rd16(new + i);
+		d += (uint16_t)~ncd_rd16(old + i) + ncd_rd16(new + i);
 	return d;
-}
-
-/* RFC 1071 sum of n bytes (a trailing odd byte padded with zero). */
-static uint32_t
-sum_of(const uint8_t *p, uint32_t n)
-{
-	uint32_t s = 0;
-
-	for (uint32_t i = 0; i + 1 < n; i += 2)
-		s += rd16(p + i);
-	if (n & 1)
-		s += (uint32_t)p[n - 1] << 8;
-	return fold(s);
 }
 
 /* Where a protocol keeps a checksum that covers the pseudo-header, or -1. */
@@ -114,7 +87,7 @@ ncd_nat_rewrite(uint8_t *f, uint32_t avail, const struct ncd_parsed *p,
 		return NCD_NAT_SHORT;
 	if ((x->flags & NCD_NAT_PORTS) && p->l4_off + 4u > avail)
 		return NCD_NAT_SHORT;
-	if (at >= 0 && k->proto == IPPROTO_UDP && rd16(l4 + at) == 0) {
+	if (at >= 0 && k->proto == IPPROTO_UDP && ncd_rd16(l4 + at) == 0) {
 		if (v4)
 			at = -1;               /* no checksum, and none is needed */
 		else if (p->frag != NCD_FRAG_NONE)
@@ -135,18 +108,18 @@ ncd_nat_rewrite(uint8_t *f, uint32_t avail, const struct ncd_parsed *p,
 		memcpy(dst, x->dst, alen);
 	}
 	if (x->flags & NCD_NAT_SPORT) {
-		l4delta += (uint16_t)~rd16(l4) + x->sport;
+		l4delta += (uint16_t)~ncd_rd16(l4) + x->sport;
 		wr16(l4, x->sport);
 	}
 	if (x->flags & NCD_NAT_DPORT) {
-		l4delta += (uint16_t)~rd16(l4 + 2) + x->dport;
+		l4delta += (uint16_t)~ncd_rd16(l4 + 2) + x->dport;
 		wr16(l4 + 2, x->dport);
 	}
 	if (v4) {
 		if (flags & NCD_NAT_F_IP_CSUM_OFFLOAD)
 			wr16(ip + 10, 0);
 		else if (x->flags & NCD_NAT_ADDRS)
-			wr16(ip + 10, csum_update(rd16(ip + 10), pdelta));
+			wr16(ip + 10, csum_update(ncd_rd16(ip + 10), pdelta));
 	}
 	if (full) {
 		/* Pseudo-header (addresses, length, next header) and the whole datagram. */
@@ -154,12 +127,12 @@ ncd_nat_rewrite(uint8_t *f, uint32_t avail, const struct ncd_parsed *p,
 		uint16_t c;
 
 		wr16(l4 + at, 0);
-		s = sum_of(src, 32) + (len >> 16) + (len & 0xffff) + k->proto +
-		    sum_of(l4, len);
-		c = (uint16_t)~fold(s);
+		s = ncd_csum_sum(src, 32) + (len >> 16) + (len & 0xffff) + k->proto +
+		    ncd_csum_sum(l4, len);
+		c = (uint16_t)~ncd_csum_fold(s);
 		wr16(l4 + at, c == 0 ? 0xffff : c);
 	} else if (at >= 0 && (pdelta | l4delta)) {
-		uint16_t c = csum_update(rd16(l4 + at), pdelta + (l4delta & 0xffff) + (l4delta >> 16));
+		uint16_t c = csum_update(ncd_rd16(l4 + at), pdelta + l4delta);
 
 		/* In UDP, 0 means "no checksum": the same value in one's complement is 0xffff. */
 		if (c == 0 && (k->proto == IPPROTO_UDP || k->proto == IPPROTO_UDPLITE))

@@ -29,23 +29,11 @@ const char *const ncd_verdict_names[NCD_PKT_NVERDICTS] = {
 #define IPV6_HLEN 40
 #define MAX_EXT_HEADERS 8
 
-static inline uint16_t
-rd16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] << 8 | p[1]);
-}
-
 /* RFC 1071 over the IPv4 header: 0 when the checksum is right. */
 static uint16_t
 ip_csum(const uint8_t *h, unsigned int len)
 {
-	uint32_t sum = 0;
-
-	for (unsigned int i = 0; i < len; i += 2)
-		sum += rd16(h + i);
-	while (sum >> 16)
-		sum = (sum & 0xffff) + (sum >> 16);
-	return (uint16_t)~sum;
+	return (uint16_t)~ncd_csum_sum(h, len);
 }
 
 static inline int
@@ -70,8 +58,8 @@ parse_ports(const uint8_t *frame, uint32_t avail, uint32_t l4, uint32_t l4_end,
 		return NCD_PKT_TRUNC_L4;
 	if (l4 + 4 > avail)
 		return NCD_PKT_TOO_DEEP;
-	k->sport = rd16(frame + l4);
-	k->dport = rd16(frame + l4 + 2);
+	k->sport = ncd_rd16(frame + l4);
+	k->dport = ncd_rd16(frame + l4 + 2);
 	return NCD_PKT_OK;
 }
 
@@ -96,7 +84,7 @@ parse_ipv4(const uint8_t *f, uint32_t avail, uint32_t frame_len, uint32_t l3,
 		return NCD_PKT_BAD_CSUM;
 	if (!(flags & NCD_PARSE_CSUM_GOOD) && ip_csum(ip, ihl) != 0)
 		return NCD_PKT_BAD_CSUM;
-	tot = rd16(ip + 2);
+	tot = ncd_rd16(ip + 2);
 	if (tot < ihl || l3 + tot > frame_len)
 		return NCD_PKT_BAD_LEN;
 	k->family = NC_TRIE_AF_INET;
@@ -104,9 +92,9 @@ parse_ipv4(const uint8_t *f, uint32_t avail, uint32_t frame_len, uint32_t l3,
 	memcpy(k->src.a, ip + 12, 4);
 	memcpy(k->dst.a, ip + 16, 4);
 	/* MF set or a non-zero offset: a fragment. */
-	if (rd16(ip + 6) & 0x3fff) {
+	if (ncd_rd16(ip + 6) & 0x3fff) {
 		k->flags |= NC_TRIE_KEY_F_NOPORTS;
-		out->frag = rd16(ip + 6) & 0x1fff ? NCD_FRAG_LATER : NCD_FRAG_FIRST;
+		out->frag = ncd_rd16(ip + 6) & 0x1fff ? NCD_FRAG_LATER : NCD_FRAG_FIRST;
 	}
 	out->l3_len = tot;
 	out->l4_off = (uint16_t)(l3 + ihl);
@@ -127,8 +115,8 @@ parse_ipv6(const uint8_t *f, uint32_t avail, uint32_t frame_len, uint32_t l3,
 	if (ip[0] >> 4 != 6)
 		return NCD_PKT_BAD_VERSION;
 	/* A payload length of 0 is a jumbogram: not on these links. */
-	end = l3 + IPV6_HLEN + rd16(ip + 4);
-	if (rd16(ip + 4) == 0 || end > frame_len)
+	end = l3 + IPV6_HLEN + ncd_rd16(ip + 4);
+	if (ncd_rd16(ip + 4) == 0 || end > frame_len)
 		return NCD_PKT_BAD_LEN;
 	k->family = NC_TRIE_AF_INET6;
 	memcpy(k->src.a, ip + 8, 16);
@@ -166,7 +154,7 @@ parse_ipv6(const uint8_t *f, uint32_t avail, uint32_t frame_len, uint32_t l3,
 		case IPPROTO_FRAGMENT:
 			/* Any fragment, first included: ports are not to be matched. */
 			k->flags |= NC_TRIE_KEY_F_NOPORTS;
-			out->frag = rd16(f + off + 2) & 0xfff8 ? NCD_FRAG_LATER : NCD_FRAG_FIRST;
+			out->frag = ncd_rd16(f + off + 2) & 0xfff8 ? NCD_FRAG_LATER : NCD_FRAG_FIRST;
 			len = 8;
 			break;
 		default:
@@ -199,13 +187,13 @@ ncd_parse(const uint8_t *f, uint32_t avail, uint32_t frame_len, const uint8_t po
 	/* Group bit clear: unicast, which must be ours to be classified. */
 	if (port_mac != NULL && !(f[0] & 1) && memcmp(f, port_mac, 6) != 0)
 		return NCD_PKT_OTHERHOST;
-	type = rd16(f + 12);
+	type = ncd_rd16(f + 12);
 	for (int tags = 0; type == ETH_P_8021Q || type == ETH_P_8021AD; tags++) {
 		if (tags == 2)
 			return NCD_PKT_NOT_IP;
 		if (l3 + VLAN_HLEN > avail)
 			return NCD_PKT_TRUNC_L2;
-		type = rd16(f + l3 + 2);
+		type = ncd_rd16(f + l3 + 2);
 		l3 += VLAN_HLEN;
 	}
 	out->l2_len = (uint16_t)l3;

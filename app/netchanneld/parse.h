@@ -68,4 +68,33 @@ struct ncd_parsed {
 enum ncd_verdict ncd_parse(const uint8_t *frame, uint32_t avail, uint32_t frame_len,
 			   const uint8_t port_mac[6], unsigned int flags, struct ncd_parsed *out);
 
+/** A big-endian 16-bit field. */
+static inline uint16_t
+ncd_rd16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] << 8 | p[1]);
+}
+
+/** A ones'-complement sum folded to 16 bits (RFC 1071). */
+static inline uint32_t
+ncd_csum_fold(uint32_t s)
+{
+	while (s >> 16)
+		s = (s & 0xffff) + (s >> 16);
+	return s;
+}
+
+/** RFC 1071 sum of n bytes as 16-bit words, an odd last byte padded with zero; folded. */
+static inline uint32_t
+ncd_csum_sum(const uint8_t *p, uint32_t n)
+{
+	uint32_t s = 0;
+
+	for (uint32_t i = 0; i + 1 < n; i += 2)
+		s += ncd_rd16(p + i);
+	if (n & 1)
+		s += (uint32_t)p[n - 1] << 8;
+	return ncd_csum_fold(s);
+}
+
 #endif

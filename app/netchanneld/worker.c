@@ -120,6 +120,16 @@ struct nat_out {
 	uint16_t n;
 };
 
+/* A translated packet, to go out of port with the next nat_send(); back: a reply. */
+static inline void
+nat_queue(struct nat_out *out, struct rte_mbuf *m, uint16_t port, uint32_t chan, bool back)
+{
+	out->m[out->n] = m;
+	out->port[out->n] = port;
+	out->chan[out->n] = chan;
+	out->back[out->n++] = back;
+}
+
 static inline void
 nat_key_of(const struct nc_trie_key *k, struct ncd_nat_key *out)
 {
@@ -270,10 +280,7 @@ nat_forward(struct ncd *d, struct ncd_worker *w, unsigned int pi, struct rte_mbu
 		}
 		return -1;
 	}
-	out->m[out->n] = m;
-	out->port[out->n] = op;
-	out->chan[out->n] = ch->id;
-	out->back[out->n++] = false;
+	nat_queue(out, m, op, ch->id, false);
 	return 0;
 }
 
@@ -292,10 +299,7 @@ nat_back(struct ncd *d, struct ncd_worker *w, unsigned int pi, struct rte_mbuf *
 	__atomic_store_n(&f->last, now, __ATOMIC_RELAXED);
 	rte_ether_addr_copy(&d->ports[f->port].mac, &eh->src_addr);
 	memcpy(eh->dst_addr.addr_bytes, f->mac, 6);
-	out->m[out->n] = m;
-	out->port[out->n] = f->port;
-	out->chan[out->n] = f->chan;
-	out->back[out->n++] = true;
+	nat_queue(out, m, f->port, f->chan, true);
 	return 0;
 }
 
