@@ -23,13 +23,14 @@
 #       netchanneld's rate with one worker against dpdk-testpmd io-forward with
 #       one core, the same net_pcap infinite_rx input, in the same run: cases
 #       miss, deliver-1 (nc-dump -q empties the channel), deliver-1-1500B,
-#       deliver-1k (1024 channels), mark-offload (deliver-1 with the offload
-#       mock marking every packet),
+#       deliver-1k, deliver-10k, deliver-100k (1024, 10,000 and 100,000 exact
+#       5-tuple channels, one flow each, one client draining them all),
+#       mark-offload (deliver-1 with the offload mock marking every packet),
 #       churn (1,000 channels/s created and destroyed, misdeliveries counted),
 #       tap-exception (misses into a real net_tap), nat and nat-reverse (a NAT
 #       channel translating every packet back out), and the latency from
 #       channel create to its first packet (scripts/bench_datapath.py).
-#       Writes bench/results/datapath.jsonl. 5 runs of 2 s each (about 4
+#       Writes bench/results/datapath.jsonl. 5 runs of 2 s each (about 7
 #       minutes); --quick: 1 of 1 s (under 2 minutes).
 set -euo pipefail
 
