@@ -144,9 +144,8 @@ ncd_channel_add(struct ncd *d, const struct ncd_channel_conf *cc, int owner)
 {
 	struct ncd_channel *ch;
 	struct nc_dir_entry *e;
-	int id, ret;
-
 	char key[NC_NAME_SIZE];
+	int id, ret;
 
 	if (ncd_channel_find(d, cc->name) >= 0)
 		return -EEXIST;
@@ -362,7 +361,6 @@ ncd_channels_init(struct ncd *d)
 				     .max_rules = d->cfg.max_channels };
 	size_t sz = sizeof(*d->dir) + d->cfg.max_channels * sizeof(struct nc_dir_entry);
 	size_t qsz = rte_rcu_qsbr_get_memsize(d->cfg.nworkers);
-
 	struct rte_hash_parameters hp = {
 		.name = "ncd_names", .entries = d->cfg.max_channels, .key_len = NC_NAME_SIZE,
 		.socket_id = (int)rte_socket_id(), .extra_flag = RTE_HASH_EXTRA_FLAGS_EXT_TABLE,

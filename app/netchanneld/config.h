@@ -93,7 +93,7 @@ struct ncd_config {
 	unsigned int nallow;
 	struct ncd_channel_conf *channels;
 	unsigned int nchannels;
-	uint32_t max_channels;       /* channels of every kind at once: the config's, clients', the CLI's */
+	uint32_t max_channels;       /* channels of every kind at once: config, clients, CLI */
 	bool telemetry;
 	uint32_t nat_flows;          /* nat.flows: reverse mappings the table holds */
 	uint32_t nat_idle_ms;        /* nat.idle_timeout_ms */

@@ -402,7 +402,8 @@ do_attach(struct ncd *d, struct client *c, const struct nc_ctl_req *req, const s
 	return reply(c, req, -ENOENT, NULL, 0);
 }
 
-/* The channel a request names, if the connection may use it: its own, or a static one it may attach to. */
+/* The channel a request names, if the connection may use it: its own, or a static one it may
+ * attach to. */
 static int
 usable_channel(const struct ncd *d, const struct client *c, uint32_t id, struct ncd_channel **out)
 {
