@@ -103,7 +103,8 @@ call_fd(struct nc_client *c, uint16_t type, const void *body, uint32_t len, void
 		*fd_out = fd;
 	else if (fd >= 0)
 		close(fd);
-	if (n == 0) {
+	/* A daemon that died with the request unanswered: gone, as when it hangs up. */
+	if (n == 0 || (n < 0 && errno == ECONNRESET)) {
 		c->gone = 1;
 		return -EPIPE;
 	}
