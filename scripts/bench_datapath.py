@@ -85,13 +85,13 @@ def make_socket_pcap(path, n):
         f.write(hdr)
         for i in range(n):
             src = struct.pack(">I", (198 << 24 | 18 << 16) + i)
-            ip = bytearray(struct.pack(">BBHHHBBH4s4s", 0x45, 0, 46, 0, 0, 64, 17, 0, src, dst))
+            ip = bytearray(struct.pack(">BBHHHBBH4s4s", 0x45, 0, 50, 0, 0, 64, 17, 0, src, dst))
             csum = sum(struct.unpack(">10H", ip))
             csum = (csum & 0xffff) + (csum >> 16)
             csum = (csum & 0xffff) + (csum >> 16)
             ip[10:12] = struct.pack(">H", ~csum & 0xffff)
-            udp = struct.pack(">HHHH", 1024 + i % 60000, 5000, 26, 0)    # checksum 0: none
-            frame = eth + bytes(ip) + udp + b"x" * 18
+            udp = struct.pack(">HHHH", 1024 + i % 60000, 5000, 30, 0)    # checksum 0: none
+            frame = eth + bytes(ip) + udp + b"x" * 22                   # 64 bytes, as make_pcap's
             f.write(struct.pack("<IIII", 0, 0, len(frame), len(frame)) + frame)
 
 
