@@ -283,8 +283,10 @@ class Tx(T.DaemonCase):
             time.sleep(0.05)
         st = c.json(STATS)["mempool"]
         self.assertGreater(st["cache_flushed"], 0, st)
-        # A burst (32) may be in flight in the daemon at any moment.
-        self.assertLessEqual(st["in_use"], base + 32, st)
+        # A burst (32) may be in flight in the daemon at any moment, and the client may have
+        # been killed inside nc_mbuf_alloc() with one mbuf out of the pool and not yet marked
+        # (README, "Hardening": the one loss the design still allows; seen once under ASan).
+        self.assertLessEqual(st["in_use"], base + 32 + 1, st)
         c.close()
         self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
 
