@@ -269,9 +269,21 @@ out_free:
 }
 
 unsigned int
-ncd_ring_drain(const struct ncd *d, struct rte_ring *r, bool from_tail)
+ncd_ring_free_burst(const struct ncd *d, struct rte_ring *r)
 {
 	struct rte_mbuf *m[NCD_BURST];
+	unsigned int n = rte_ring_dequeue_burst(r, (void **)m, NCD_BURST, NULL);
+
+	for (unsigned int i = 0; i < n; i++)
+		ncd_unmark(d, m[i]);
+	if (n > 0)
+		rte_pktmbuf_free_bulk(m, n);
+	return n;
+}
+
+unsigned int
+ncd_ring_drain(const struct ncd *d, struct rte_ring *r, bool from_tail)
+{
 	unsigned int n, total = 0;
 
 	if (r == NULL)
@@ -282,12 +294,8 @@ ncd_ring_drain(const struct ncd *d, struct rte_ring *r, bool from_tail)
 	 */
 	if (from_tail && r->cons.sync_type == RTE_RING_SYNC_ST)
 		r->cons.head = r->cons.tail;
-	while ((n = rte_ring_dequeue_burst(r, (void **)m, NCD_BURST, NULL)) > 0) {
-		for (unsigned int i = 0; i < n; i++)
-			ncd_unmark(d, m[i]);
-		rte_pktmbuf_free_bulk(m, n);
+	while ((n = ncd_ring_free_burst(d, r)) > 0)
 		total += n;
-	}
 	return total;
 }
 

@@ -324,6 +324,9 @@ ncd_unmark(const struct ncd *d, struct rte_mbuf *m)
  */
 unsigned int ncd_ring_drain(const struct ncd *d, struct rte_ring *r, bool from_tail);
 
+/** One burst of ncd_ring_drain(): up to NCD_BURST mbufs unmarked, into the pool. @return them */
+unsigned int ncd_ring_free_burst(const struct ncd *d, struct rte_ring *r);
+
 /** Create the channel directory, the classifier and the config's channels. @return 0 or -1. */
 int ncd_channels_init(struct ncd *d);
 

@@ -756,20 +756,10 @@ free_rings(const struct ncd *d, const struct ncd_worker *w)
 
 	while (act != 0) {
 		unsigned int slot = (unsigned int)__builtin_ctzll(act);
-		struct rte_mbuf *m[NCD_BURST];
 
 		act &= act - 1;
-		for (int b = 0; b < 2; b++) {
-			unsigned int n = rte_ring_sc_dequeue_burst(d->free_rings[slot], (void **)m,
-								   NCD_BURST, NULL);
-
-			for (unsigned int i = 0; i < n; i++)
-				ncd_unmark(d, m[i]);
-			if (n > 0)
-				rte_pktmbuf_free_bulk(m, n);
-			if (n < NCD_BURST)
-				break;
-		}
+		if (ncd_ring_free_burst(d, d->free_rings[slot]) == NCD_BURST)
+			ncd_ring_free_burst(d, d->free_rings[slot]);
 	}
 }
 
