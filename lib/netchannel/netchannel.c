@@ -478,8 +478,8 @@ room_of(const struct nc_client *c)
 static void
 release(struct nc_client *c, struct rte_mbuf **m, unsigned int n)
 {
-	unsigned int k = c->free_ring ? rte_ring_sp_enqueue_burst(c->free_ring, (void **)m, n, NULL) : 0;
-
+	unsigned int k = c->free_ring ?
+			 rte_ring_sp_enqueue_burst(c->free_ring, (void **)m, n, NULL) : 0;
 	unsigned int total = 0;
 
 	for (unsigned int i = 0; i < k; i++)
