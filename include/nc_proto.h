@@ -29,9 +29,13 @@
  * bytes. An entry is live when its state is NC_DIR_LIVE (stored with
  * release after the rest of the entry).
  *
- * A consumer that dequeues packets from a channel's ring subtracts their
- * pkt_len from the entry's bytes_queued: the daemon adds it when it enqueues,
- * and drops packets (counting them) while bytes_queued is over queue_bytes.
+ * Byte budget: the daemon adds the pkt_len of what it enqueues on a
+ * channel's ring to the entry's bytes_in (before the enqueue), a consumer
+ * adds what it dequeues to bytes_out (each the only writer of its counter,
+ * on its own cache line, so that neither needs an atomic read-modify-write
+ * nor writes the other's line); the bytes queued are the difference
+ * (nc_dir_bytes_queued()), and the daemon drops packets (counting them)
+ * while they are over queue_bytes.
  *
  * Transmit: a channel created with NC_CREATE_F_TX has a transmit ring, which
  * its client enqueues on (multi-producer) and one worker empties. An mbuf
@@ -76,7 +80,7 @@
 extern "C" {
 #endif
 
-#define NC_PROTO_VERSION 2
+#define NC_PROTO_VERSION 3
 #define NC_DIR_MZ "netchannel_dir"
 #define NC_DIR_MAGIC 0x6e636469u    /* "ncdi" */
 #define NC_RX_RING_FMT "nc_rx_%u"
@@ -110,8 +114,8 @@ struct nc_dir_entry {
 	uint32_t ring_size;            /**< packets the ring holds */
 	uint64_t queue_bytes;          /**< byte budget of the ring */
 	uint64_t generation;           /**< changes each time the entry is reused */
-	/** Bytes in the ring: the daemon adds, the consumer subtracts. Own cache line. */
-	uint64_t bytes_queued __attribute__((aligned(64)));
+	/** Bytes the consumer dequeued, ever; only it writes them. Its own line with want_wakeup. */
+	uint64_t bytes_out __attribute__((aligned(64)));
 	/**
 	 * A consumer about to sleep sets it to 1 (then looks at the ring once more);
 	 * a worker that enqueued clears it and signals the channel's eventfd. Both
@@ -122,7 +126,24 @@ struct nc_dir_entry {
 	uint64_t rx_ring_addr;         /**< its receive ring (struct rte_ring *), or 0 */
 	uint64_t tx_ring_addr;         /**< its transmit ring, or 0 */
 	uint8_t pad[32];
+	/** Bytes the daemon enqueued, ever (a packet's before its enqueue). Own cache line. */
+	uint64_t bytes_in __attribute__((aligned(64)));
+	uint8_t pad2[56];
 } __attribute__((aligned(64)));
+
+/**
+ * The bytes in a channel's ring: what the daemon enqueued less what the
+ * consumer dequeued. Relaxed loads; never below 0 (bytes_out is loaded
+ * first, and never passes bytes_in).
+ */
+static inline uint64_t
+nc_dir_bytes_queued(const struct nc_dir_entry *e)
+{
+	uint64_t out = __atomic_load_n(&e->bytes_out, __ATOMIC_ACQUIRE);
+	uint64_t in = __atomic_load_n(&e->bytes_in, __ATOMIC_RELAXED);
+
+	return in > out ? in - out : 0;
+}
 
 /** A connection's shared state (memzone NC_CLIENTS_MZ, indexed by slot). */
 struct nc_client_entry {
@@ -311,7 +332,7 @@ _Static_assert(sizeof(struct nc_ctl_create) == 112, "nc_ctl_create layout is par
 _Static_assert(sizeof(struct nc_ctl_nat) == 52, "nc_ctl_nat layout is part of the protocol");
 _Static_assert(sizeof(struct nc_ctl_channel) == 112, "nc_ctl_channel layout is part of the protocol");
 
-_Static_assert(sizeof(struct nc_dir_entry) == 192, "nc_dir_entry layout is part of the ABI");
+_Static_assert(sizeof(struct nc_dir_entry) == 256, "nc_dir_entry layout is part of the ABI");
 _Static_assert(sizeof(struct nc_client_entry) == 64, "nc_client_entry layout is part of the ABI");
 _Static_assert(sizeof(struct nc_dir) == 64, "nc_dir header layout is part of the ABI");
 

@@ -64,15 +64,16 @@ tx_list_del(struct ncd_worker *w, const struct ncd_channel *ch)
 }
 
 /*
- * A ring of a channel: multi-producer, single consumer; its name goes to
- * name (NC_NAME_SIZE). From the shared heap, not a memzone of its own:
+ * A ring of a channel: single consumer, and multi-producer unless sp (one
+ * producer only: a receive ring when one worker runs, which spares it the
+ * compare-and-swap per enqueue); its name goes to name (NC_NAME_SIZE). From the shared heap, not a memzone of its own:
  * there are more channels than DPDK has memzones (clients find it by the
  * address in the directory, see nc_proto.h).
  */
 static struct rte_ring *
-channel_ring(const struct ncd_channel_conf *cc, const char *fmt, uint32_t id, char *name)
+channel_ring(const struct ncd_channel_conf *cc, const char *fmt, uint32_t id, char *name, bool sp)
 {
-	const unsigned int flags = RING_F_SC_DEQ | RING_F_EXACT_SZ;
+	const unsigned int flags = RING_F_SC_DEQ | RING_F_EXACT_SZ | (sp ? RING_F_SP_ENQ : 0);
 	/* What rte_ring_create() reserves for an exact-size ring: the next power of two. */
 	ssize_t sz = rte_ring_get_memsize(rte_align32pow2(cc->ring_size + 1));
 	struct rte_ring *r;
@@ -192,8 +193,9 @@ ncd_channel_add(struct ncd *d, const struct ncd_channel_conf *cc, int owner)
 	e = &d->dir->e[id];
 	ch->dir = e;
 	if (cc->action == NCD_ACTION_DELIVER) {
-		/* Any worker may enqueue (multi-producer); one client dequeues. */
-		ch->rx = channel_ring(cc, NC_RX_RING_FMT, ch->id, e->rx_ring);
+		/* Any worker may enqueue; one client dequeues. */
+		ch->single_worker = d->cfg.nworkers == 1;
+		ch->rx = channel_ring(cc, NC_RX_RING_FMT, ch->id, e->rx_ring, ch->single_worker);
 		if (ch->rx == NULL) {
 			ret = -rte_errno;
 			goto out_delete;
@@ -212,7 +214,7 @@ ncd_channel_add(struct ncd *d, const struct ncd_channel_conf *cc, int owner)
 			goto out_delete;
 		}
 		/* Clients enqueue (and the control thread, resolved IP packets); one worker dequeues. */
-		ch->tx = channel_ring(cc, NC_TX_RING_FMT, ch->id, e->tx_ring);
+		ch->tx = channel_ring(cc, NC_TX_RING_FMT, ch->id, e->tx_ring, false);
 		if (ch->tx == NULL) {
 			ret = -rte_errno;
 			goto out_delete;
@@ -237,7 +239,8 @@ ncd_channel_add(struct ncd *d, const struct ncd_channel_conf *cc, int owner)
 	e->tx_ring_addr = (uint64_t)(uintptr_t)ch->tx;
 	e->queue_bytes = cc->queue_bytes;
 	e->generation++;
-	__atomic_store_n(&e->bytes_queued, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&e->bytes_in, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&e->bytes_out, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&e->want_wakeup, 0, __ATOMIC_RELAXED);
 	/* Release: a client that sees the entry live sees all of it. */
 	__atomic_store_n(&e->state, NC_DIR_LIVE, __ATOMIC_RELEASE);

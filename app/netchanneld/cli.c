@@ -240,7 +240,7 @@ ncd_view_channel(const struct ncd *d, uint32_t id)
 		json_object_set_new(o, "ring_count", U64(rte_ring_count(ch->rx)));
 		json_object_set_new(o, "queue_bytes", U64(ch->queue_bytes));
 		json_object_set_new(o, "bytes_queued",
-				    U64(__atomic_load_n(&ch->dir->bytes_queued, __ATOMIC_RELAXED)));
+				    U64(nc_dir_bytes_queued(ch->dir)));
 	}
 	if (ch->action == NCD_ACTION_NAT)
 		json_object_set_new(o, "nat", view_nat(d, &ch->nat));

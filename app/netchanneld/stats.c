@@ -77,7 +77,7 @@ ncd_channels_json(const struct ncd *d, FILE *f)
 			ch->owner == NCD_OWNER_CONFIG ? "\"config\"" :
 			ch->owner == NCD_OWNER_OPERATOR ? "\"operator\"" : "\"client\"", rule,
 			ch->rx ? rte_ring_count(ch->rx) : 0,
-			__atomic_load_n(&ch->dir->bytes_queued, __ATOMIC_RELAXED));
+			nc_dir_bytes_queued(ch->dir));
 		first = 0;
 	}
 	fprintf(f, "]\n");

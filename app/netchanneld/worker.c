@@ -29,7 +29,7 @@ struct batch {
 	struct ncd_channel *ch;
 	struct rte_mbuf *m[NCD_BURST];
 	uint32_t n;
-	uint64_t bytes;
+	uint32_t sent;                 /* how many deliver() enqueued */
 };
 
 static inline unsigned int
@@ -42,35 +42,69 @@ csum_flags(const struct rte_mbuf *m)
 	}
 }
 
-/* Enqueue a channel's packets within its byte budget; drop and count the rest. */
+/* Bytes enqueued on a channel's ring: one writer needs no atomic read-modify-write. */
+static inline void
+bytes_in_add(struct ncd_channel *ch, uint64_t bytes)
+{
+	if (ch->single_worker)
+		__atomic_store_n(&ch->dir->bytes_in, ch->dir->bytes_in + bytes, __ATOMIC_RELAXED);
+	else
+		__atomic_fetch_add(&ch->dir->bytes_in, bytes, __ATOMIC_RELAXED);
+}
+
+/*
+ * Enqueue a channel's packets within its byte budget; drop and count the
+ * rest. The bytes count before the enqueue (the ring's release orders
+ * them), so a consumer never takes out bytes that are not yet in.
+ */
 static void
 deliver(struct ncd_worker *w, struct ncd_port_stats *ps, struct batch *b)
 {
 	struct ncd_channel *ch = b->ch;
 	struct ncd_chan_stats *cs = &w->cstats[ch->id];
-	uint64_t queued = __atomic_load_n(&ch->dir->bytes_queued, __ATOMIC_RELAXED);
+	uint64_t queued = nc_dir_bytes_queued(ch->dir);
 	uint32_t fit = 0, sent;
-	uint64_t bytes = 0;
+	uint64_t bytes = 0, unsent = 0;
 
 	/* Whole packets while the budget lasts; the budget may be overshot by one burst. */
 	while (fit < b->n && queued + bytes + b->m[fit]->pkt_len <= ch->queue_bytes)
 		bytes += b->m[fit++]->pkt_len;
+	bytes_in_add(ch, bytes);
 	sent = rte_ring_enqueue_burst(ch->rx, (void **)b->m, fit, NULL);
 	for (uint32_t i = sent; i < fit; i++)
-		bytes -= b->m[i]->pkt_len;
-	/* Relaxed: a budget, not a synchronisation; the ring orders the packets. */
-	__atomic_fetch_add(&ch->dir->bytes_queued, bytes, __ATOMIC_RELAXED);
-	/*
-	 * A consumer that went to sleep on an empty ring asked to be woken. Full
-	 * fence between the enqueue and the flag's load (the consumer has one
-	 * between its store of the flag and its look at the ring): one of the two
-	 * sees the other, so no wake-up is lost. Busy consumers never set the
-	 * flag, so they cost no syscall.
-	 */
-	if (sent > 0) {
-		__atomic_thread_fence(__ATOMIC_SEQ_CST);
-		if (__atomic_load_n(&ch->dir->want_wakeup, __ATOMIC_RELAXED) &&
+		unsent += b->m[i]->pkt_len;
+	if (unsent != 0)
+		bytes_in_add(ch, -unsent);
+	b->sent = sent;
+	cs->delivered += sent;
+	cs->bytes += bytes - unsent;
+	cs->drop_ring_full += fit - sent;
+	cs->drop_queue_bytes += b->n - fit;
+	ps->delivered += sent;
+	ps->drop_ring_full += fit - sent;
+	ps->drop_queue_bytes += b->n - fit;
+	if (sent < b->n)
+		rte_pktmbuf_free_bulk(&b->m[sent], b->n - sent);
+}
+
+/*
+ * After a burst's enqueues: wake the consumers that went to sleep on an
+ * empty ring and asked to be. One full fence for the whole burst between
+ * the enqueues and the flags' loads (the consumer has one between its store
+ * of the flag and its look at the ring): one of the two sees the other, so
+ * no wake-up is lost. Busy consumers never set the flag, so they cost no
+ * syscall.
+ */
+static void
+wake_consumers(struct ncd_worker *w, const struct batch *batches, uint16_t nb)
+{
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	for (uint16_t j = 0; j < nb; j++) {
+		struct ncd_channel *ch = batches[j].ch;
+
+		if (batches[j].sent > 0 && __atomic_load_n(&ch->dir->want_wakeup, __ATOMIC_RELAXED) &&
 		    __atomic_exchange_n(&ch->dir->want_wakeup, 0, __ATOMIC_RELAXED)) {
+			struct ncd_chan_stats *cs = &w->cstats[ch->id];
 			int efd = __atomic_load_n(&ch->efd, __ATOMIC_ACQUIRE);
 			uint64_t one = 1;
 
@@ -80,15 +114,6 @@ deliver(struct ncd_worker *w, struct ncd_port_stats *ps, struct batch *b)
 				cs->wakeup_errors++;
 		}
 	}
-	cs->delivered += sent;
-	cs->bytes += bytes;
-	cs->drop_ring_full += fit - sent;
-	cs->drop_queue_bytes += b->n - fit;
-	ps->delivered += sent;
-	ps->drop_ring_full += fit - sent;
-	ps->drop_queue_bytes += b->n - fit;
-	if (sent < b->n)
-		rte_pktmbuf_free_bulk(&b->m[sent], b->n - sent);
 }
 
 static void
@@ -546,13 +571,14 @@ process_burst(struct ncd *d, struct ncd_worker *w, unsigned int pi, struct rte_m
 		if (j == nb) {
 			batches[nb].ch = ch;
 			batches[nb].n = 0;
-			batches[nb].bytes = 0;
 			nb++;
 		}
 		batches[j].m[batches[j].n++] = m;
 	}
 	for (uint16_t j = 0; j < nb; j++)
 		deliver(w, ps, &batches[j]);
+	if (nb > 0)
+		wake_consumers(w, batches, nb);
 	if (nout.n > 0)
 		nat_send(w, d, pi, &nout);
 	to_kernel(p, w->exc_txq[pi], ps, exc, nexc);

@@ -529,8 +529,8 @@ nc_rx_burst(struct nc_channel *ch, struct rte_mbuf **pkts, uint16_t n)
 	rte_ring_dequeue_zc_finish(ch->rx, k);
 	for (unsigned int i = 0; i < k; i++)
 		bytes += pkts[i]->pkt_len;
-	/* The daemon's byte budget: what left the ring no longer counts against it. */
-	__atomic_fetch_sub(&ch->dir->bytes_queued, bytes, __ATOMIC_RELAXED);
+	/* The daemon's byte budget: what left the ring no longer counts (one consumer: no RMW). */
+	__atomic_store_n(&ch->dir->bytes_out, ch->dir->bytes_out + bytes, __ATOMIC_RELEASE);
 	return (uint16_t)k;
 }
 

@@ -152,7 +152,7 @@ main(int argc, char **argv)
 			pcap_dump((u_char *)dump, &h, data);
 			bytes += m[i]->pkt_len;
 		}
-		__atomic_fetch_sub(&e->bytes_queued, bytes, __ATOMIC_RELAXED);
+		__atomic_store_n(&e->bytes_out, e->bytes_out + bytes, __ATOMIC_RELEASE);
 		rte_pktmbuf_free_bulk(m, k);
 		got += k;
 	}

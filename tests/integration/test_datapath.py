@@ -4,6 +4,7 @@
 
 Each test starts its own daemon with its own --file-prefix and stops it by pid.
 """
+import json
 import os
 import subprocess
 import sys
@@ -109,6 +110,10 @@ class Datapath(T.DaemonCase):
         d = self.run_daemon(pcap_config(self.w, channels))
         # No consumer: the rings fill. Wait until the whole file is read.
         time.sleep(1.5)
+        shown = subprocess.run([os.path.join(T.BUILD, "app/ncctl/ncctl"), "-s",
+                                f"{self.w}/ncd.sock", "--json", "-c", "show channel all"],
+                               capture_output=True, text=True, check=True, timeout=30).stdout
+        queued = {c["name"]: c["bytes_queued"] for c in json.loads(shown)}
         self.assertEqual(d.stop(), 0, d.output())
         st = d.read_stats()
         port, chans = st["ports"][0], {c["name"]: c for c in st["channels"]}
@@ -127,6 +132,11 @@ class Datapath(T.DaemonCase):
         self.assertEqual(chans["budget"]["delivered"] + chans["budget"]["drop_queue_bytes"],
                          len(budget))
         self.assertEqual(port["drop_ring_full"], tiny - 4)
+        # Nothing was dequeued: what the budget counts queued is what was delivered, no more
+        # (the bytes of packets a full ring refused are taken back).
+        for name in ("tiny", "budget"):
+            self.assertEqual(queued[name], chans[name]["bytes"], name)
+        self.assertGreater(chans["tiny"]["bytes"], 0)
 
     def test_sigterm_during_traffic(self):
         """Endless traffic: SIGTERM stops the daemon cleanly, and the counters add up."""
