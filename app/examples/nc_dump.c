@@ -39,7 +39,7 @@ static void
 usage(FILE *f)
 {
 	fprintf(f, "usage: nc-dump [-s SOCKET] (--channel NAME | --dport N [--dst ADDR] [--proto P])\n"
-		   "               [-w FILE | -q] [-c COUNT] [-t SECONDS]\n"
+		   "               [-w FILE | -q [-b USEC]] [-c COUNT] [-t SECONDS]\n"
 		   "  -s, --socket    the daemon's control socket (default " NC_DEFAULT_SOCKET ")\n"
 		   "      --channel   attach to this static channel\n"
 		   "      --dport     create a channel for this destination port (udp by default)\n"
@@ -48,7 +48,19 @@ usage(FILE *f)
 		   "  -w, --write     write the packets to this pcap file; else print a line each\n"
 		   "  -c, --count     stop after this many packets\n"
 		   "  -t, --time      stop after this many seconds\n"
-		   "  -q, --quiet     only count the packets (zero-copy; for benchmarks)\n");
+		   "  -q, --quiet     only count the packets (zero-copy; for benchmarks)\n"
+		   "  -b, --busy-poll with -q: poll an empty channel this many microseconds before\n"
+		   "                  sleeping on its fd (default 0: sleep at once; each wake-up\n"
+		   "                  costs the daemon's worker a system call)\n");
+}
+
+static uint64_t
+now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
 }
 
 /* One line per packet: addresses, protocol, ports, length. */
@@ -102,12 +114,14 @@ main(int argc, char **argv)
 		{ "count", required_argument, NULL, 'c' },
 		{ "time", required_argument, NULL, 't' },
 		{ "quiet", no_argument, NULL, 'q' },
+		{ "busy-poll", required_argument, NULL, 'b' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *sock = NULL, *channel = NULL, *dst = NULL, *proto = "udp", *out = NULL;
-	long dport = -1, count = 0, seconds = 0, got = 0;
+	long dport = -1, count = 0, seconds = 0, got = 0, busy_us = 0;
 	int quiet = 0;
+	uint64_t idle_since = 0;
 	struct nc_trie_rule rule;
 	struct nc_channel *ch;
 	struct nc_client *c;
@@ -116,7 +130,7 @@ main(int argc, char **argv)
 	time_t end;
 	int o;
 
-	while ((o = getopt_long(argc, argv, "s:w:c:t:qh", opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, "s:w:c:t:qb:h", opts, NULL)) != -1) {
 		switch (o) {
 		case 's': sock = optarg; break;
 		case 'n': channel = optarg; break;
@@ -127,12 +141,13 @@ main(int argc, char **argv)
 		case 'c': count = strtol(optarg, NULL, 0); break;
 		case 't': seconds = strtol(optarg, NULL, 0); break;
 		case 'q': quiet = 1; break;
+		case 'b': busy_us = strtol(optarg, NULL, 0); break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
 	}
 	if ((channel == NULL) == (dport < 0) || dport > 65535 || count < 0 || seconds < 0 ||
-	    (quiet && out != NULL)) {
+	    (quiet && out != NULL) || busy_us < 0 || busy_us > 1000000 || (busy_us && !quiet)) {
 		usage(stderr);
 		return 2;
 	}
@@ -172,12 +187,22 @@ main(int argc, char **argv)
 	signal(SIGTERM, on_signal);
 	end = seconds ? time(NULL) + seconds : 0;
 	while (quiet && !stop && (count == 0 || got < count) && (end == 0 || time(NULL) < end)) {
-		/* Count only: zero-copy bursts, and a sleep on the channel's fd when idle. */
+		/*
+		 * Count only: zero-copy bursts, and a sleep on the channel's fd when
+		 * idle, after busy_us of polling in vain (as SO_BUSY_POLL does).
+		 */
 		struct rte_mbuf *m[32];
 		uint16_t n;
 
 		errno = 0;
 		n = nc_rx_burst(ch, m, count && count - got < 32 ? (uint16_t)(count - got) : 32);
+		if (n == 0 && errno != EPIPE && busy_us > 0) {
+			if (idle_since == 0)
+				idle_since = now_us();
+			if (now_us() - idle_since < (uint64_t)busy_us)
+				continue;
+		}
+		idle_since = 0;
 		if (n == 0) {
 			struct pollfd p = { .fd = nc_channel_fd(ch), .events = POLLIN };
 			uint64_t v;

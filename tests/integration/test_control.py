@@ -507,8 +507,14 @@ class Control(T.DaemonCase):
                            capture_output=True, text=True, timeout=30)
         self.assertEqual((r.returncode, r.stdout), (0, ""), r.stderr)
         self.assertIn("nc-dump: 100 packets", r.stderr)
+        # ... polling an empty channel for up to 1 ms before each sleep (-b).
+        r = subprocess.run([exe, "-s", self.sock, "--dport", "5000", "-q", "-b", "1000",
+                            "-c", "100"], capture_output=True, text=True, timeout=30)
+        self.assertEqual((r.returncode, r.stdout), (0, ""), r.stderr)
+        self.assertIn("nc-dump: 100 packets", r.stderr)
         for bad in ([], ["--channel", "x", "--dport", "1"], ["--dport", "70000"],
-                    ["--dport", "1", "-q", "-w", out]):
+                    ["--dport", "1", "-q", "-w", out], ["--dport", "1", "-b", "10"],
+                    ["--dport", "1", "-q", "-b", "-1"], ["--dport", "1", "-q", "-b", "2000000"]):
             self.assertEqual(subprocess.run([exe, "-s", self.sock] + bad,
                                             capture_output=True).returncode, 2)
         r = subprocess.run([exe, "-s", os.path.join(self.w, "nosock"), "--dport", "1"],
