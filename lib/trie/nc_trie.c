@@ -636,6 +636,34 @@ nc_trie_reclaim(struct nc_trie *t, int wait)
 	return n;
 }
 
+static bool
+node_room(const struct nc_trie *t, uint64_t need)
+{
+	return need <= pool_avail(&t->pool);
+}
+
+static bool
+entry_room(const struct nc_trie *t, uint64_t need)
+{
+	(void)need;
+	return t->ent_free != NIL || t->ent_hwm <= t->max_rules;
+}
+
+/*
+ * Whether there is room (has_room(t, need)) once what deletes left for a
+ * grace period is taken back: first what is already past it, then, if
+ * still short, after waiting for the readers.
+ */
+static bool
+reclaim_for(struct nc_trie *t, bool (*has_room)(const struct nc_trie *, uint64_t), uint64_t need)
+{
+	if (!has_room(t, need))
+		nc_trie_reclaim(t, 0);
+	if (!has_room(t, need) && t->dq_len > 0)
+		nc_trie_reclaim(t, 1);
+	return has_room(t, need);
+}
+
 /* Hand the nodes the current delete unlinked to the pool, after a grace period. */
 static void
 scratch_retire(struct nc_trie *t)
@@ -1038,6 +1066,13 @@ tuple_add(struct nc_trie *t, unsigned int ti, const struct nc_trie_rule *r, uint
 		if (words_eq(t->entries[idx].w, w) &&
 		    t->entries[idx].rank >> SEQ_BITS == r->priority)
 			return -EEXIST;
+	/*
+	 * The array holds max_rules entries, and deleted rules' entries wait for
+	 * a grace period while their ids are free again: at capacity, take them
+	 * back first (waiting for the readers if need be), never write past it.
+	 */
+	if (!reclaim_for(t, entry_room, 1))
+		return -ENOSPC;
 	if (t->ent_free != NIL) {
 		idx = t->ent_free;
 		t->ent_free = t->entries[idx].next;
@@ -1098,11 +1133,7 @@ nc_trie_add(struct nc_trie *t, const struct nc_trie_rule *r)
 			return ret;
 	} else {
 		need = (uint64_t)rule_nentries(&nr) * NODES_PER_ENTRY;
-		if (need > pool_avail(&t->pool))
-			nc_trie_reclaim(t, 0);
-		if (need > pool_avail(&t->pool) && t->dq_len > 0)
-			nc_trie_reclaim(t, 1);
-		if (need > pool_avail(&t->pool))
+		if (!reclaim_for(t, node_room, need))
 			return -ENOSPC;
 		ret = rule_foreach_entry(&nr, entry_check_dup, &a);
 		if (ret < 0)

@@ -1025,6 +1025,103 @@ START_TEST(rcu_readers_and_writer)
 }
 END_TEST
 
+/*
+ * A reader that holds every grace period up for about a millisecond: it
+ * reports a quiescent state only between sleeps while online.
+ */
+static void *
+slow_reader(void *arg)
+{
+	struct rcu_test *rt = arg;
+	uint32_t res[32];
+
+	rte_rcu_qsbr_thread_register(rt->v, 0);
+	rte_rcu_qsbr_thread_online(rt->v, 0);
+	while (!atomic_load_explicit(&rt->stop, memory_order_relaxed)) {
+		nc_trie_lookup_bulk(rt->t, rt->keys, res, 32);
+		atomic_fetch_add(&rt->wrong, res[0] != rt->want[0]);
+		usleep(1000);
+		rte_rcu_qsbr_quiescent(rt->v, 0);
+	}
+	rte_rcu_qsbr_thread_offline(rt->v, 0);
+	rte_rcu_qsbr_thread_unregister(rt->v, 0);
+	return NULL;
+}
+
+/* Connected-socket rule i: 192.0.2.1:80 from 10.<i>:<1024 + i % 60000>, tcp. */
+static struct nc_trie_rule
+socket_rule(uint32_t i)
+{
+	struct nc_trie_rule r = R("192.0.2.1/32", NULL, IPPROTO_TCP, P(80, 80), 1);
+
+	r.src.v4 = htonl(0x0a000000u | i);
+	r.src_len = 32;
+	r.sport = P(1024 + i % 60000, 1024 + i % 60000);
+	return r;
+}
+
+/*
+ * A full front stage under churn, its readers slow: a deleted rule's entry
+ * waits for a grace period while its id is free at once, so the next add
+ * finds the entry array full. It must take the entry back (waiting for the
+ * reader), not write past the array (which crashed nctrie-bench once).
+ */
+START_TEST(front_stage_full_churn)
+{
+	enum { CAP = 511 };   /* the entries then fill exactly 7 pages */
+	struct rcu_test *rt = calloc(1, sizeof(*rt));
+	size_t sz = rte_rcu_qsbr_get_memsize(1);
+	uint32_t ids[CAP], next = CAP;
+	struct nc_trie_stats st;
+	struct nc_trie_rule r;
+	uint64_t s = 0x5eed;
+	pthread_t th;
+
+	ck_assert_ptr_nonnull(rt);
+	rt->v = aligned_alloc(64, (sz + 63) & ~(size_t)63);
+	ck_assert_int_eq(rte_rcu_qsbr_init(rt->v, 1), 0);
+	rt->t = mk(CAP);
+	ck_assert_int_eq(nc_trie_rcu_qsbr_add(rt->t, rt->v), 0);
+	for (uint32_t i = 0; i < CAP; i++)
+		ids[i] = (uint32_t)add_ok(rt->t, socket_rule(i));
+	/* The reader keeps looking up rule 0's flow, which never goes. */
+	rt->keys[0] = K("192.0.2.1", "10.0.0.0", IPPROTO_TCP, 1024, 80);
+	rt->want[0] = ids[0];
+	ck_assert_uint_eq(nc_trie_lookup(rt->t, &rt->keys[0]), ids[0]);
+	ck_assert_int_eq(pthread_create(&th, NULL, slow_reader, rt), 0);
+	for (int n = 0; n < 300; n++) {
+		uint32_t j = 1 + (uint32_t)(nc_rand(&s) % (CAP - 1));
+
+		ck_assert_int_eq(nc_trie_delete(rt->t, ids[j]), 0);
+		ids[j] = (uint32_t)add_ok(rt->t, socket_rule(next++));
+	}
+	/* Full: one more is refused, not written anywhere. */
+	r = socket_rule(next);
+	ck_assert_int_eq(nc_trie_add(rt->t, &r), -ENOSPC);
+	atomic_store(&rt->stop, 1);
+	pthread_join(th, NULL);
+	ck_assert_uint_eq(atomic_load(&rt->wrong), 0);
+	ck_assert_int_eq(nc_trie_get_stats(rt->t, &st), 0);
+	ck_assert_uint_eq(st.rules, CAP);
+	ck_assert_uint_eq(st.exact_rules, CAP);
+	/* Every live rule still answers for its own flow. */
+	for (uint32_t i = 0; i < CAP; i++) {
+		struct nc_trie_rule back;
+		char src[INET_ADDRSTRLEN];
+		struct in_addr a;
+
+		ck_assert_int_eq(nc_trie_get_rule(rt->t, ids[i], &back), 0);
+		a.s_addr = back.src.v4;
+		inet_ntop(AF_INET, &a, src, sizeof(src));
+		ck_assert_uint_eq(LOOKUP(rt->t, "192.0.2.1", src, IPPROTO_TCP, back.sport.lo, 80),
+				  ids[i]);
+	}
+	nc_trie_free(rt->t);
+	free(rt->v);
+	free(rt);
+}
+END_TEST
+
 static Suite *
 trie_suite(void)
 {
@@ -1061,6 +1158,7 @@ trie_suite(void)
 	tc = tcase_create("rcu");
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, rcu_readers_and_writer);
+	tcase_add_test(tc, front_stage_full_churn);
 	suite_add_tcase(s, tc);
 	return s;
 }
