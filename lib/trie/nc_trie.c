@@ -91,6 +91,7 @@ enum { TUPLE_CONNECTED, TUPLE_LISTENER, TUPLE_SHAPES };
 #define IN_TRIE NTABLES              /* rule_slot.tuple of a rule in the trie */
 /* The tables a key probes: its family's connected and listener tables, and the port table. */
 #define KEY_TABLES 3
+#define TUPLE_PORT_SLOT 2            /* the port table's place among a key's tables */
 
 struct tuple {
 	uint32_t *buckets;    /* chain heads, entry indices */
@@ -1349,59 +1350,67 @@ tuple_probe(const struct nc_trie *t, uint32_t head, const uint64_t w[5], struct 
 	}
 }
 
-/* Per key state of a bulk lookup, between its phases. */
+/*
+ * Per key state of a bulk lookup, between its phases: for each table it
+ * probes, the key's words as that table masks them (made once: a chunk's
+ * worth, 32 keys, is under 8 KB and stays in L1), the chain heads array and
+ * the current chain entry.
+ */
 struct lkey {
-	struct ikey k;
-	const struct tuple *tp[KEY_TABLES];   /* the tables to probe; NULL: empty, skipped */
+	const struct nc_trie_key *key;
+	const struct tuple *tp[KEY_TABLES];   /* NULL: empty or unusable, skipped */
+	const uint32_t *bk[KEY_TABLES];
 	uint32_t hash[KEY_TABLES];
 	uint32_t head[KEY_TABLES];
+	uint64_t w[KEY_TABLES][5];
 	unsigned int fam;
 };
 
 /*
- * The key's words as table i (0 connected, 1 listener, 2 port) masks them.
- * Made again when probing rather than kept: 32 keys' worth would not stay
- * in L1 between the phases.
+ * The key's words as table i (0 connected, 1 listener, 2 port) masks them,
+ * from the key itself (the same words rule_words() makes of a rule).
  */
 static inline void
-key_words(const struct ikey *k, int i, uint64_t w[5])
+key_words(const struct nc_trie_key *key, uint64_t dhi, uint64_t dlo, uint64_t shi, uint64_t slo,
+	  int i, uint64_t w[5])
 {
-	uint8_t proto = (uint8_t)(k->hi[F_PROTO] >> 56);
-	uint16_t dport = (uint16_t)(k->hi[F_DPORT] >> 48);
-
-	w[0] = i == 2 ? 0 : k->hi[F_DST];
-	w[1] = i == 2 ? 0 : k->lo[F_DST];
-	w[2] = i == TUPLE_CONNECTED ? k->hi[F_SRC] : 0;
-	w[3] = i == TUPLE_CONNECTED ? k->lo[F_SRC] : 0;
-	w[4] = tuple_ports(proto, dport, i == TUPLE_CONNECTED ? (uint16_t)(k->hi[F_SPORT] >> 48) : 0);
+	w[0] = i == TUPLE_PORT_SLOT ? 0 : dhi;
+	w[1] = i == TUPLE_PORT_SLOT ? 0 : dlo;
+	w[2] = i == TUPLE_CONNECTED ? shi : 0;
+	w[3] = i == TUPLE_CONNECTED ? slo : 0;
+	w[4] = tuple_ports(key->proto, key->dport, i == TUPLE_CONNECTED ? key->sport : 0);
 }
 
 static inline bool
 lkey_init(const struct nc_trie *t, const struct nc_trie_key *key, struct lkey *l)
 {
 	const struct tuple *ft;
-	uint64_t w[5];
+	uint64_t dhi, dlo, shi, slo;
 
 	if (key->family != NC_TRIE_AF_INET && key->family != NC_TRIE_AF_INET6)
 		return false;
-	key_convert(key, &l->k);
+	l->key = key;
 	l->fam = key->family == NC_TRIE_AF_INET6;
 	ft = &t->tuples[l->fam * TUPLE_SHAPES];
 	l->tp[TUPLE_CONNECTED] = &ft[TUPLE_CONNECTED];
 	l->tp[TUPLE_LISTENER] = &ft[TUPLE_LISTENER];
-	l->tp[2] = &t->tuples[TUPLE_PORT];
+	l->tp[TUPLE_PORT_SLOT] = &t->tuples[TUPLE_PORT];
+	addr_bits(&key->dst, key->family, &dhi, &dlo);
+	addr_bits(&key->src, key->family, &shi, &slo);
 	for (int i = 0; i < KEY_TABLES; i++) {
 		/*
 		 * Front-stage rules all name a dport: a key without ports cannot match
 		 * them. An empty table costs no hashing. A rule added meanwhile may be
 		 * missed, as by any lookup concurrent with its add.
 		 */
-		if ((key->flags & NC_TRIE_KEY_F_NOPORTS) || rank_load(&l->tp[i]->maxrank) == 0) {
+		l->bk[i] = NULL;
+		if ((key->flags & NC_TRIE_KEY_F_NOPORTS) || rank_load(&l->tp[i]->maxrank) == 0 ||
+		    (l->bk[i] = tuple_buckets(l->tp[i])) == NULL) {
 			l->tp[i] = NULL;
 			continue;
 		}
-		key_words(&l->k, i, w);
-		l->hash[i] = tuple_hash(w);
+		key_words(key, dhi, dlo, shi, slo, i, l->w[i]);
+		l->hash[i] = tuple_hash(l->w[i]);
 	}
 	return true;
 }
@@ -1410,12 +1419,9 @@ lkey_init(const struct nc_trie *t, const struct nc_trie_key *key, struct lkey *l
 static inline void
 lkey_prefetch_buckets(const struct lkey *l)
 {
-	for (int i = 0; i < KEY_TABLES; i++) {
-		const uint32_t *bk = l->tp[i] != NULL ? tuple_buckets(l->tp[i]) : NULL;
-
-		if (bk != NULL)
-			__builtin_prefetch(&bk[l->hash[i] & l->tp[i]->mask]);
-	}
+	for (int i = 0; i < KEY_TABLES; i++)
+		if (l->tp[i] != NULL)
+			__builtin_prefetch(&l->bk[i][l->hash[i] & l->tp[i]->mask]);
 }
 
 /* Phase 2: read the heads and prefetch the first entries. */
@@ -1423,12 +1429,10 @@ static inline void
 lkey_load_heads(const struct nc_trie *t, struct lkey *l)
 {
 	for (int i = 0; i < KEY_TABLES; i++) {
-		const uint32_t *bk = l->tp[i] != NULL ? tuple_buckets(l->tp[i]) : NULL;
-
 		l->head[i] = NIL;
-		if (bk == NULL)
+		if (l->tp[i] == NULL)
 			continue;
-		l->head[i] = link_load(&bk[l->hash[i] & l->tp[i]->mask]);
+		l->head[i] = link_load(&l->bk[i][l->hash[i] & l->tp[i]->mask]);
 		if (l->head[i] != NIL)
 			__builtin_prefetch(&t->entries[l->head[i]]);
 	}
@@ -1445,13 +1449,11 @@ lkey_advance(const struct nc_trie *t, struct lkey *l)
 {
 	for (int i = 0; i < KEY_TABLES; i++) {
 		const struct tentry *e;
-		uint64_t w[5];
 
 		if (l->head[i] == NIL)
 			continue;
 		e = &t->entries[l->head[i]];
-		key_words(&l->k, i, w);
-		if (words_eq(e->w, w))
+		if (words_eq(e->w, l->w[i]))
 			continue;
 		l->head[i] = link_load(&e->next);
 		if (l->head[i] != NIL)
@@ -1459,20 +1461,25 @@ lkey_advance(const struct nc_trie *t, struct lkey *l)
 	}
 }
 
-/* Phase 4: probe the chains whose table can still win, then the trie. */
+/*
+ * Phase 4: probe the chains whose table can still win, then the trie (its
+ * key made only if the family's trie has rules).
+ */
 static inline uint32_t
 lkey_finish(const struct nc_trie *t, const struct lkey *l)
 {
 	struct best b = { 0, NC_TRIE_NOMATCH };
+	uint32_t root = link_load(&t->root[l->fam]);
 
 	for (int i = 0; i < KEY_TABLES; i++)
-		if (l->head[i] != NIL && rank_load(&l->tp[i]->maxrank) > b.rank) {
-			uint64_t w[5];
+		if (l->head[i] != NIL && rank_load(&l->tp[i]->maxrank) > b.rank)
+			tuple_probe(t, l->head[i], l->w[i], &b);
+	if (root != NIL) {
+		struct ikey k;
 
-			key_words(&l->k, i, w);
-			tuple_probe(t, l->head[i], w, &b);
-		}
-	search(t, F_DST, link_load(&t->root[l->fam]), &l->k, &b);
+		key_convert(l->key, &k);
+		search(t, F_DST, root, &k, &b);
+	}
 	return b.rule;
 }
 
