@@ -1350,178 +1350,202 @@ tuple_probe(const struct nc_trie *t, uint32_t head, const uint64_t w[5], struct 
 	}
 }
 
-/*
- * Per key state of a bulk lookup, between its phases: for each table it
- * probes, the key's words as that table masks them (made once: a chunk's
- * worth, 32 keys, is under 8 KB and stays in L1), the chain heads array and
- * the current chain entry.
- */
-struct lkey {
-	const struct nc_trie_key *key;
-	const struct tuple *tp[KEY_TABLES];   /* NULL: empty or unusable, skipped */
-	const uint32_t *bk[KEY_TABLES];
-	uint32_t hash[KEY_TABLES];
-	uint32_t head[KEY_TABLES];
-	uint64_t w[KEY_TABLES][5];
-	unsigned int fam;
+/* A key's addresses as the tables and the trie read them. */
+struct kaddr {
+	uint64_t dhi, dlo, shi, slo;
 };
 
 /*
- * The key's words as table i (0 connected, 1 listener, 2 port) masks them,
- * from the key itself (the same words rule_words() makes of a rule).
+ * The key's words as table i of its family (0 connected, 1 listener, 2 the
+ * port table) masks them: the same words rule_words() makes of a rule.
  */
 static inline void
-key_words(const struct nc_trie_key *key, uint64_t dhi, uint64_t dlo, uint64_t shi, uint64_t slo,
-	  int i, uint64_t w[5])
+key_words(const struct nc_trie_key *key, const struct kaddr *a, int i, uint64_t w[5])
 {
-	w[0] = i == TUPLE_PORT_SLOT ? 0 : dhi;
-	w[1] = i == TUPLE_PORT_SLOT ? 0 : dlo;
-	w[2] = i == TUPLE_CONNECTED ? shi : 0;
-	w[3] = i == TUPLE_CONNECTED ? slo : 0;
+	w[0] = i == TUPLE_PORT_SLOT ? 0 : a->dhi;
+	w[1] = i == TUPLE_PORT_SLOT ? 0 : a->dlo;
+	w[2] = i == TUPLE_CONNECTED ? a->shi : 0;
+	w[3] = i == TUPLE_CONNECTED ? a->slo : 0;
 	w[4] = tuple_ports(key->proto, key->dport, i == TUPLE_CONNECTED ? key->sport : 0);
 }
 
-static inline bool
-lkey_init(const struct nc_trie *t, const struct nc_trie_key *key, struct lkey *l)
+/* A key's family's front-stage table i (see key_words()). */
+static inline const struct tuple *
+key_table(const struct nc_trie *t, unsigned int fam, int i)
 {
-	const struct tuple *ft;
-	uint64_t dhi, dlo, shi, slo;
-
-	if (key->family != NC_TRIE_AF_INET && key->family != NC_TRIE_AF_INET6)
-		return false;
-	l->key = key;
-	l->fam = key->family == NC_TRIE_AF_INET6;
-	ft = &t->tuples[l->fam * TUPLE_SHAPES];
-	l->tp[TUPLE_CONNECTED] = &ft[TUPLE_CONNECTED];
-	l->tp[TUPLE_LISTENER] = &ft[TUPLE_LISTENER];
-	l->tp[TUPLE_PORT_SLOT] = &t->tuples[TUPLE_PORT];
-	addr_bits(&key->dst, key->family, &dhi, &dlo);
-	addr_bits(&key->src, key->family, &shi, &slo);
-	for (int i = 0; i < KEY_TABLES; i++) {
-		/*
-		 * Front-stage rules all name a dport: a key without ports cannot match
-		 * them. An empty table costs no hashing. A rule added meanwhile may be
-		 * missed, as by any lookup concurrent with its add.
-		 */
-		l->bk[i] = NULL;
-		if ((key->flags & NC_TRIE_KEY_F_NOPORTS) || rank_load(&l->tp[i]->maxrank) == 0 ||
-		    (l->bk[i] = tuple_buckets(l->tp[i])) == NULL) {
-			l->tp[i] = NULL;
-			continue;
-		}
-		key_words(key, dhi, dlo, shi, slo, i, l->w[i]);
-		l->hash[i] = tuple_hash(l->w[i]);
-	}
-	return true;
+	return i == TUPLE_PORT_SLOT ? &t->tuples[TUPLE_PORT] : &t->tuples[fam * TUPLE_SHAPES + i];
 }
 
-/* Phase 1 of a bulk lookup: the bucket heads this key will read. */
+/* The trie, after the front stage: best is the bound to beat. */
 static inline void
-lkey_prefetch_buckets(const struct lkey *l)
+trie_search(const struct nc_trie *t, const struct nc_trie_key *key, unsigned int fam,
+	    struct best *b)
 {
-	for (int i = 0; i < KEY_TABLES; i++)
-		if (l->tp[i] != NULL)
-			__builtin_prefetch(&l->bk[i][l->hash[i] & l->tp[i]->mask]);
-}
+	uint32_t root = link_load(&t->root[fam]);
 
-/* Phase 2: read the heads and prefetch the first entries. */
-static inline void
-lkey_load_heads(const struct nc_trie *t, struct lkey *l)
-{
-	for (int i = 0; i < KEY_TABLES; i++) {
-		l->head[i] = NIL;
-		if (l->tp[i] == NULL)
-			continue;
-		l->head[i] = link_load(&l->bk[i][l->hash[i] & l->tp[i]->mask]);
-		if (l->head[i] != NIL)
-			__builtin_prefetch(&t->entries[l->head[i]]);
-	}
-}
-
-/*
- * Phase 3 (bulk only): step over a first entry that is another key's (a
- * hash collision, a third of probes at the tables' load) and prefetch the
- * next, so that the chunk's second misses overlap too instead of each
- * stalling phase 4. A skipped entry cannot match: the answer is the same.
- */
-static inline void
-lkey_advance(const struct nc_trie *t, struct lkey *l)
-{
-	for (int i = 0; i < KEY_TABLES; i++) {
-		const struct tentry *e;
-
-		if (l->head[i] == NIL)
-			continue;
-		e = &t->entries[l->head[i]];
-		if (words_eq(e->w, l->w[i]))
-			continue;
-		l->head[i] = link_load(&e->next);
-		if (l->head[i] != NIL)
-			__builtin_prefetch(&t->entries[l->head[i]]);
-	}
-}
-
-/*
- * Phase 4: probe the chains whose table can still win, then the trie (its
- * key made only if the family's trie has rules).
- */
-static inline uint32_t
-lkey_finish(const struct nc_trie *t, const struct lkey *l)
-{
-	struct best b = { 0, NC_TRIE_NOMATCH };
-	uint32_t root = link_load(&t->root[l->fam]);
-
-	for (int i = 0; i < KEY_TABLES; i++)
-		if (l->head[i] != NIL && rank_load(&l->tp[i]->maxrank) > b.rank)
-			tuple_probe(t, l->head[i], l->w[i], &b);
 	if (root != NIL) {
 		struct ikey k;
 
-		key_convert(l->key, &k);
-		search(t, F_DST, root, &k, &b);
+		key_convert(key, &k);
+		search(t, F_DST, root, &k, b);
 	}
-	return b.rule;
+}
+
+/* Whether a key can be looked up at all, and its family's index (0 IPv4, 1 IPv6). */
+static inline bool
+key_family(const struct nc_trie_key *key, unsigned int *fam)
+{
+	*fam = key->family == NC_TRIE_AF_INET6;
+	return key->family == NC_TRIE_AF_INET || key->family == NC_TRIE_AF_INET6;
 }
 
 uint32_t
 nc_trie_lookup(const struct nc_trie *t, const struct nc_trie_key *key)
 {
-	struct lkey l;
+	struct best b = { 0, NC_TRIE_NOMATCH };
+	unsigned int fam;
+	struct kaddr a;
 
-	if (!lkey_init(t, key, &l))
+	if (!key_family(key, &fam))
 		return NC_TRIE_NOMATCH;
-	lkey_load_heads(t, &l);
-	return lkey_finish(t, &l);
+	addr_bits(&key->dst, key->family, &a.dhi, &a.dlo);
+	addr_bits(&key->src, key->family, &a.shi, &a.slo);
+	/* Front-stage rules all name a dport: a key without ports cannot match them. */
+	for (int i = 0; i < KEY_TABLES && !(key->flags & NC_TRIE_KEY_F_NOPORTS); i++) {
+		const struct tuple *tp = key_table(t, fam, i);
+		const uint32_t *bk = tuple_buckets(tp);
+		uint64_t w[5];
+
+		if (bk == NULL || rank_load(&tp->maxrank) <= b.rank)
+			continue;
+		key_words(key, &a, i, w);
+		tuple_probe(t, link_load(&bk[tuple_hash(w) & tp->mask]), w, &b);
+	}
+	trie_search(t, key, fam, &b);
+	return b.rule;
 }
 
 #define BULK_CHUNK 32
 
+/* One pass of a bulk lookup: a family's table, as the pass reads it. */
+struct pass_table {
+	const uint32_t *bk;            /* chain heads, or NULL: nothing to probe */
+	uint64_t maxrank;
+	uint32_t mask;
+	int shape;                     /* which of the family's tables (see key_words()) */
+};
+
+/*
+ * Each family's tables by maxrank, best first; an empty one has no heads.
+ * A table filled meanwhile may be missed, as by any lookup concurrent with
+ * a rule's add.
+ */
+static void
+pass_order(const struct nc_trie *t, struct pass_table pt[2][KEY_TABLES])
+{
+	for (unsigned int f = 0; f < 2; f++)
+		for (int i = 0; i < KEY_TABLES; i++) {
+			const struct tuple *tp = key_table(t, f, i);
+			struct pass_table x = { tuple_buckets(tp), rank_load(&tp->maxrank), tp->mask, i };
+			int j;
+
+			if (x.maxrank == 0)
+				x.bk = NULL;
+			for (j = i; j > 0 && pt[f][j - 1].maxrank < x.maxrank; j--)
+				pt[f][j] = pt[f][j - 1];
+			pt[f][j] = x;
+		}
+}
+
+/*
+ * Bulk lookup, a chunk of keys at a time, one pass per front-stage table:
+ * the table of the highest maxrank first, and a later table only for the
+ * keys whose best so far it can still beat (in netchanneld's socket shape,
+ * a connected hit outranks every listener, so most keys never touch the
+ * listener table). Within a pass, each step's memory misses (the bucket,
+ * the first entry, the entry after it) overlap across the pass's keys.
+ * Then the trie, with each key's best as its pruning bound.
+ */
 unsigned int
 nc_trie_lookup_bulk(const struct nc_trie *t, const struct nc_trie_key *keys, uint32_t *results,
 		    unsigned int n)
 {
-	struct lkey l[BULK_CHUNK];
-	bool ok[BULK_CHUNK];
+	struct pass_table pt[2][KEY_TABLES];
+	struct kaddr a[BULK_CHUNK];
+	struct best b[BULK_CHUNK];
+	unsigned int fam[BULK_CHUNK];
+	bool ok[BULK_CHUNK], front[BULK_CHUNK];
+	/* The current pass: its keys, their words, bucket positions and chain heads. */
+	uint8_t in[BULK_CHUNK];
+	uint64_t w[BULK_CHUNK][5];
+	uint32_t pos[BULK_CHUNK], head[BULK_CHUNK];
 	unsigned int hits = 0;
 
+	pass_order(t, pt);
 	for (unsigned int base = 0; base < n; base += BULK_CHUNK) {
 		unsigned int m = n - base < BULK_CHUNK ? n - base : BULK_CHUNK;
+		const struct nc_trie_key *k = &keys[base];
 
-		/* Each phase's memory misses overlap across the chunk's keys. */
 		for (unsigned int i = 0; i < m; i++) {
-			ok[i] = lkey_init(t, &keys[base + i], &l[i]);
-			if (ok[i])
-				lkey_prefetch_buckets(&l[i]);
+			ok[i] = key_family(&k[i], &fam[i]);
+			/* Front-stage rules all name a dport: a key without ports cannot match them. */
+			front[i] = ok[i] && !(k[i].flags & NC_TRIE_KEY_F_NOPORTS);
+			b[i] = (struct best){ 0, NC_TRIE_NOMATCH };
+			if (ok[i]) {
+				addr_bits(&k[i].dst, k[i].family, &a[i].dhi, &a[i].dlo);
+				addr_bits(&k[i].src, k[i].family, &a[i].shi, &a[i].slo);
+			}
 		}
-		for (unsigned int i = 0; i < m; i++)
-			if (ok[i])
-				lkey_load_heads(t, &l[i]);
-		for (unsigned int i = 0; i < m; i++)
-			if (ok[i])
-				lkey_advance(t, &l[i]);
+		for (int p = 0; p < KEY_TABLES; p++) {
+			unsigned int np = 0;
+
+			if (pt[0][p].bk == NULL && pt[1][p].bk == NULL)
+				continue;
+			/* The pass's keys, and their buckets. */
+			for (unsigned int i = 0; i < m; i++) {
+				const struct pass_table *x = &pt[fam[i]][p];
+
+				if (!front[i] || x->bk == NULL || x->maxrank <= b[i].rank)
+					continue;
+				key_words(&k[i], &a[i], x->shape, w[np]);
+				pos[np] = tuple_hash(w[np]) & x->mask;
+				__builtin_prefetch(&x->bk[pos[np]]);
+				in[np++] = (uint8_t)i;
+			}
+			/* The heads, and the first entries. */
+			for (unsigned int j = 0; j < np; j++) {
+				head[j] = link_load(&pt[fam[in[j]]][p].bk[pos[j]]);
+				if (head[j] != NIL)
+					__builtin_prefetch(&t->entries[head[j]]);
+			}
+			/*
+			 * The first entry, the key's own or a hash collision's (a third
+			 * of probes at the tables' load), and a prefetch of the next, so
+			 * that the second misses overlap too.
+			 */
+			for (unsigned int j = 0; j < np; j++) {
+				const struct tentry *e;
+
+				if (head[j] == NIL)
+					continue;
+				e = &t->entries[head[j]];
+				if (e->rank > b[in[j]].rank && words_eq(e->w, w[j])) {
+					b[in[j]].rank = e->rank;
+					b[in[j]].rule = e->rule;
+				}
+				head[j] = link_load(&e->next);
+				if (head[j] != NIL)
+					__builtin_prefetch(&t->entries[head[j]]);
+			}
+			for (unsigned int j = 0; j < np; j++)
+				if (head[j] != NIL)
+					tuple_probe(t, head[j], w[j], &b[in[j]]);
+		}
 		for (unsigned int i = 0; i < m; i++) {
-			results[base + i] = ok[i] ? lkey_finish(t, &l[i]) : NC_TRIE_NOMATCH;
-			hits += results[base + i] != NC_TRIE_NOMATCH;
+			if (ok[i])
+				trie_search(t, &k[i], fam[i], &b[i]);
+			results[base + i] = b[i].rule;
+			hits += b[i].rule != NC_TRIE_NOMATCH;
 		}
 	}
 	return hits;
