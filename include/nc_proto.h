@@ -32,10 +32,13 @@
  * Byte budget: the daemon adds the pkt_len of what it enqueues on a
  * channel's ring to the entry's bytes_in (before the enqueue), a consumer
  * adds what it dequeues to bytes_out (each the only writer of its counter,
- * on its own cache line, so that neither needs an atomic read-modify-write
- * nor writes the other's line); the bytes queued are the difference
- * (nc_dir_bytes_queued()), and the daemon drops packets (counting them)
- * while they are over queue_bytes.
+ * so that neither needs an atomic read-modify-write); the bytes queued are
+ * the difference (nc_dir_bytes_queued()), and the daemon drops packets
+ * (counting them) while they are over queue_bytes. bytes_out has a cache
+ * line of its own, which a busy consumer writes and the daemon reads only
+ * when its last look at it says the budget is spent (bytes_out only grows,
+ * so an old value overstates what is queued); the daemon's line (bytes_in,
+ * want_wakeup) is one a busy consumer never writes.
  *
  * Transmit: a channel created with NC_CREATE_F_TX has a transmit ring, which
  * its client enqueues on (multi-producer) and one worker empties. An mbuf
@@ -80,7 +83,7 @@
 extern "C" {
 #endif
 
-#define NC_PROTO_VERSION 3
+#define NC_PROTO_VERSION 4
 #define NC_DIR_MZ "netchannel_dir"
 #define NC_DIR_MAGIC 0x6e636469u    /* "ncdi" */
 #define NC_RX_RING_FMT "nc_rx_%u"
@@ -114,8 +117,8 @@ struct nc_dir_entry {
 	uint32_t ring_size;            /**< packets the ring holds */
 	uint64_t queue_bytes;          /**< byte budget of the ring */
 	uint64_t generation;           /**< changes each time the entry is reused */
-	/** Bytes the consumer dequeued, ever; only it writes them. Its own line with want_wakeup. */
-	uint64_t bytes_out __attribute__((aligned(64)));
+	/** Bytes the daemon enqueued, ever (a packet's before its enqueue). */
+	uint64_t bytes_in __attribute__((aligned(64)));
 	/**
 	 * A consumer about to sleep sets it to 1 (then looks at the ring once more);
 	 * a worker that enqueued clears it and signals the channel's eventfd. Both
@@ -126,8 +129,8 @@ struct nc_dir_entry {
 	uint64_t rx_ring_addr;         /**< its receive ring (struct rte_ring *), or 0 */
 	uint64_t tx_ring_addr;         /**< its transmit ring, or 0 */
 	uint8_t pad[32];
-	/** Bytes the daemon enqueued, ever (a packet's before its enqueue). Own cache line. */
-	uint64_t bytes_in __attribute__((aligned(64)));
+	/** Bytes the consumer dequeued, ever; only it writes them. Its own cache line. */
+	uint64_t bytes_out __attribute__((aligned(64)));
 	uint8_t pad2[56];
 } __attribute__((aligned(64)));
 

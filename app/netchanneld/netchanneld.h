@@ -161,6 +161,7 @@ struct ncd_channel {
 	int32_t queue;                 /* offload: the rx queue to steer to, or -1 */
 	bool consumer_gone;            /* its client died: its rings are drained from their tail */
 	bool single_worker;            /* one worker enqueues: rx ring and bytes_in need no atomics */
+	uint64_t out_seen;             /* dir->bytes_out as a worker last read it (never above it) */
 	struct ncd_nat_conf nat;       /* a NAT channel's translation (action NCD_ACTION_NAT) */
 	/* Per port: the mark its flow rule sets, 0 for none. Workers trust only this one. */
 	uint32_t mark[NCD_MAX_PORTS];

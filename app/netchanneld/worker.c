@@ -52,23 +52,45 @@ bytes_in_add(struct ncd_channel *ch, uint64_t bytes)
 		__atomic_fetch_add(&ch->dir->bytes_in, bytes, __ATOMIC_RELAXED);
 }
 
+/* How many of a batch's packets fit in queue_bytes with queued bytes in the ring; their bytes. */
+static inline uint32_t
+budget_fit(const struct batch *b, uint64_t queued, uint64_t limit, uint64_t *bytes)
+{
+	uint32_t fit = 0;
+
+	*bytes = 0;
+	/* Whole packets while the budget lasts; the budget may be overshot by one burst. */
+	while (fit < b->n && queued + *bytes + b->m[fit]->pkt_len <= limit)
+		*bytes += b->m[fit++]->pkt_len;
+	return fit;
+}
+
 /*
  * Enqueue a channel's packets within its byte budget; drop and count the
  * rest. The bytes count before the enqueue (the ring's release orders
- * them), so a consumer never takes out bytes that are not yet in.
+ * them), so a consumer never takes out bytes that are not yet in. What is
+ * queued is first reckoned from the consumer's bytes_out as last seen (too
+ * much, never too little), and the consumer's line is read again only when
+ * that says the budget is spent: a busy consumer writes it all the time.
  */
 static void
 deliver(struct ncd_worker *w, struct ncd_port_stats *ps, struct batch *b)
 {
 	struct ncd_channel *ch = b->ch;
 	struct ncd_chan_stats *cs = &w->cstats[ch->id];
-	uint64_t queued = nc_dir_bytes_queued(ch->dir);
-	uint32_t fit = 0, sent;
-	uint64_t bytes = 0, unsent = 0;
+	uint64_t in = __atomic_load_n(&ch->dir->bytes_in, __ATOMIC_RELAXED);
+	uint64_t seen = __atomic_load_n(&ch->out_seen, __ATOMIC_RELAXED);
+	uint32_t fit, sent;
+	uint64_t bytes, unsent = 0;
 
-	/* Whole packets while the budget lasts; the budget may be overshot by one burst. */
-	while (fit < b->n && queued + bytes + b->m[fit]->pkt_len <= ch->queue_bytes)
-		bytes += b->m[fit++]->pkt_len;
+	/* Another worker's newer look may pass this in: nothing queued then. */
+	fit = budget_fit(b, in > seen ? in - seen : 0, ch->queue_bytes, &bytes);
+	if (fit < b->n) {
+		seen = __atomic_load_n(&ch->dir->bytes_out, __ATOMIC_ACQUIRE);
+		/* Relaxed: other workers may store theirs; any is at most the real one. */
+		__atomic_store_n(&ch->out_seen, seen, __ATOMIC_RELAXED);
+		fit = budget_fit(b, in > seen ? in - seen : 0, ch->queue_bytes, &bytes);
+	}
 	bytes_in_add(ch, bytes);
 	sent = rte_ring_enqueue_burst(ch->rx, (void **)b->m, fit, NULL);
 	for (uint32_t i = sent; i < fit; i++)
