@@ -469,6 +469,27 @@ room_of(const struct nc_client *c)
 }
 
 /*
+ * Hand up to TX_MAX mbufs, still marked, to a ring a worker empties; the
+ * marks are counted before the enqueue: once there, a worker may unmark,
+ * free and even hand them out again at once, so they are no longer the
+ * client's to read. @return how many the ring took; *marks: their marks
+ */
+static unsigned int
+hand_over(struct nc_client *c, struct rte_ring *r, struct rte_mbuf **m, unsigned int n,
+	  unsigned int *marks)
+{
+	unsigned int given[TX_MAX], k;
+
+	for (unsigned int i = 0; i < n; i++)
+		given[i] = marked(c, m[i]);
+	k = rte_ring_enqueue_burst(r, (void **)m, n, NULL);
+	*marks = 0;
+	for (unsigned int i = 0; i < k; i++)
+		*marks += given[i];
+	return k;
+}
+
+/*
  * Give mbufs back through the daemon: on this client's free ring, still
  * marked as its own, so that whatever a kill interrupts is either on the
  * ring (the daemon drains it) or marked (the daemon frees it by its mark).
@@ -478,12 +499,9 @@ room_of(const struct nc_client *c)
 static void
 release(struct nc_client *c, struct rte_mbuf **m, unsigned int n)
 {
-	unsigned int k = c->free_ring ?
-			 rte_ring_sp_enqueue_burst(c->free_ring, (void **)m, n, NULL) : 0;
 	unsigned int total = 0;
+	unsigned int k = c->free_ring ? hand_over(c, c->free_ring, m, n, &total) : 0;
 
-	for (unsigned int i = 0; i < k; i++)
-		total += marked(c, m[i]);
 	for (unsigned int i = k; i < n; i++)
 		total += give(c, m[i]);
 	held_add(c, -(int64_t)total);
@@ -538,7 +556,7 @@ static uint16_t
 tx_burst(struct nc_channel *ch, struct rte_mbuf **pkts, uint16_t n, uint32_t ptype)
 {
 	struct nc_client *c = ch->client;
-	unsigned int given[TX_MAX], k, total = 0;
+	unsigned int k, total;
 
 	if (n > TX_MAX)
 		n = TX_MAX;
@@ -547,17 +565,12 @@ tx_burst(struct nc_channel *ch, struct rte_mbuf **pkts, uint16_t n, uint32_t pty
 		return 0;
 	}
 	/*
-	 * Counted before they are enqueued (once there, a worker may send and free
-	 * them at once), and left marked: the worker unmarks what it dequeues, so
-	 * a kill never leaves one both unmarked and off the ring.
+	 * Left marked: the worker unmarks what it dequeues, so a kill never leaves
+	 * one both unmarked and off the ring.
 	 */
-	for (uint16_t i = 0; i < n; i++) {
+	for (uint16_t i = 0; i < n; i++)
 		pkts[i]->packet_type = ptype;
-		given[i] = marked(c, pkts[i]);
-	}
-	k = rte_ring_mp_enqueue_burst(ch->tx, (void **)pkts, n, NULL);
-	for (unsigned int i = 0; i < k; i++)
-		total += given[i];
+	k = hand_over(c, ch->tx, pkts, n, &total);
 	held_add(c, -(int64_t)total);
 	return (uint16_t)k;
 }

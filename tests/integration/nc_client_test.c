@@ -2,17 +2,21 @@
 /*
  * A libnetchannel client for the tests.
  *
- *   nc_client_test SOCKET create NAME DPORT COUNT copy|zerocopy|alloc|hold [TIMEOUT_MS]
- *   nc_client_test SOCKET attach NAME DPORT COUNT copy|zerocopy|alloc|hold [TIMEOUT_MS]
+ *   nc_client_test SOCKET create NAME DPORT COUNT copy|zerocopy|bulk|alloc|hold [TIMEOUT_MS]
+ *   nc_client_test SOCKET attach NAME DPORT COUNT copy|zerocopy|bulk|alloc|hold [TIMEOUT_MS]
  *   nc_client_test SOCKET spoof NAME DPORT
  *   nc_client_test SOCKET create|attach NAME DPORT BASE soak
  *   nc_client_test SOCKET latency NAME DPORT COUNT
  *   nc_client_test SOCKET drain PREFIX N
  *
  * Receives COUNT packets of its channel, checks that each is UDP to DPORT,
- * prints "received N", and exits 0. Exits 1 on a short count (printing the
+ * prints "received N held H" (H: the mbufs the library still counts as held,
+ * 0 once all are freed), and exits 0. Exits 1 on a short count (printing the
  * errno of nc_recv), 2 when the channel cannot be had (printing nc_strerror).
  * TIMEOUT_MS -1 waits for ever: the test of a daemon that dies.
+ *
+ * bulk: as zerocopy, and frees each burst with one nc_mbuf_free_bulk(), as
+ * fast as it can (as nc-dump -q does).
  *
  * alloc: as zerocopy, and allocates and frees an mbuf (nc_mbuf_alloc) for
  * each packet, so its lcore's mempool cache holds some of the pool.
@@ -442,6 +446,7 @@ main(int argc, char **argv)
 	long count, got = 0, timeout = 5000;
 	int dport, zerocopy;
 	long waited_ms = 0;
+	uint64_t idle_since = 0;
 
 	/* The modes that run one function on a connection. */
 	if ((argc == 6 && strcmp(argv[2], "latency") == 0) ||
@@ -478,7 +483,8 @@ main(int argc, char **argv)
 	}
 	dport = atoi(argv[4]);
 	count = atol(argv[5]);
-	zerocopy = strcmp(argv[6], "zerocopy") == 0 || strcmp(argv[6], "alloc") == 0;
+	zerocopy = strcmp(argv[6], "zerocopy") == 0 || strcmp(argv[6], "alloc") == 0 ||
+		   strcmp(argv[6], "bulk") == 0;
 	if (argc > 7)
 		timeout = atol(argv[7]);
 	c = nc_connect(argv[1], 0);
@@ -514,12 +520,23 @@ main(int argc, char **argv)
 			for (uint16_t i = 0; i < n; i++) {
 				bad |= udp_dport(rte_pktmbuf_mtod(m[i], uint8_t *),
 						 rte_pktmbuf_data_len(m[i])) != dport;
-				nc_mbuf_free(c, m[i]);
+				if (argv[6][0] != 'b')
+					nc_mbuf_free(c, m[i]);
 				if (argv[6][0] == 'a')
 					nc_mbuf_free(c, nc_mbuf_alloc(c));
 			}
+			if (argv[6][0] == 'b')
+				nc_mbuf_free_bulk(c, m, n);
 			got += n;
-			if (n == 0) {
+			/* bulk polls without sleeping; its timeout counts from the last packet. */
+			if (argv[6][0] == 'b') {
+				uint64_t now = now_us();
+
+				if (n > 0 || idle_since == 0)
+					idle_since = now;
+				else if (timeout >= 0 && now - idle_since >= (uint64_t)timeout * 1000)
+					break;
+			} else if (n == 0) {
 				if (waited_ms++ >= timeout && timeout >= 0)
 					break;
 				usleep(1000);
@@ -539,7 +556,7 @@ main(int argc, char **argv)
 			return 1;
 		}
 	}
-	printf("received %ld\n", got);
+	printf("received %ld held %" PRIu64 "\n", got, nc_mbufs_held(c, NULL));
 	nc_channel_destroy(ch);
 	nc_disconnect(c);
 	return got < count ? 1 : 0;
