@@ -22,7 +22,7 @@
 #   scripts/bench.sh datapath [--quick]
 #       netchanneld's rate with one worker against dpdk-testpmd io-forward with
 #       one core, the same net_pcap infinite_rx input, in the same run: cases
-#       miss, deliver-1 (nc-dump -q empties the channel), deliver-1-1500B,
+#       miss, deliver-1 (nc-dump -q -b 1000 empties the channel), deliver-1-1500B,
 #       deliver-1k, deliver-10k, deliver-100k (1024, 10,000 and 100,000 exact
 #       5-tuple channels, one flow each, one client draining them all),
 #       mark-offload (deliver-1 with the offload mock marking every packet),

@@ -1460,9 +1460,9 @@ pass_order(const struct nc_trie *t, struct pass_table pt[2][KEY_TABLES])
 /*
  * Bulk lookup, a chunk of keys at a time, one pass per front-stage table:
  * the table of the highest maxrank first, and a later table only for the
- * keys whose best so far it can still beat (in netchanneld's socket shape,
- * a connected hit outranks every listener, so most keys never touch the
- * listener table). Within a pass, each step's memory misses (the bucket,
+ * keys whose best so far it can still beat (where connected sockets
+ * outrank listeners, as in a stack and in the socket workload, a connected
+ * hit never touches the listener table). Within a pass, each step's memory misses (the bucket,
  * the first entry, the entry after it) overlap across the pass's keys.
  * Then the trie, with each key's best as its pruning bound.
  */
