@@ -48,6 +48,8 @@ import tempfile
 import threading
 import time
 
+from eal_prefix import cleanup
+
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.path.join(TOP, "build")
 DAEMON = os.path.join(BUILD, "app/netchanneld/netchanneld")
@@ -117,7 +119,7 @@ def testpmd(pcap, seconds, prefix, out="net_null0", port=0, counter="RX-packets"
            "--forward-mode=io --nb-cores=1 --auto-start")
     res = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True,
                          timeout=seconds + 60).stdout
-    subprocess.run(["rm", "-rf", f"/var/run/dpdk/{prefix}"])
+    cleanup(prefix)
     n = re.findall(counter + r":\s+(\d+)", res)
     if len(n) < 2:
         raise RuntimeError("testpmd: no stats\n" + res[-2000:])
@@ -186,7 +188,7 @@ def netchanneld(pcap, seconds, work, prefix, channels=(), args=(), exc="net_null
             result["client"] = open(os.path.join(work, "client.out")).read()
         d.terminate()
         d.wait(30)
-        subprocess.run(["rm", "-rf", f"/var/run/dpdk/{prefix}"])
+        cleanup(prefix)
 
 
 def churn(sock, seconds, rate=1000):

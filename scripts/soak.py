@@ -33,6 +33,8 @@ import tempfile
 import threading
 import time
 
+from eal_prefix import cleanup
+
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.environ.get("NCD_BUILD_DIR", os.path.join(TOP, "build"))
 DAEMON = os.path.join(BUILD, "app/netchanneld/netchanneld")
@@ -301,7 +303,7 @@ class Soak:
             if p.poll() is None:
                 p.kill()
                 p.wait()
-        subprocess.run(["rm", "-rf", f"/var/run/dpdk/{self.prefix}"])
+        cleanup(self.prefix)
         for f in os.listdir("/dev/hugepages") if os.path.isdir("/dev/hugepages") else []:
             if f.startswith(self.prefix + "map_"):
                 os.unlink(os.path.join("/dev/hugepages", f))

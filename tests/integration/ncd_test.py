@@ -8,11 +8,14 @@ import struct
 import subprocess
 import shutil
 import tempfile
+import sys
 import time
 import unittest
 
 BUILD = os.environ.get("NCD_BUILD_DIR", "build")
 SRC = os.environ.get("NCD_SOURCE_DIR", ".")
+sys.path.insert(0, os.path.join(SRC, "scripts"))
+from eal_prefix import cleanup as cleanup_prefix  # noqa: E402
 DAEMON = os.path.join(BUILD, "app/netchanneld/netchanneld")
 CONSUMER = os.path.join(BUILD, "tests/integration/nc_consumer")
 GEN = os.path.join(SRC, "scripts/gen_traffic.py")
@@ -118,14 +121,6 @@ def consume(prefix, channel, out, count, timeout_ms=10000, lcore_id=7, protect=(
                      "--lcore-id", str(lcore_id)], protect)
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
     return r.returncode, r.stdout + r.stderr
-
-
-def cleanup_prefix(prefix):
-    """What EAL leaves for a prefix: its runtime directory and hugepage files."""
-    subprocess.run(["rm", "-rf", f"/var/run/dpdk/{prefix}"], check=False)
-    for f in os.listdir("/dev/hugepages") if os.path.isdir("/dev/hugepages") else []:
-        if f.startswith(prefix + "map_"):
-            os.unlink(os.path.join("/dev/hugepages", f))
 
 
 def generate(workdir, mac=PCAP_MAC, **kw):
