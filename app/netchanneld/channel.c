@@ -66,7 +66,8 @@ tx_list_del(struct ncd_worker *w, const struct ncd_channel *ch)
 /*
  * A ring of a channel: single consumer, and multi-producer unless sp (one
  * producer only: a receive ring when one worker runs, which spares it the
- * compare-and-swap per enqueue); its name goes to name (NC_NAME_SIZE). From the shared heap, not a memzone of its own:
+ * compare-and-swap per enqueue); its name goes to name (NC_NAME_SIZE).
+ * From the shared heap, not a memzone of its own:
  * there are more channels than DPDK has memzones (clients find it by the
  * address in the directory, see nc_proto.h).
  */
@@ -194,8 +195,7 @@ ncd_channel_add(struct ncd *d, const struct ncd_channel_conf *cc, int owner)
 	ch->dir = e;
 	if (cc->action == NCD_ACTION_DELIVER) {
 		/* Any worker may enqueue; one client dequeues. */
-		ch->single_worker = d->cfg.nworkers == 1;
-		ch->rx = channel_ring(cc, NC_RX_RING_FMT, ch->id, e->rx_ring, ch->single_worker);
+		ch->rx = channel_ring(cc, NC_RX_RING_FMT, ch->id, e->rx_ring, d->cfg.nworkers == 1);
 		if (ch->rx == NULL) {
 			ret = -rte_errno;
 			goto out_delete;

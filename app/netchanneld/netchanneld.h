@@ -160,7 +160,6 @@ struct ncd_channel {
 	uint64_t seq;                  /* creation order: among equal priorities the older wins */
 	int32_t queue;                 /* offload: the rx queue to steer to, or -1 */
 	bool consumer_gone;            /* its client died: its rings are drained from their tail */
-	bool single_worker;            /* one worker enqueues: rx ring and bytes_in need no atomics */
 	uint64_t out_seen;             /* dir->bytes_out as a worker last read it (never above it) */
 	struct ncd_nat_conf nat;       /* a NAT channel's translation (action NCD_ACTION_NAT) */
 	/* Per port: the mark its flow rule sets, 0 for none. Workers trust only this one. */

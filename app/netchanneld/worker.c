@@ -42,20 +42,28 @@ csum_flags(const struct rte_mbuf *m)
 	}
 }
 
-/* Bytes enqueued on a channel's ring: one writer needs no atomic read-modify-write. */
+/*
+ * Bytes enqueued on a channel's ring. A single-producer ring (one worker
+ * runs) has one writer of its budget too: no atomic read-modify-write.
+ */
 static inline void
 bytes_in_add(struct ncd_channel *ch, uint64_t bytes)
 {
-	if (ch->single_worker)
+	if (ch->rx->prod.sync_type == RTE_RING_SYNC_ST)
 		__atomic_store_n(&ch->dir->bytes_in, ch->dir->bytes_in + bytes, __ATOMIC_RELAXED);
 	else
 		__atomic_fetch_add(&ch->dir->bytes_in, bytes, __ATOMIC_RELAXED);
 }
 
-/* How many of a batch's packets fit in queue_bytes with queued bytes in the ring; their bytes. */
+/*
+ * How many of a batch's packets fit in limit when in bytes were enqueued
+ * and out dequeued; their bytes. Another worker's newer look at out may
+ * pass this one's in: nothing is queued then.
+ */
 static inline uint32_t
-budget_fit(const struct batch *b, uint64_t queued, uint64_t limit, uint64_t *bytes)
+budget_fit(const struct batch *b, uint64_t in, uint64_t out, uint64_t limit, uint64_t *bytes)
 {
+	uint64_t queued = in > out ? in - out : 0;
 	uint32_t fit = 0;
 
 	*bytes = 0;
@@ -83,13 +91,12 @@ deliver(struct ncd_worker *w, struct ncd_port_stats *ps, struct batch *b)
 	uint32_t fit, sent;
 	uint64_t bytes, unsent = 0;
 
-	/* Another worker's newer look may pass this in: nothing queued then. */
-	fit = budget_fit(b, in > seen ? in - seen : 0, ch->queue_bytes, &bytes);
+	fit = budget_fit(b, in, seen, ch->queue_bytes, &bytes);
 	if (fit < b->n) {
 		seen = __atomic_load_n(&ch->dir->bytes_out, __ATOMIC_ACQUIRE);
 		/* Relaxed: other workers may store theirs; any is at most the real one. */
 		__atomic_store_n(&ch->out_seen, seen, __ATOMIC_RELAXED);
-		fit = budget_fit(b, in > seen ? in - seen : 0, ch->queue_bytes, &bytes);
+		fit = budget_fit(b, in, seen, ch->queue_bytes, &bytes);
 	}
 	bytes_in_add(ch, bytes);
 	sent = rte_ring_enqueue_burst(ch->rx, (void **)b->m, fit, NULL);
