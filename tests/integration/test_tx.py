@@ -292,9 +292,11 @@ class Tx(T.DaemonCase):
                 time.sleep(0.05)
             st = c.json(STATS)["mempool"]
             # A burst (32) may be in flight in the daemon at any moment, and the client may
-            # have been killed inside nc_mbuf_alloc() with one mbuf out of the pool and not
-            # yet marked (README, "Hardening": the one loss the design still allows).
-            self.assertLessEqual(st["in_use"], base + 32 + 1, st)
+            # have been killed inside nc_mbuf_alloc() with what that call took out of the pool
+            # not yet marked nor in the cache: a refill of its cache takes the cache's size
+            # plus one, 65 here (README, "Hardening": the one loss the design still allows;
+            # two of four clean-clone CI runs one day ended there: in_use base + 65, nothing flushed).
+            self.assertLessEqual(st["in_use"], base + 32 + 64 + 1, st)
             flushed = st["cache_flushed"]
             if flushed > 0:
                 break
