@@ -295,7 +295,8 @@ class Tx(T.DaemonCase):
             # have been killed inside nc_mbuf_alloc() with what that call took out of the pool
             # not yet marked nor in the cache: a refill of its cache takes the cache's size
             # plus one, 65 here (README, "Hardening": the one loss the design still allows;
-            # two of four clean-clone CI runs one day ended there: in_use base + 65, nothing flushed).
+            # two of four clean-clone CI runs one day ended there: in_use base + 65, nothing
+            # flushed).
             self.assertLessEqual(st["in_use"], base + 32 + 64 + 1, st)
             flushed = st["cache_flushed"]
             if flushed > 0:
