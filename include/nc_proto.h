@@ -56,10 +56,15 @@
  * them (zero-copy dequeue), gives mbufs back on its slot's free ring
  * (NC_FREE_RING_FMT, single producer: the client; a worker drains it and
  * unmarks them) and transmits them marked (the worker unmarks what it
- * dequeues), so that a client killed at any point leaves each of its mbufs
- * on a ring or marked. When a client dies the daemon drains its rings and
- * free ring, frees the mbufs still marked as its own and flushes its
- * lcore's mempool cache.
+ * dequeues). It allocates from its slot's alloc ring (NC_ALLOC_RING_FMT,
+ * single consumer: the client, marking them before they leave the ring as
+ * it does on receive), which a worker keeps filled from the pool once the
+ * client's entry has want_alloc set. So a client killed at any point leaves
+ * each of its mbufs on a ring or marked, and never a half-updated pool: it
+ * never takes from the pool or puts into it itself. When a client dies the
+ * daemon drains its rings, free ring and alloc ring, frees the mbufs still
+ * marked as its own and flushes its lcore's mempool cache (for an
+ * application that used the pool itself).
  *
  * Control: a Unix SOCK_SEQPACKET socket (the config's control.socket). One
  * message is one request or one reply; every request carries an id that its
@@ -83,12 +88,14 @@
 extern "C" {
 #endif
 
-#define NC_PROTO_VERSION 4
+#define NC_PROTO_VERSION 5
 #define NC_DIR_MZ "netchannel_dir"
 #define NC_DIR_MAGIC 0x6e636469u    /* "ncdi" */
 #define NC_RX_RING_FMT "nc_rx_%u"
 #define NC_TX_RING_FMT "nc_tx_%u"
 #define NC_FREE_RING_FMT "nc_free_%u"  /**< a client slot's free ring (see "Mbuf ownership") */
+#define NC_ALLOC_RING_FMT "nc_alloc_%u" /**< a client slot's alloc ring (see "Mbuf ownership") */
+#define NC_ALLOC_RING_SIZE 32u         /**< entries of an alloc ring: what it parks, at most */
 #define NC_MBUF_POOL_FMT "nc_mbuf_%d"
 #define NC_CLIENTS_MZ "netchannel_clients"
 #define NC_MBUF_OWNER_FIELD "netchannel_owner"
@@ -155,7 +162,8 @@ struct nc_client_entry {
 	uint64_t quota_stalls;         /**< receives cut short by the quota; the client counts */
 	uint32_t pid;                  /**< SO_PEERCRED */
 	uint32_t live;                 /**< 1 while the connection is open */
-	uint8_t pad[32];
+	uint32_t want_alloc;           /**< the client allocates: keep its alloc ring filled */
+	uint8_t pad[28];
 } __attribute__((aligned(64)));
 
 /** The channel directory (memzone NC_DIR_MZ). */

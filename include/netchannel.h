@@ -94,7 +94,9 @@ struct nc_client *nc_connect(const char *socket_path, unsigned int flags);
  * mbufs in this process's mempool cache are given back. If nc_connect() initialised
  * EAL, EAL is cleaned up too (rte_eal_cleanup()), and cannot be initialised
  * again in this process: an application that wants to reconnect initialises
- * EAL itself and passes NC_CONNECT_NO_EAL.
+ * EAL itself and passes NC_CONNECT_NO_EAL. rte_eal_cleanup() waits for
+ * DPDK's memory hotplug lock, which another client killed inside its own
+ * rte_eal_init() leaves held for ever (README, "Hardening").
  *
  * @param c
  *   The client; NULL is a no-op.
@@ -187,10 +189,14 @@ ssize_t nc_send_ip(struct nc_channel *ch, const void *buf, size_t len);
 
 /**
  * An mbuf from the daemon's pool, to fill and nc_tx_burst(). It counts
- * against the client's quota until given back.
+ * against the client's quota until given back. It comes off the client's
+ * alloc ring, which a worker keeps filled once the client first allocates
+ * (the first call waits for it), so the client never takes from the pool
+ * itself and a kill at any moment loses none.
  *
  * @return
- *   The mbuf, or NULL with errno ENOBUFS (pool empty, or quota reached).
+ *   The mbuf, or NULL with errno ENOBUFS (quota reached, or no mbuf from
+ *   the worker within 100 ms: the pool is empty) or EPIPE (daemon gone).
  */
 struct rte_mbuf *nc_mbuf_alloc(struct nc_client *c);
 

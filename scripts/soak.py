@@ -280,6 +280,12 @@ class Soak:
             self.daemon.kill()
             rc = "killed after 60 s"
         self.log.close()
+        # A client SIGKILLed inside its rte_eal_init() can leave a lock of DPDK's shared
+        # memory held: the daemon's teardown watchdog then ends it (README, "Hardening").
+        with open(self.log.name) as f:
+            for line in f:
+                if line.startswith("netchanneld: shutdown: "):
+                    print(f"soak: daemon {n}: {line.strip()}")
         if rc != 0:
             self.failures.append(f"daemon {n}: exit {rc}")
             return

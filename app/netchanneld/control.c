@@ -156,6 +156,9 @@ free_ring_stop(struct ncd *d, unsigned int slot)
 	rte_rcu_qsbr_synchronize(d->qsbr, RTE_QSBR_THRID_INVALID);
 	ncd_ring_drain(d, d->free_rings[slot], false);
 	rte_ring_reset(d->free_rings[slot]);
+	/* Its one consumer is gone or done, maybe killed in the middle of a dequeue. */
+	ncd_ring_drain(d, d->alloc_rings[slot], true);
+	rte_ring_reset(d->alloc_rings[slot]);
 }
 
 /*
@@ -521,8 +524,9 @@ handle(struct ncd *d, struct client *c, const uint8_t *msg, ssize_t n, bool trun
 		c->hello = true;
 		d->clients[c - ctl.clients] = (struct nc_client_entry){
 			.quota = d->cfg.mbuf_quota, .pid = (uint32_t)c->cred.pid, .live = 1 };
-		/* Its free ring, empty, and drained by a worker from now on. */
+		/* Its free and alloc rings, empty, and served by a worker from now on. */
 		rte_ring_reset(d->free_rings[c - ctl.clients]);
+		rte_ring_reset(d->alloc_rings[c - ctl.clients]);
 		__atomic_fetch_or(&d->free_active, UINT64_C(1) << (c - ctl.clients), __ATOMIC_RELEASE);
 		memset(&hr, 0, sizeof(hr));
 		hr.slot = (uint32_t)(c - ctl.clients);
@@ -618,6 +622,21 @@ accept_clients(void)
 	}
 }
 
+/* One of a client slot's single-producer, single-consumer mbuf rings. */
+static struct rte_ring *
+slot_ring(const char *fmt, unsigned int slot, unsigned int size)
+{
+	char name[RTE_RING_NAMESIZE];
+	struct rte_ring *r;
+
+	snprintf(name, sizeof(name), fmt, slot);
+	r = rte_ring_create(name, size, (int)rte_socket_id(),
+			    RING_F_SP_ENQ | RING_F_SC_DEQ | RING_F_EXACT_SZ);
+	if (r == NULL)
+		NCD_LOG(ERR, "rte_ring_create(%s, %u): %s", name, size, rte_strerror(rte_errno));
+	return r;
+}
+
 int
 ncd_control_init(struct ncd *d)
 {
@@ -626,23 +645,17 @@ ncd_control_init(struct ncd *d)
 	char dir[sizeof(ctl.path)];
 
 	for (unsigned int i = 0; i < NCD_MAX_CLIENTS; i++) {
-		char name[RTE_RING_NAMESIZE];
-
 		ctl.clients[i].fd = -1;
 		/*
-		 * A client produces, a worker consumes. It holds the client's whole
-		 * quota, up to a bound on its memory (a client over it frees the rest
-		 * into the pool itself).
+		 * The free ring: a client produces, a worker consumes. It holds the
+		 * client's whole quota, up to a bound on its memory (a client over it
+		 * frees the rest into the pool itself). The alloc ring the other way.
 		 */
-		snprintf(name, sizeof(name), NC_FREE_RING_FMT, i);
-		d->free_rings[i] = rte_ring_create(name, RTE_MIN(d->cfg.mbuf_quota, FREE_RING_MAX),
-						   (int)rte_socket_id(),
-						   RING_F_SP_ENQ | RING_F_SC_DEQ | RING_F_EXACT_SZ);
-		if (d->free_rings[i] == NULL) {
-			NCD_LOG(ERR, "rte_ring_create(%s, %u): %s", name,
-				RTE_MIN(d->cfg.mbuf_quota, FREE_RING_MAX), rte_strerror(rte_errno));
+		d->free_rings[i] = slot_ring(NC_FREE_RING_FMT, i,
+					     RTE_MIN(d->cfg.mbuf_quota, FREE_RING_MAX));
+		d->alloc_rings[i] = slot_ring(NC_ALLOC_RING_FMT, i, NC_ALLOC_RING_SIZE);
+		if (d->free_rings[i] == NULL || d->alloc_rings[i] == NULL)
 			return -1;
-		}
 	}
 	if (strlen(d->cfg.control_socket) >= sizeof(sa.sun_path)) {
 		fprintf(stderr, "%s: control.socket: longer than %zu bytes\n", d->cfg.path,
@@ -731,5 +744,9 @@ ncd_control_close(struct ncd *d)
 		ncd_ring_drain(d, d->free_rings[i], false);
 		rte_ring_free(d->free_rings[i]);
 		d->free_rings[i] = NULL;
+		/* Not from the tail: a client that outlives the daemon may still be taking. */
+		ncd_ring_drain(d, d->alloc_rings[i], false);
+		rte_ring_free(d->alloc_rings[i]);
+		d->alloc_rings[i] = NULL;
 	}
 }

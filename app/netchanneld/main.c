@@ -8,7 +8,9 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +34,67 @@ struct ncd ncd = { .lock = PTHREAD_MUTEX_INITIALIZER, .nh_efd = -1 };
 int ncd_logtype, ncd_logtype_control, ncd_logtype_worker, ncd_logtype_nexthop;
 
 static volatile sig_atomic_t signals;
+
+#define TEARDOWN_TIMEOUT_S 10
+
+/*
+ * Shutdown frees DPDK memory, and EAL takes a lock in shared memory to do so
+ * (memory hotplug, the heap). A client killed while it held one, in its own
+ * rte_eal_init() or rte_eal_cleanup(), leaves it held for ever: the daemon
+ * would spin in its teardown. The watchdog ends the process instead, saying
+ * which step hung; everything the daemon reports is written by then, and the
+ * kernel takes back what is the process's own.
+ */
+static struct {
+	pthread_t thread;
+	const char *volatile step;
+	volatile int done;
+	int ret;
+	bool running;
+} teardown;
+
+static void *
+teardown_watchdog(void *arg)
+{
+	(void)arg;
+	for (unsigned int i = 0; i < TEARDOWN_TIMEOUT_S * 10; i++) {
+		if (teardown.done)
+			return NULL;
+		usleep(100000);
+	}
+	fprintf(stderr, "netchanneld: shutdown: %s has not returned for %d s: a lock in DPDK's "
+		"shared memory is held, most likely by a client killed inside rte_eal_init() or "
+		"rte_eal_cleanup(); exiting without freeing the rest (hugepage files of prefix "
+		"'%s' may remain)\n", teardown.step, TEARDOWN_TIMEOUT_S, ncd.file_prefix);
+	_exit(teardown.ret);
+}
+
+/* The step of the teardown about to run, for the watchdog's message. */
+static void
+teardown_step(const char *step)
+{
+	teardown.step = step;
+}
+
+static void
+teardown_start(int ret)
+{
+	teardown.ret = ret;
+	teardown.step = "the teardown";
+	/* The watchdog's _exit() would lose what stdio still buffers: the counters. */
+	fflush(stdout);
+	teardown.running = pthread_create(&teardown.thread, NULL, teardown_watchdog, NULL) == 0;
+	if (!teardown.running)
+		NCD_LOG(WARNING, "pthread_create(teardown watchdog): a hung teardown will hang");
+}
+
+static void
+teardown_end(void)
+{
+	teardown.done = 1;
+	if (teardown.running)
+		pthread_join(teardown.thread, NULL);
+}
 
 /* Only a flag: the main loop does the work. A second signal forces the exit. */
 static void
@@ -302,21 +365,30 @@ main(int argc, char **argv)
 	if (stats != NULL && ncd_stats_write_json(d, stats) != 0)
 		ret = 1;
 out_close_control:
+	/* From here on, clients may have attached: the teardown runs under the watchdog. */
+	teardown_start(ret);
 	ncd_telemetry_close(d);
+	teardown_step("rte_pdump_uninit()");
 	rte_pdump_uninit();
+	teardown_step("closing the control socket");
 	ncd_control_close(d);
 out_free_channels:
+	teardown_step("freeing the channels");
 	ncd_offload_close(d);
 	ncd_channels_free(d);
 	ncd_nat_close(d);
 	ncd_nh_close(d);
 out_close_ports:
+	teardown_step("closing the ports");
 	ncd_ports_close(d);
 	free_workers(d);
 out_free_pool:
+	teardown_step("rte_mempool_free()");
 	rte_mempool_free(d->pool);
 out_eal:
+	teardown_step("rte_eal_cleanup()");
 	rte_eal_cleanup();
+	teardown_end();
 	ncd_config_free(&d->cfg);
 	return ret;
 }

@@ -293,6 +293,8 @@ struct ncd {
 	int owner_off;                 /* offset of the mbuf owner dynfield */
 	/* Clients' free rings (NC_FREE_RING_FMT), by slot; workers drain the active ones. */
 	struct rte_ring *free_rings[NC_MAX_CLIENTS];
+	/* Their alloc rings (NC_ALLOC_RING_FMT); the same workers fill those that want_alloc. */
+	struct rte_ring *alloc_rings[NC_MAX_CLIENTS];
 	uint64_t free_active;          /* bit per slot: a client may be giving mbufs back */
 	uint64_t mbufs_reclaimed;      /* freed for dead clients */
 	uint64_t cache_flushed;        /* taken back from dead clients' mempool caches */

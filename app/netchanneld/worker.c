@@ -801,8 +801,29 @@ tx_resolved(struct ncd *d, struct ncd_worker *w)
 }
 
 /*
+ * A client's alloc ring, topped up from the pool once a quarter of it is
+ * gone: what the client allocates never comes from the pool in its own
+ * process, where a kill could leave the pool's ring or a cache half-updated.
+ */
+static void
+fill_alloc_ring(const struct ncd *d, unsigned int slot)
+{
+	struct rte_ring *r = d->alloc_rings[slot];
+	struct rte_mbuf *m[NC_ALLOC_RING_SIZE];
+	unsigned int n;
+
+	if (!__atomic_load_n(&d->clients[slot].want_alloc, __ATOMIC_RELAXED))
+		return;
+	n = rte_ring_free_count(r);
+	if (n < NC_ALLOC_RING_SIZE / 4 || rte_pktmbuf_alloc_bulk(d->pool, m, n) != 0)
+		return;
+	rte_ring_enqueue_bulk(r, (void **)m, n, NULL);
+}
+
+/*
  * What clients gave back: unmarked, into this worker's mempool cache, where
- * the next rx burst finds them. At most two bursts per ring per loop.
+ * the next rx burst finds them. At most two bursts per ring per loop. And
+ * what they will allocate.
  */
 static void
 free_rings(const struct ncd *d, const struct ncd_worker *w)
@@ -815,6 +836,7 @@ free_rings(const struct ncd *d, const struct ncd_worker *w)
 		act &= act - 1;
 		if (ncd_ring_free_burst(d, d->free_rings[slot]) == NCD_BURST)
 			ncd_ring_free_burst(d, d->free_rings[slot]);
+		fill_alloc_ring(d, slot);
 	}
 }
 

@@ -33,6 +33,7 @@
 
 #define TX_MAX 256                 /* most packets one nc_tx_burst() takes */
 #define GONE_CHECK_MS 10           /* how often an idle client looks whether the daemon hung up */
+#define ALLOC_WAIT_MS 100          /* how long nc_mbuf_alloc() waits for a worker to fill its ring */
 
 struct nc_client {
 	int fd;
@@ -44,6 +45,7 @@ struct nc_client {
 	int owner_off;             /* the mbuf owner field */
 	uint32_t owner;            /* our mark in it: slot + 1 */
 	struct rte_ring *free_ring;/* mbufs given back through the daemon (NC_FREE_RING_FMT), or NULL */
+	struct rte_ring *alloc_ring;/* mbufs the daemon allocates for us (NC_ALLOC_RING_FMT), or NULL */
 	int eal_owned;             /* nc_connect() initialised EAL: nc_disconnect() cleans it up */
 	int gone;                  /* the daemon hung up */
 	uint64_t next_check;       /* TSC of the next look at the socket */
@@ -224,6 +226,8 @@ nc_connect(const char *path, unsigned int flags)
 
 		snprintf(name, sizeof(name), NC_FREE_RING_FMT, c->hello.slot);
 		c->free_ring = rte_ring_lookup(name);
+		snprintf(name, sizeof(name), NC_ALLOC_RING_FMT, c->hello.slot);
+		c->alloc_ring = rte_ring_lookup(name);
 	}
 	return c;
 
@@ -434,6 +438,29 @@ take(struct nc_client *c, struct rte_mbuf **m, unsigned int n)
 	held_add(c, n);
 }
 
+/*
+ * Up to n mbufs off a ring whose one consumer is this client, by zero-copy
+ * dequeue: marked as this client's while the ring still holds them, and only
+ * then off it. A kill before the end leaves them on the ring (the daemon
+ * drains a dead client's rings from their tail), a kill after leaves them
+ * marked: none is lost. @return how many
+ */
+static unsigned int
+take_from(struct nc_client *c, struct rte_ring *r, struct rte_mbuf **m, unsigned int n)
+{
+	struct rte_ring_zc_data zcd;
+	unsigned int k = rte_ring_dequeue_zc_burst_start(r, n, &zcd, NULL);
+
+	if (k == 0)
+		return 0;
+	memcpy(m, zcd.ptr1, zcd.n1 * sizeof(void *));
+	if (k > zcd.n1)
+		memcpy(m + zcd.n1, zcd.ptr2, (k - zcd.n1) * sizeof(void *));
+	take(c, m, k);
+	rte_ring_dequeue_zc_finish(r, k);
+	return k;
+}
+
 /* How many of a chain's mbufs carry this client's mark. */
 static unsigned int
 marked(const struct nc_client *c, struct rte_mbuf *m)
@@ -514,7 +541,6 @@ nc_rx_burst(struct nc_channel *ch, struct rte_mbuf **pkts, uint16_t n)
 {
 	struct nc_client *c = ch->client;
 	uint64_t room = room_of(c);
-	struct rte_ring_zc_data zcd;
 	unsigned int k;
 	uint64_t bytes = 0;
 
@@ -528,23 +554,12 @@ nc_rx_burst(struct nc_channel *ch, struct rte_mbuf **pkts, uint16_t n)
 			return 0;
 		}
 	}
-	/*
-	 * Zero-copy dequeue: the packets are marked as this client's while the
-	 * ring still holds them, and only then leave it. A kill before the end
-	 * leaves them in the ring (the daemon drains a dead client's rings from
-	 * their tail), a kill after leaves them marked: none is lost.
-	 */
-	k = rte_ring_dequeue_zc_burst_start(ch->rx, n, &zcd, NULL);
+	k = take_from(c, ch->rx, pkts, n);
 	if (k == 0) {
 		if (daemon_gone(c))
 			errno = EPIPE;
 		return 0;
 	}
-	memcpy(pkts, zcd.ptr1, zcd.n1 * sizeof(void *));
-	if (k > zcd.n1)
-		memcpy(pkts + zcd.n1, zcd.ptr2, (k - zcd.n1) * sizeof(void *));
-	take(c, pkts, k);
-	rte_ring_dequeue_zc_finish(ch->rx, k);
 	for (unsigned int i = 0; i < k; i++)
 		bytes += pkts[i]->pkt_len;
 	/* The daemon's byte budget: what left the ring no longer counts (one consumer: no RMW). */
@@ -588,12 +603,45 @@ nc_tx_burst_ip(struct nc_channel *ch, struct rte_mbuf **pkts, uint16_t n)
 	return tx_burst(ch, pkts, n, RTE_PTYPE_UNKNOWN);
 }
 
+/*
+ * An mbuf off the alloc ring, which a worker fills once our entry asks for
+ * it: the first allocation, or one that outruns the worker, waits a moment
+ * (yielding, as the worker may share our CPU).
+ */
+static struct rte_mbuf *
+alloc_from_ring(struct nc_client *c)
+{
+	uint64_t until = 0;
+	struct rte_mbuf *m;
+
+	while (take_from(c, c->alloc_ring, &m, 1) == 0) {
+		uint64_t now = rte_get_tsc_cycles();
+
+		if (until == 0) {
+			__atomic_store_n(&c->me->want_alloc, 1, __ATOMIC_RELAXED);
+			until = now + rte_get_tsc_hz() / 1000 * ALLOC_WAIT_MS;
+		} else if (now > until || daemon_gone(c)) {
+			errno = daemon_gone(c) ? EPIPE : ENOBUFS;
+			return NULL;
+		}
+		sched_yield();
+	}
+	return m;
+}
+
 NC_EXPORT struct rte_mbuf *
 nc_mbuf_alloc(struct nc_client *c)
 {
 	struct rte_mbuf *m;
 
-	if (room_of(c) == 0 || (m = rte_pktmbuf_alloc(c->pool)) == NULL) {
+	if (room_of(c) == 0) {
+		errno = ENOBUFS;
+		return NULL;
+	}
+	if (c->alloc_ring != NULL)
+		return alloc_from_ring(c);
+	/* A daemon without alloc rings: from the pool, as an application would. */
+	if ((m = rte_pktmbuf_alloc(c->pool)) == NULL) {
 		errno = ENOBUFS;
 		return NULL;
 	}

@@ -8,6 +8,7 @@
  *   nc_client_test SOCKET create|attach NAME DPORT BASE soak
  *   nc_client_test SOCKET latency NAME DPORT COUNT
  *   nc_client_test SOCKET drain PREFIX N
+ *   nc_client_test SOCKET lock
  *
  * Receives COUNT packets of its channel, checks that each is UDP to DPORT,
  * prints "received N held H" (H: the mbufs the library still counts as held,
@@ -19,7 +20,7 @@
  * fast as it can (as nc-dump -q does).
  *
  * alloc: as zerocopy, and allocates and frees an mbuf (nc_mbuf_alloc) for
- * each packet, so its lcore's mempool cache holds some of the pool.
+ * each packet, so a kill may come in the middle of either.
  *
  * hold: keeps the COUNT mbufs instead of freeing them, prints "holding N"
  * (fewer if the quota stops it: "holding N quota Q") and sleeps until killed.
@@ -33,6 +34,9 @@
  * mbufs to take back) and prints "ok N misdelivered M" every 50 ms, since the
  * soak kills it without warning. DPORT 0 (with attach): any port, the
  * payload's flow still has to be the one sent to the packet's port.
+ *
+ * lock: takes DPDK's memory hotplug lock for reading, prints "locked" and
+ * sleeps until killed, as a client killed inside rte_eal_init() would.
  *
  * drain (scripts/bench_datapath.py): attaches the static channels PREFIX0 ..
  * PREFIX<N-1> and empties them in turn until the daemon goes or a signal.
@@ -56,6 +60,7 @@
 
 #include <arpa/inet.h>
 
+#include <rte_eal_memconfig.h>
 #include <rte_ether.h>
 #include <rte_ip.h>
 #include <rte_mbuf.h>
@@ -437,6 +442,21 @@ nat(struct nc_client *c, const char *name, int dport, const char *target, int tp
 	return nc_channel_destroy(ch) == 0 ? 0 : 1;
 }
 
+/*
+ * What a client killed inside its rte_eal_init() leaves: DPDK's memory
+ * hotplug lock, in the daemon's shared memory, held for ever.
+ */
+static int
+hold_memory_lock(void)
+{
+	rte_mcfg_mem_read_lock();
+	printf("locked\n");
+	fflush(stdout);
+	for (;;)
+		pause();
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -452,7 +472,8 @@ main(int argc, char **argv)
 	if ((argc == 6 && strcmp(argv[2], "latency") == 0) ||
 	    (argc == 5 && strcmp(argv[2], "drain") == 0) ||
 	    (argc == 7 && strcmp(argv[2], "nat") == 0) ||
-	    (argc == 5 && strcmp(argv[2], "spoof") == 0)) {
+	    (argc == 5 && strcmp(argv[2], "spoof") == 0) ||
+	    (argc == 3 && strcmp(argv[2], "lock") == 0)) {
 		int ret;
 
 		c = nc_connect(argv[1], 0);
@@ -466,6 +487,8 @@ main(int argc, char **argv)
 			ret = drain(c, argv[3], atol(argv[4]));
 		else if (strcmp(argv[2], "nat") == 0)
 			ret = nat(c, argv[3], atoi(argv[4]), argv[5], atoi(argv[6]));
+		else if (strcmp(argv[2], "lock") == 0)
+			ret = hold_memory_lock();
 		else
 			ret = spoof(c, argv[3], atoi(argv[4]));
 		nc_disconnect(c);
@@ -477,8 +500,9 @@ main(int argc, char **argv)
 				"       %s SOCKET create|attach NAME DPORT BASE soak\n"
 				"       %s SOCKET latency NAME DPORT COUNT\n"
 				"       %s SOCKET drain PREFIX N\n"
-				"       %s SOCKET nat NAME DPORT TARGET TPORT\n",
-			argv[0], argv[0], argv[0], argv[0], argv[0], argv[0]);
+				"       %s SOCKET nat NAME DPORT TARGET TPORT\n"
+				"       %s SOCKET lock\n",
+			argv[0], argv[0], argv[0], argv[0], argv[0], argv[0], argv[0]);
 		return 2;
 	}
 	dport = atoi(argv[4]);
@@ -557,6 +581,8 @@ main(int argc, char **argv)
 		}
 	}
 	printf("received %ld held %" PRIu64 "\n", got, nc_mbufs_held(c, NULL));
+	/* Out before nc_disconnect(), which can wait for ever on a lock a dead client held. */
+	fflush(stdout);
 	nc_channel_destroy(ch);
 	nc_disconnect(c);
 	return got < count ? 1 : 0;
