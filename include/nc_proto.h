@@ -162,8 +162,13 @@ struct nc_client_entry {
 	uint64_t quota_stalls;         /**< receives cut short by the quota; the client counts */
 	uint32_t pid;                  /**< SO_PEERCRED */
 	uint32_t live;                 /**< 1 while the connection is open */
+	uint8_t pad[32];
+	/*
+	 * A line of its own: a worker reads it on every loop, and the client
+	 * writes it once, where it writes held at every burst.
+	 */
 	uint32_t want_alloc;           /**< the client allocates: keep its alloc ring filled */
-	uint8_t pad[28];
+	uint8_t pad2[60];
 } __attribute__((aligned(64)));
 
 /** The channel directory (memzone NC_DIR_MZ). */
@@ -344,7 +349,7 @@ _Static_assert(sizeof(struct nc_ctl_nat) == 52, "nc_ctl_nat layout is part of th
 _Static_assert(sizeof(struct nc_ctl_channel) == 112, "nc_ctl_channel layout is part of the protocol");
 
 _Static_assert(sizeof(struct nc_dir_entry) == 256, "nc_dir_entry layout is part of the ABI");
-_Static_assert(sizeof(struct nc_client_entry) == 64, "nc_client_entry layout is part of the ABI");
+_Static_assert(sizeof(struct nc_client_entry) == 128, "nc_client_entry layout is part of the ABI");
 _Static_assert(sizeof(struct nc_dir) == 64, "nc_dir header layout is part of the ABI");
 
 #ifdef __cplusplus
