@@ -142,16 +142,16 @@ reclaim_one(struct rte_mempool *mp __rte_unused, void *arg, void *obj, unsigned 
 }
 
 /*
- * Workers stop draining a slot's free ring, and what is on it goes back now.
- * After this, an mbuf of the slot's client is on none of the daemon's rings
- * but marked, or in the pool.
+ * Workers stop serving a slot's free and alloc rings, and what is on them
+ * goes back now. After this, an mbuf of the slot's client is on none of the
+ * daemon's rings but marked, or in the pool.
  */
 static void
-free_ring_stop(struct ncd *d, unsigned int slot)
+slot_rings_stop(struct ncd *d, unsigned int slot)
 {
-	if (!(__atomic_load_n(&d->free_active, __ATOMIC_RELAXED) & (UINT64_C(1) << slot)))
+	if (!(__atomic_load_n(&d->slot_active, __ATOMIC_RELAXED) & (UINT64_C(1) << slot)))
 		return;
-	__atomic_fetch_and(&d->free_active, ~(UINT64_C(1) << slot), __ATOMIC_RELEASE);
+	__atomic_fetch_and(&d->slot_active, ~(UINT64_C(1) << slot), __ATOMIC_RELEASE);
 	/* No worker is still in the middle of draining it after this. */
 	rte_rcu_qsbr_synchronize(d->qsbr, RTE_QSBR_THRID_INVALID);
 	ncd_ring_drain(d, d->free_rings[slot], false);
@@ -176,8 +176,8 @@ reclaim_mbufs(struct ncd *d, struct client *c)
 	struct reclaim r = { .off = d->owner_off, .owner = slot + 1 };
 	unsigned int cached = 0;
 
-	/* The free ring first: what is on it is still marked, and must be freed once. */
-	free_ring_stop(d, slot);
+	/* Its rings first: what is on them may still be marked, and must be freed once. */
+	slot_rings_stop(d, slot);
 	rte_mempool_obj_iter(d->pool, reclaim_one, &r);
 	if (cache != NULL) {
 		cached = cache->len;
@@ -201,7 +201,7 @@ now_ms(void)
 static void
 slot_free(struct ncd *d, struct client *c)
 {
-	free_ring_stop(d, (unsigned int)(c - ctl.clients));
+	slot_rings_stop(d, (unsigned int)(c - ctl.clients));
 	memset(&d->clients[c - ctl.clients], 0, sizeof(d->clients[0]));
 	memset(c, 0, sizeof(*c));
 	c->fd = -1;
@@ -527,7 +527,7 @@ handle(struct ncd *d, struct client *c, const uint8_t *msg, ssize_t n, bool trun
 		/* Its free and alloc rings, empty, and served by a worker from now on. */
 		rte_ring_reset(d->free_rings[c - ctl.clients]);
 		rte_ring_reset(d->alloc_rings[c - ctl.clients]);
-		__atomic_fetch_or(&d->free_active, UINT64_C(1) << (c - ctl.clients), __ATOMIC_RELEASE);
+		__atomic_fetch_or(&d->slot_active, UINT64_C(1) << (c - ctl.clients), __ATOMIC_RELEASE);
 		memset(&hr, 0, sizeof(hr));
 		hr.slot = (uint32_t)(c - ctl.clients);
 		hr.version = NC_CTL_VERSION;

@@ -172,9 +172,9 @@ setup_workers(struct ncd *d)
 
 		w->index = i;
 		w->lcore = wc->lcore;
-		/* Client slots' free rings go round the workers. */
+		/* Client slots' free and alloc rings go round the workers. */
 		for (unsigned int slot = i; slot < NC_MAX_CLIENTS; slot += d->cfg.nworkers)
-			w->free_slots |= UINT64_C(1) << slot;
+			w->slots |= UINT64_C(1) << slot;
 		w->nrx = wc->nrx;
 		for (unsigned int q = 0; q < wc->nrx; q++)
 			w->rx[q] = (struct ncd_rxq){ wc->rx[q].port, wc->rx[q].queue };

@@ -268,7 +268,7 @@ struct ncd_worker {
 	uint32_t ntx;
 	struct rte_ring *nh_done;        /* control thread -> worker: IP packets, next hop resolved */
 	uint32_t stats_gen;              /* the last ncd.stats_gen this worker acted on */
-	uint64_t free_slots;             /* the client slots whose free rings this worker drains */
+	uint64_t slots;             /* the client slots whose free and alloc rings it serves */
 } __rte_cache_aligned;
 
 struct ncd {
@@ -295,7 +295,7 @@ struct ncd {
 	struct rte_ring *free_rings[NC_MAX_CLIENTS];
 	/* Their alloc rings (NC_ALLOC_RING_FMT); the same workers fill those that want_alloc. */
 	struct rte_ring *alloc_rings[NC_MAX_CLIENTS];
-	uint64_t free_active;          /* bit per slot: a client may be giving mbufs back */
+	uint64_t slot_active;          /* bit per slot: workers serve its free and alloc rings */
 	uint64_t mbufs_reclaimed;      /* freed for dead clients */
 	uint64_t cache_flushed;        /* taken back from dead clients' mempool caches */
 	char file_prefix[64];          /* EAL's, for clients */

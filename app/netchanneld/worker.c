@@ -826,9 +826,9 @@ fill_alloc_ring(const struct ncd *d, unsigned int slot)
  * what they will allocate.
  */
 static void
-free_rings(const struct ncd *d, const struct ncd_worker *w)
+serve_slot_rings(const struct ncd *d, const struct ncd_worker *w)
 {
-	uint64_t act = __atomic_load_n(&d->free_active, __ATOMIC_ACQUIRE) & w->free_slots;
+	uint64_t act = __atomic_load_n(&d->slot_active, __ATOMIC_ACQUIRE) & w->slots;
 
 	while (act != 0) {
 		unsigned int slot = (unsigned int)__builtin_ctzll(act);
@@ -892,7 +892,7 @@ ncd_worker_main(void *arg)
 		}
 		/* Also with no transmitting channel left: what was resolved for a gone one is freed. */
 		tx_resolved(d, w);
-		free_rings(d, w);
+		serve_slot_rings(d, w);
 		rte_rcu_qsbr_quiescent(d->qsbr, w->index);
 	}
 	rte_rcu_qsbr_thread_offline(d->qsbr, w->index);

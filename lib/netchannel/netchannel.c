@@ -45,7 +45,7 @@ struct nc_client {
 	int owner_off;             /* the mbuf owner field */
 	uint32_t owner;            /* our mark in it: slot + 1 */
 	struct rte_ring *free_ring;/* mbufs given back through the daemon (NC_FREE_RING_FMT), or NULL */
-	struct rte_ring *alloc_ring;/* mbufs the daemon allocates for us (NC_ALLOC_RING_FMT), or NULL */
+	struct rte_ring *alloc_ring;/* mbufs the daemon allocates for us (NC_ALLOC_RING_FMT) */
 	int eal_owned;             /* nc_connect() initialised EAL: nc_disconnect() cleans it up */
 	int gone;                  /* the daemon hung up */
 	uint64_t next_check;       /* TSC of the next look at the socket */
@@ -228,6 +228,10 @@ nc_connect(const char *path, unsigned int flags)
 		c->free_ring = rte_ring_lookup(name);
 		snprintf(name, sizeof(name), NC_ALLOC_RING_FMT, c->hello.slot);
 		c->alloc_ring = rte_ring_lookup(name);
+	}
+	if (c->alloc_ring == NULL) {
+		ret = -EPROTO;
+		goto out_close;
 	}
 	return c;
 
@@ -620,8 +624,8 @@ alloc_from_ring(struct nc_client *c)
 		if (until == 0) {
 			__atomic_store_n(&c->me->want_alloc, 1, __ATOMIC_RELAXED);
 			until = now + rte_get_tsc_hz() / 1000 * ALLOC_WAIT_MS;
-		} else if (now > until || daemon_gone(c)) {
-			errno = daemon_gone(c) ? EPIPE : ENOBUFS;
+		} else if (daemon_gone(c) || now > until) {
+			errno = c->gone ? EPIPE : ENOBUFS;
 			return NULL;
 		}
 		sched_yield();
@@ -632,21 +636,11 @@ alloc_from_ring(struct nc_client *c)
 NC_EXPORT struct rte_mbuf *
 nc_mbuf_alloc(struct nc_client *c)
 {
-	struct rte_mbuf *m;
-
 	if (room_of(c) == 0) {
 		errno = ENOBUFS;
 		return NULL;
 	}
-	if (c->alloc_ring != NULL)
-		return alloc_from_ring(c);
-	/* A daemon without alloc rings: from the pool, as an application would. */
-	if ((m = rte_pktmbuf_alloc(c->pool)) == NULL) {
-		errno = ENOBUFS;
-		return NULL;
-	}
-	take(c, &m, 1);
-	return m;
+	return alloc_from_ring(c);
 }
 
 NC_EXPORT void
