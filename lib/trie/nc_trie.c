@@ -43,6 +43,7 @@
 #include <arpa/inet.h>
 
 #include <numa.h>
+#include <rte_branch_prediction.h>
 #include <rte_rcu_qsbr.h>
 
 #include "nc_trie.h"
@@ -133,7 +134,11 @@ struct nc_trie {
 	uint32_t *scratch;            /* nodes unlinked by the current delete */
 	uint32_t nscratch, scratch_cap;
 	struct tuple tuples[NTABLES];
-	struct tentry *entries;       /* front-stage entries, index 0 is nil */
+	/*
+	 * Front-stage entries. Index 0 is nil and stays all zero: a probe may
+	 * read it for an empty bucket or a chain's end, and its rank 0 never wins.
+	 */
+	struct tentry *entries;
 	size_t entries_map_size;
 	uint32_t ent_hwm, ent_free;   /* free list through next */
 	uint32_t ntrie_rules;
@@ -1336,18 +1341,63 @@ tuple_buckets(const struct tuple *tp)
 	return __atomic_load_n(&tp->buckets, __ATOMIC_ACQUIRE);
 }
 
-static inline void
-tuple_probe(const struct nc_trie *t, uint32_t head, const uint64_t w[5], struct best *b)
+/*
+ * The words an IPv4 key or entry can have non-zero: its low address words
+ * are zero in every IPv4 and port table, so a chunk of IPv4 keys hashes and
+ * compares three words, not five.
+ */
+static inline bool
+words_eq_v4(const uint64_t a[5], const uint64_t b[5])
+{
+	return ((a[0] ^ b[0]) | (a[2] ^ b[2]) | (a[4] ^ b[4])) == 0;
+}
+
+static inline uint32_t
+tuple_hash_v4(const uint64_t w[5])
+{
+	return (uint32_t)hash_step(hash_step(hash_step(0, w[0]), w[2]), w[4]);
+}
+
+/*
+ * An entry's rule becomes the key's best if it matches and ranks higher.
+ * Without a branch: which entries match is data, and a mispredicted branch
+ * per probe cost more than the probe's loads.
+ */
+static __rte_always_inline void
+entry_take(struct best *b, const struct tentry *e, const uint64_t w[5], const bool v4)
+{
+	uint64_t hit = -(uint64_t)((e->rank > b->rank) &
+				   (v4 ? words_eq_v4(e->w, w) : words_eq(e->w, w)));
+
+	b->rank = (e->rank & hit) | (b->rank & ~hit);
+	b->rule = (e->rule & (uint32_t)hit) | (b->rule & ~(uint32_t)hit);
+}
+
+/* The rest of a chain, from head; v4 as in front_stage(). */
+static __rte_always_inline void
+tuple_probe(const struct nc_trie *t, uint32_t head, const uint64_t w[5], struct best *b,
+	    const bool v4)
 {
 	for (uint32_t idx = head; idx != NIL;) {
 		const struct tentry *e = &t->entries[idx];
 
-		if (e->rank > b->rank && words_eq(e->w, w)) {
-			b->rank = e->rank;
-			b->rule = e->rule;
-		}
+		entry_take(b, e, w, v4);
 		idx = link_load(&e->next);
 	}
+}
+
+/*
+ * A 56-byte entry straddles two lines at six of every eight indices, and
+ * words_eq() reads both ends of it: fetch both, or the second is a miss
+ * the probe waits for.
+ */
+static inline void
+entry_prefetch(const struct nc_trie *t, uint32_t idx)
+{
+	const char *e = (const char *)&t->entries[idx];
+
+	__builtin_prefetch(e);
+	__builtin_prefetch(e + sizeof(struct tentry) - 1);
 }
 
 /* A key's addresses as the tables and the trie read them. */
@@ -1376,13 +1426,11 @@ key_table(const struct nc_trie *t, unsigned int fam, int i)
 	return i == TUPLE_PORT_SLOT ? &t->tuples[TUPLE_PORT] : &t->tuples[fam * TUPLE_SHAPES + i];
 }
 
-/* The trie, after the front stage: best is the bound to beat. */
+/* The trie from a family's root, after the front stage: best is the bound to beat. */
 static inline void
-trie_search(const struct nc_trie *t, const struct nc_trie_key *key, unsigned int fam,
+trie_search(const struct nc_trie *t, const struct nc_trie_key *key, uint32_t root,
 	    struct best *b)
 {
-	uint32_t root = link_load(&t->root[fam]);
-
 	if (root != NIL) {
 		struct ikey k;
 
@@ -1419,9 +1467,9 @@ nc_trie_lookup(const struct nc_trie *t, const struct nc_trie_key *key)
 		if (bk == NULL || rank_load(&tp->maxrank) <= b.rank)
 			continue;
 		key_words(key, &a, i, w);
-		tuple_probe(t, link_load(&bk[tuple_hash(w) & tp->mask]), w, &b);
+		tuple_probe(t, link_load(&bk[tuple_hash(w) & tp->mask]), w, &b, false);
 	}
-	trie_search(t, key, fam, &b);
+	trie_search(t, key, link_load(&t->root[fam]), &b);
 	return b.rule;
 }
 
@@ -1457,95 +1505,129 @@ pass_order(const struct nc_trie *t, struct pass_table pt[2][KEY_TABLES])
 		}
 }
 
+/* A chunk's keys, as the front stage's passes read them. */
+struct chunk {
+	const struct nc_trie_key *k;
+	unsigned int m;
+	struct kaddr a[BULK_CHUNK];
+	unsigned int fam[BULK_CHUNK];
+	bool ok[BULK_CHUNK], front[BULK_CHUNK];
+	struct best b[BULK_CHUNK];
+};
+
 /*
- * Bulk lookup, a chunk of keys at a time, one pass per front-stage table:
- * the table of the highest maxrank first, and a later table only for the
- * keys whose best so far it can still beat (where connected sockets
- * outrank listeners, as in a stack and in the socket workload, a connected
- * hit never touches the listener table). Within a pass, each step's memory misses (the bucket,
- * the first entry, the entry after it) overlap across the pass's keys.
- * Then the trie, with each key's best as its pruning bound.
+ * The front stage of a chunk: one pass per table, the best table first.
+ * Within a pass, each step's memory misses (the bucket, the first entry,
+ * the entry after it) overlap across the pass's keys. v4 is a constant at
+ * each call: the chunk holds IPv4 keys with ports only, and the compiler
+ * drops the other family's words.
+ */
+static __rte_always_inline void
+front_stage(const struct nc_trie *t, const struct pass_table pt[2][KEY_TABLES], struct chunk *c,
+	    const bool v4)
+{
+	/* The current pass: its keys, their words, bucket positions and chain heads. */
+	uint8_t in[BULK_CHUNK];
+	uint64_t w[BULK_CHUNK][5];
+	uint32_t pos[BULK_CHUNK], head[BULK_CHUNK];
+
+	for (int p = 0; p < KEY_TABLES; p++) {
+		unsigned int np = 0;
+
+		if (pt[0][p].bk == NULL && (v4 || pt[1][p].bk == NULL))
+			continue;
+		/*
+		 * The pass's keys. Whether a key's best can still improve is data
+		 * (a fifth of keys in a second pass of the socket workload): the
+		 * selection, like the probe steps below, takes no branch on it.
+		 */
+		for (unsigned int i = 0; i < c->m; i++) {
+			const struct pass_table *x = &pt[v4 ? 0 : c->fam[i]][p];
+
+			in[np] = (uint8_t)i;
+			np += (v4 || c->front[i]) & (x->bk != NULL) & (x->maxrank > c->b[i].rank);
+		}
+		/* Their buckets. */
+		for (unsigned int j = 0; j < np; j++) {
+			unsigned int i = in[j];
+			const struct pass_table *x = &pt[v4 ? 0 : c->fam[i]][p];
+
+			key_words(&c->k[i], &c->a[i], x->shape, w[j]);
+			pos[j] = (v4 ? tuple_hash_v4(w[j]) : tuple_hash(w[j])) & x->mask;
+			__builtin_prefetch(&x->bk[pos[j]]);
+		}
+		/* The heads, and the first entries (the nil entry for an empty bucket). */
+		for (unsigned int j = 0; j < np; j++) {
+			head[j] = link_load(&pt[v4 ? 0 : c->fam[in[j]]][p].bk[pos[j]]);
+			entry_prefetch(t, head[j]);
+		}
+		/*
+		 * The first entry, the key's own or a hash collision's (a third
+		 * of probes at the tables' load), then the second, each with a
+		 * prefetch of the next, so that their misses overlap across the
+		 * pass's keys. The rest of a chain is rare.
+		 */
+		for (int step = 0; step < 2; step++)
+			for (unsigned int j = 0; j < np; j++) {
+				const struct tentry *e = &t->entries[head[j]];
+
+				entry_take(&c->b[in[j]], e, w[j], v4);
+				head[j] = link_load(&e->next);
+				entry_prefetch(t, head[j]);
+			}
+		for (unsigned int j = 0; j < np; j++)
+			if (unlikely(head[j] != NIL))
+				tuple_probe(t, head[j], w[j], &c->b[in[j]], v4);
+	}
+}
+
+/*
+ * Bulk lookup, a chunk of keys at a time: the front stage (the table of
+ * the highest maxrank first, and a later table only for the keys whose
+ * best so far it can still beat: where connected sockets outrank
+ * listeners, as in a stack and in the socket workload, a connected hit
+ * never touches the listener table), then the trie, with each key's best as
+ * its pruning bound.
  */
 unsigned int
 nc_trie_lookup_bulk(const struct nc_trie *t, const struct nc_trie_key *keys, uint32_t *results,
 		    unsigned int n)
 {
 	struct pass_table pt[2][KEY_TABLES];
-	struct kaddr a[BULK_CHUNK];
-	struct best b[BULK_CHUNK];
-	unsigned int fam[BULK_CHUNK];
-	bool ok[BULK_CHUNK], front[BULK_CHUNK];
-	/* The current pass: its keys, their words, bucket positions and chain heads. */
-	uint8_t in[BULK_CHUNK];
-	uint64_t w[BULK_CHUNK][5];
-	uint32_t pos[BULK_CHUNK], head[BULK_CHUNK];
+	struct chunk c;
 	unsigned int hits = 0;
+
+	/* As with the tables, a trie filled meanwhile may be missed. */
+	const uint32_t root[2] = { link_load(&t->root[0]), link_load(&t->root[1]) };
 
 	pass_order(t, pt);
 	for (unsigned int base = 0; base < n; base += BULK_CHUNK) {
-		unsigned int m = n - base < BULK_CHUNK ? n - base : BULK_CHUNK;
-		const struct nc_trie_key *k = &keys[base];
+		bool v4 = true;
 
-		for (unsigned int i = 0; i < m; i++) {
-			ok[i] = key_family(&k[i], &fam[i]);
+		c.k = &keys[base];
+		c.m = n - base < BULK_CHUNK ? n - base : BULK_CHUNK;
+		for (unsigned int i = 0; i < c.m; i++) {
+			const struct nc_trie_key *k = &c.k[i];
+
+			c.ok[i] = key_family(k, &c.fam[i]);
 			/* Front-stage rules all name a dport: a key without ports cannot match them. */
-			front[i] = ok[i] && !(k[i].flags & NC_TRIE_KEY_F_NOPORTS);
-			b[i] = (struct best){ 0, NC_TRIE_NOMATCH };
-			if (ok[i]) {
-				addr_bits(&k[i].dst, k[i].family, &a[i].dhi, &a[i].dlo);
-				addr_bits(&k[i].src, k[i].family, &a[i].shi, &a[i].slo);
+			c.front[i] = c.ok[i] && !(k->flags & NC_TRIE_KEY_F_NOPORTS);
+			v4 &= c.front[i] && c.fam[i] == 0;
+			c.b[i] = (struct best){ 0, NC_TRIE_NOMATCH };
+			if (c.ok[i]) {
+				addr_bits(&k->dst, k->family, &c.a[i].dhi, &c.a[i].dlo);
+				addr_bits(&k->src, k->family, &c.a[i].shi, &c.a[i].slo);
 			}
 		}
-		for (int p = 0; p < KEY_TABLES; p++) {
-			unsigned int np = 0;
-
-			if (pt[0][p].bk == NULL && pt[1][p].bk == NULL)
-				continue;
-			/* The pass's keys, and their buckets. */
-			for (unsigned int i = 0; i < m; i++) {
-				const struct pass_table *x = &pt[fam[i]][p];
-
-				if (!front[i] || x->bk == NULL || x->maxrank <= b[i].rank)
-					continue;
-				key_words(&k[i], &a[i], x->shape, w[np]);
-				pos[np] = tuple_hash(w[np]) & x->mask;
-				__builtin_prefetch(&x->bk[pos[np]]);
-				in[np++] = (uint8_t)i;
-			}
-			/* The heads, and the first entries. */
-			for (unsigned int j = 0; j < np; j++) {
-				head[j] = link_load(&pt[fam[in[j]]][p].bk[pos[j]]);
-				if (head[j] != NIL)
-					__builtin_prefetch(&t->entries[head[j]]);
-			}
-			/*
-			 * The first entry, the key's own or a hash collision's (a third
-			 * of probes at the tables' load), and a prefetch of the next, so
-			 * that the second misses overlap too.
-			 */
-			for (unsigned int j = 0; j < np; j++) {
-				const struct tentry *e;
-
-				if (head[j] == NIL)
-					continue;
-				e = &t->entries[head[j]];
-				if (e->rank > b[in[j]].rank && words_eq(e->w, w[j])) {
-					b[in[j]].rank = e->rank;
-					b[in[j]].rule = e->rule;
-				}
-				head[j] = link_load(&e->next);
-				if (head[j] != NIL)
-					__builtin_prefetch(&t->entries[head[j]]);
-			}
-			for (unsigned int j = 0; j < np; j++)
-				if (head[j] != NIL)
-					tuple_probe(t, head[j], w[j], &b[in[j]]);
-		}
-		for (unsigned int i = 0; i < m; i++) {
-			if (ok[i])
-				trie_search(t, &k[i], fam[i], &b[i]);
-			results[base + i] = b[i].rule;
-			hits += b[i].rule != NC_TRIE_NOMATCH;
+		if (v4)
+			front_stage(t, pt, &c, true);
+		else
+			front_stage(t, pt, &c, false);
+		for (unsigned int i = 0; i < c.m; i++) {
+			if (c.ok[i])
+				trie_search(t, &c.k[i], root[c.fam[i]], &c.b[i]);
+			results[base + i] = c.b[i].rule;
+			hits += c.b[i].rule != NC_TRIE_NOMATCH;
 		}
 	}
 	return hits;
