@@ -271,12 +271,37 @@ out_free:
 	return ret;
 }
 
+/*
+ * Prefetch a line this core is about to write. __builtin_prefetch(p, 1)
+ * gives a read prefetch at this build's -march (corei7 has no PREFETCHW):
+ * the instruction by hand, a no-op on x86 CPUs without it.
+ */
+static inline void
+prefetch_for_write(const void *p)
+{
+#ifdef RTE_ARCH_X86
+	asm volatile("prefetchw %0" : : "m"(*(const volatile char *)p));
+#else
+	__builtin_prefetch(p, 1);
+#endif
+}
+
 unsigned int
 ncd_ring_free_burst(const struct ncd *d, struct rte_ring *r)
 {
 	struct rte_mbuf *m[NCD_BURST];
 	unsigned int n = rte_ring_dequeue_burst(r, (void **)m, NCD_BURST, NULL);
 
+	/*
+	 * A client gives back mbufs whose first line it read last (their length):
+	 * the worker's next look at it, in the free below, was a miss it waited
+	 * for, mbuf by mbuf, and the rx burst that reuses the mbuf writes the line.
+	 * Fetched for writing, all of a burst's at once, the misses overlap and
+	 * the line is this core's to write. deliver-1, interleaved, 3 runs each:
+	 * 17.7-17.9 Mpps against 14.0-14.4 without, 15.1-15.4 with a read prefetch.
+	 */
+	for (unsigned int i = 0; i < n; i++)
+		prefetch_for_write(m[i]);
 	for (unsigned int i = 0; i < n; i++)
 		ncd_unmark(d, m[i]);
 	if (n > 0)
