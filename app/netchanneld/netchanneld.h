@@ -144,12 +144,14 @@ struct ncd_chan_offload {
 };
 
 struct ncd_channel {
+	/* What a worker reads of every packet it delivers, on the first cache line. */
 	uint32_t id;
-	char name[NC_NAME_SIZE];
 	enum ncd_action action;
 	struct rte_ring *rx;
 	struct nc_dir_entry *dir;
 	uint64_t queue_bytes;
+	uint64_t out_seen;             /* dir->bytes_out as a worker last read it (never above it) */
+	char name[NC_NAME_SIZE];
 	struct nc_trie_rule rule;
 	int owner;                     /* NCD_OWNER_CONFIG, or the client's slot */
 	int efd;                       /* eventfd that wakes a sleeping consumer, or -1 (none asked yet) */
@@ -160,7 +162,6 @@ struct ncd_channel {
 	uint64_t seq;                  /* creation order: among equal priorities the older wins */
 	int32_t queue;                 /* offload: the rx queue to steer to, or -1 */
 	bool consumer_gone;            /* its client died: its rings are drained from their tail */
-	uint64_t out_seen;             /* dir->bytes_out as a worker last read it (never above it) */
 	struct ncd_nat_conf nat;       /* a NAT channel's translation (action NCD_ACTION_NAT) */
 	/* Per port: the mark its flow rule sets, 0 for none. Workers trust only this one. */
 	uint32_t mark[NCD_MAX_PORTS];
