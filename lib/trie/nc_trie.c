@@ -1533,6 +1533,7 @@ front_stage(const struct nc_trie *t, const struct pass_table pt[2][KEY_TABLES], 
 
 	for (int p = 0; p < KEY_TABLES; p++) {
 		unsigned int np = 0;
+		uint32_t more;            /* whether a key's chain goes on */
 
 		if (pt[0][p].bk == NULL && (v4 || pt[1][p].bk == NULL))
 			continue;
@@ -1565,17 +1566,23 @@ front_stage(const struct nc_trie *t, const struct pass_table pt[2][KEY_TABLES], 
 		 * The first entry, the key's own or a hash collision's (a third
 		 * of probes at the tables' load), then the second, each with a
 		 * prefetch of the next, so that their misses overlap across the
-		 * pass's keys. The rest of a chain is rare.
+		 * pass's keys. The rest of a chain is rare. A step no key of the
+		 * pass needs is skipped as a whole: one branch a pass, taken the
+		 * same way pass after pass in a table with few collisions.
 		 */
-		for (int step = 0; step < 2; step++)
+		more = 1;
+		for (int step = 0; step < 2 && more != NIL; step++) {
+			more = NIL;
 			for (unsigned int j = 0; j < np; j++) {
 				const struct tentry *e = &t->entries[head[j]];
 
 				entry_take(&c->b[in[j]], e, w[j], v4);
 				head[j] = link_load(&e->next);
 				entry_prefetch(t, head[j]);
+				more |= head[j];
 			}
-		for (unsigned int j = 0; j < np; j++)
+		}
+		for (unsigned int j = 0; j < np && more != NIL; j++)
 			if (unlikely(head[j] != NIL))
 				tuple_probe(t, head[j], w[j], &c->b[in[j]], v4);
 	}
