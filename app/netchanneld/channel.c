@@ -1,16 +1,22 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Channels: the classifier's rules, their rings, and the directory clients read. */
 #include <errno.h>
+#include <stdbool.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/eventfd.h>
 #include <sys/resource.h>
 
+#ifdef RTE_ARCH_X86
+#include <cpuid.h>
+#endif
+#include <rte_branch_prediction.h>
 #include <rte_hash.h>
 #include <rte_malloc.h>
 #include <rte_mbuf.h>
 #include <rte_mbuf_dyn.h>
 #include <rte_memzone.h>
+#include <rte_prefetch.h>
 #include <rte_rcu_qsbr.h>
 #include <rte_ring.h>
 
@@ -271,19 +277,27 @@ out_free:
 	return ret;
 }
 
+#ifdef RTE_ARCH_X86
+/* Whether the CPU has PREFETCHW (CPUID 0x80000001, ECX bit 8), set by ncd_channels_init(). */
+static bool has_prefetchw;
+#endif
+
 /*
  * Prefetch a line this core is about to write. __builtin_prefetch(p, 1)
  * gives a read prefetch at this build's -march (corei7 has no PREFETCHW):
- * the instruction by hand, a no-op on x86 CPUs without it.
+ * the instruction by hand where the CPU has it (a branch that always goes
+ * the same way), a read prefetch elsewhere.
  */
 static inline void
 prefetch_for_write(const void *p)
 {
 #ifdef RTE_ARCH_X86
-	asm volatile("prefetchw %0" : : "m"(*(const volatile char *)p));
-#else
-	__builtin_prefetch(p, 1);
+	if (likely(has_prefetchw)) {
+		asm volatile("prefetchw %0" : : "m"(*(const volatile char *)p));
+		return;
+	}
 #endif
+	rte_prefetch0(p);
 }
 
 unsigned int
@@ -402,6 +416,11 @@ ncd_channels_init(struct ncd *d)
 		.socket_id = (int)rte_socket_id(), .extra_flag = RTE_HASH_EXTRA_FLAGS_EXT_TABLE,
 	};
 
+#ifdef RTE_ARCH_X86
+	unsigned int eax, ebx, ecx, edx;
+
+	has_prefetchw = __get_cpuid(0x80000001, &eax, &ebx, &ecx, &edx) && (ecx & (1u << 8));
+#endif
 	raise_fd_limit();
 	/* Entries at least 8: rte_hash refuses smaller tables. */
 	hp.entries = RTE_MAX(hp.entries, 8u);
