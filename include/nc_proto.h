@@ -15,6 +15,7 @@
  * | mbuf pool of NUMA socket s| "nc_mbuf_<s>" (NC_MBUF_POOL_FMT)   |
  * | client table              | NC_CLIENTS_MZ ("netchannel_clients") |
  * | mbuf owner field (dynfield)| NC_MBUF_OWNER_FIELD                |
+ * | rx time (dynfield)        | NC_MBUF_RX_TSC_FIELD, with the config's rx_timestamps |
  *
  * (*) Channel rings are not memzones (DPDK has a few thousand at most, and a
  * daemon may have 131072 channels): they live in DPDK's shared heap, and
@@ -99,6 +100,12 @@ extern "C" {
 #define NC_MBUF_POOL_FMT "nc_mbuf_%d"
 #define NC_CLIENTS_MZ "netchannel_clients"
 #define NC_MBUF_OWNER_FIELD "netchannel_owner"
+/**
+ * Dynamic mbuf field (uint64_t) registered only when the config sets
+ * rx_timestamps: the TSC (rte_rdtsc()) a worker read right after the rx burst
+ * that received the mbuf. Daemon and clients share the host's TSC.
+ */
+#define NC_MBUF_RX_TSC_FIELD "netchannel_rx_tsc"
 #define NC_NAME_SIZE 32
 #define NC_MAX_CLIENTS 64              /**< connections the daemon serves at once */
 

@@ -233,6 +233,21 @@ int nc_channel_stats(const struct nc_channel *ch, struct nc_channel_stats *st);
 uint64_t nc_mbufs_held(const struct nc_client *c, uint64_t *quota);
 
 /**
+ * When the daemon received a packet: the TSC (rte_rdtsc() on this host) a
+ * worker read right after the rx burst that brought it, so that
+ * rte_rdtsc() - nc_mbuf_rx_tsc() is the time from the NIC's queue to this
+ * client. Only with the daemon's config setting "rx_timestamps".
+ *
+ * @param c
+ *   The client the mbuf came to.
+ * @param m
+ *   An mbuf from nc_rx_burst() (of any other, the value means nothing).
+ * @return
+ *   The TSC, or 0 when the daemon does not stamp packets.
+ */
+uint64_t nc_mbuf_rx_tsc(const struct nc_client *c, const struct rte_mbuf *m);
+
+/**
  * Receive one packet by copy, like the seed's read().
  *
  * @param ch

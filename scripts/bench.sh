@@ -29,7 +29,8 @@
 #       churn (1,000 channels/s created and destroyed, misdeliveries counted),
 #       tap-exception (misses into a real net_tap), nat and nat-reverse (a NAT
 #       channel translating every packet back out), and the latency from
-#       channel create to its first packet (scripts/bench_datapath.py).
+#       channel create to its first packet and from rx burst to client dequeue
+#       (scripts/bench_datapath.py).
 #       Writes bench/results/datapath.jsonl. 5 runs of 2 s each (about 7
 #       minutes); --quick: 1 of 1 s (under 2 minutes).
 set -euo pipefail

@@ -29,7 +29,9 @@ Cases (median of --runs runs of --seconds each; both sides measured in every run
   nat-reverse      the same with reverse mappings: one per flow (1024), kept fresh by every
                    packet, and every packet looked up as a possible reply
   latency          (not a rate) from channel create to its first packet, while traffic flows:
-                   median and p99 over --latency-count creates (nc_client_test latency mode)
+                   median and p99 over --latency-count creates (nc_client_test latency mode);
+                   and from the worker's rx burst to the client's dequeue under deliver-1's
+                   load: the config's rx_timestamps, nc-dump -q -L, one run
 testpmd forwards the same input to a net_null port (or the net_tap). Output: one JSON object
 per case with case, mpps, reference_mpps, ratio, cycles_per_packet (the worker core's cycles,
 at the CPU's nominal clock, over its packets) and runs, in bench/results/datapath.jsonl, and
@@ -133,7 +135,8 @@ def ncd_port(sock):
 
 
 def netchanneld(pcap, seconds, work, prefix, channels=(), args=(), exc="net_null1,no-rx=1",
-                client=None, during=None, counter="rx", netns=None, wait_client=False):
+                client=None, during=None, counter="rx", netns=None, wait_client=False,
+                config=None):
     """One netchanneld run: the rate of a port counter over seconds after a 1.5 s warm-up.
     client: a command line ({sock} replaced) started once the daemon runs; during: a function
     of the socket, run in a thread over the measured window, whose result is returned too."""
@@ -145,6 +148,7 @@ def netchanneld(pcap, seconds, work, prefix, channels=(), args=(), exc="net_null
            "ports": [{"name": "wire0", "device": f"net_pcap0,rx_pcap={pcap},infinite_rx=1",
                       "exception": {"device": exc}}],
            "workers": [{"lcore": 1}], "control": {"socket": sock}, "channels": channels}
+    cfg.update(config or {})
     conf = os.path.join(work, "bench.json")
     with open(conf, "w") as f:
         json.dump(cfg, f)
@@ -360,6 +364,14 @@ def main():
                                     wait_client=True)
             lat = re.search(r"latency n (\d+) create_median_us (\d+) create_p99_us (\d+) "
                             r"first_median_us (\d+) first_p99_us (\d+)", res.get("client", ""))
+            # From rx burst to the client's dequeue: deliver-1 with the workers' TSC stamps
+            # (rx_timestamps) and nc-dump -L, for one run.
+            print("bench: latency, rx to dequeue under deliver-1", file=sys.stderr)
+            rx_mpps, _, rres = netchanneld(pcaps[64], a.seconds, work, f"ncddp{pid}",
+                                           channels=one, client=dump + ["-L"],
+                                           config={"rx_timestamps": True})
+            rxl = re.search(r"rx to dequeue: median ([\d.]+) us, p99 ([\d.]+) us",
+                            rres.get("client", ""))
         if lat:
             n, cm, cp, fm, fp = map(int, lat.groups())
             results.append({"case": "latency", "mpps": None, "reference_mpps": None,
@@ -367,6 +379,13 @@ def main():
                             "create_median_us": cm, "create_p99_us": cp,
                             "create_to_first_packet_median_us": fm,
                             "create_to_first_packet_p99_us": fp})
+            if rxl:
+                results[-1].update({"rx_to_dequeue_median_us": float(rxl.group(1)),
+                                    "rx_to_dequeue_p99_us": float(rxl.group(2)),
+                                    "rx_to_dequeue_at_mpps": round(rx_mpps, 3)})
+            else:
+                print("bench: rx to dequeue: no result\n" + rres.get("client", ""),
+                      file=sys.stderr)
         elif want_latency:
             print("bench: latency: no result\n" + res.get("client", ""), file=sys.stderr)
     finally:
@@ -395,6 +414,10 @@ def main():
                   f"{r['create_p99_us']} us p99; create to first packet "
                   f"{r['create_to_first_packet_median_us']} us median, "
                   f"{r['create_to_first_packet_p99_us']} us p99")
+            if "rx_to_dequeue_median_us" in r:
+                print(f"latency (deliver-1 at {r['rx_to_dequeue_at_mpps']} Mpps): rx burst to "
+                      f"client dequeue {r['rx_to_dequeue_median_us']} us median, "
+                      f"{r['rx_to_dequeue_p99_us']} us p99")
     print(f"(written to {a.out})")
 
 

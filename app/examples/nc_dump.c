@@ -3,7 +3,7 @@
  * nc-dump: a channel's packets to a pcap file, or summarised on stdout.
  *
  *   nc-dump [-s SOCKET] (--channel NAME | --dport N [--dst ADDR] [--proto P])
- *           [-w FILE | -q] [-c COUNT] [-t SECONDS]
+ *           [-w FILE | -q [-b USEC] [-L]] [-c COUNT] [-t SECONDS]
  *
  * With --channel it attaches to a static channel of the daemon's config;
  * with --dport it creates a channel of its own for that flow, which the
@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +23,7 @@
 #include <unistd.h>
 
 #include <pcap/pcap.h>
+#include <rte_cycles.h>
 #include <rte_mbuf.h>
 
 #include "netchannel.h"
@@ -39,7 +41,7 @@ static void
 usage(FILE *f)
 {
 	fprintf(f, "usage: nc-dump [-s SOCKET] (--channel NAME | --dport N [--dst ADDR] [--proto P])\n"
-		   "               [-w FILE | -q [-b USEC]] [-c COUNT] [-t SECONDS]\n"
+		   "               [-w FILE | -q [-b USEC] [-L]] [-c COUNT] [-t SECONDS]\n"
 		   "  -s, --socket    the daemon's control socket (default " NC_DEFAULT_SOCKET ")\n"
 		   "      --channel   attach to this static channel\n"
 		   "      --dport     create a channel for this destination port (udp by default)\n"
@@ -51,7 +53,51 @@ usage(FILE *f)
 		   "  -q, --quiet     only count the packets (zero-copy; for benchmarks)\n"
 		   "  -b, --busy-poll with -q: poll an empty channel this many microseconds before\n"
 		   "                  sleeping on its fd (default 0: sleep at once; each wake-up\n"
-		   "                  costs the daemon's worker a system call)\n");
+		   "                  costs the daemon's worker a system call)\n"
+		   "  -L, --latency   with -q: the time from the daemon's rx burst to this dequeue,\n"
+		   "                  median and 99th percentile (the daemon's config must set\n"
+		   "                  rx_timestamps)\n");
+}
+
+/* Latencies in LAT_STEP_NS steps up to LAT_BUCKETS of them; the rest in the last. */
+#define LAT_STEP_NS 50
+#define LAT_BUCKETS 200000
+
+struct latency {
+	uint64_t *bucket;
+	uint64_t n;
+	double ns_per_tsc;
+};
+
+/* A burst's packets, dequeued at TSC now. @return 0, or -1: the daemon does not stamp. */
+static int
+latency_add(struct latency *l, struct nc_client *c, struct rte_mbuf **m, uint16_t n, uint64_t now)
+{
+	for (uint16_t i = 0; i < n; i++) {
+		uint64_t t = nc_mbuf_rx_tsc(c, m[i]), b;
+
+		if (t == 0)
+			return -1;
+		b = now > t ? (uint64_t)((double)(now - t) * l->ns_per_tsc) / LAT_STEP_NS : 0;
+		l->bucket[b < LAT_BUCKETS ? b : LAT_BUCKETS - 1]++;
+		l->n++;
+	}
+	return 0;
+}
+
+/* The latency below which a fraction q of the packets fell, in microseconds (a step's top). */
+static double
+latency_quantile(const struct latency *l, double q)
+{
+	uint64_t want = (uint64_t)(q * (double)l->n), seen = 0;
+	uint64_t b;
+
+	for (b = 0; b < LAT_BUCKETS - 1; b++) {
+		seen += l->bucket[b];
+		if (seen > want)
+			break;
+	}
+	return (double)((b + 1) * LAT_STEP_NS) / 1000.0;
 }
 
 static uint64_t
@@ -115,12 +161,14 @@ main(int argc, char **argv)
 		{ "time", required_argument, NULL, 't' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "busy-poll", required_argument, NULL, 'b' },
+		{ "latency", no_argument, NULL, 'L' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *sock = NULL, *channel = NULL, *dst = NULL, *proto = "udp", *out = NULL;
 	long dport = -1, count = 0, seconds = 0, got = 0, busy_us = 0;
-	int quiet = 0;
+	int quiet = 0, want_latency = 0, failed = 0;
+	struct latency lat = { 0 };
 	uint64_t idle_since = 0, idle = 0;
 	struct nc_trie_rule rule;
 	struct nc_channel *ch;
@@ -130,7 +178,7 @@ main(int argc, char **argv)
 	time_t end;
 	int o;
 
-	while ((o = getopt_long(argc, argv, "s:w:c:t:qb:h", opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, "s:w:c:t:qb:Lh", opts, NULL)) != -1) {
 		switch (o) {
 		case 's': sock = optarg; break;
 		case 'n': channel = optarg; break;
@@ -142,12 +190,14 @@ main(int argc, char **argv)
 		case 't': seconds = strtol(optarg, NULL, 0); break;
 		case 'q': quiet = 1; break;
 		case 'b': busy_us = strtol(optarg, NULL, 0); break;
+		case 'L': want_latency = 1; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
 	}
 	if ((channel == NULL) == (dport < 0) || dport > 65535 || count < 0 || seconds < 0 ||
-	    (quiet && out != NULL) || busy_us < 0 || busy_us > 1000000 || (busy_us && !quiet)) {
+	    (quiet && out != NULL) || busy_us < 0 || busy_us > 1000000 || (busy_us && !quiet) ||
+	    (want_latency && !quiet)) {
 		usage(stderr);
 		return 2;
 	}
@@ -183,6 +233,15 @@ main(int argc, char **argv)
 			return 1;
 		}
 	}
+	if (want_latency) {
+		lat.bucket = calloc(LAT_BUCKETS, sizeof(*lat.bucket));
+		lat.ns_per_tsc = 1e9 / (double)rte_get_tsc_hz();
+		if (lat.bucket == NULL) {
+			fprintf(stderr, "nc-dump: --latency: out of memory\n");
+			failed = 1;
+			stop = 1;
+		}
+	}
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	end = seconds ? time(NULL) + seconds : 0;
@@ -200,6 +259,13 @@ main(int argc, char **argv)
 			break;
 		errno = 0;
 		n = nc_rx_burst(ch, m, count && count - got < 32 ? (uint16_t)(count - got) : 32);
+		if (n > 0 && want_latency && latency_add(&lat, c, m, n, rte_rdtsc()) != 0) {
+			fprintf(stderr, "nc-dump: --latency: the daemon does not stamp packets "
+					"(its config's rx_timestamps is off)\n");
+			nc_mbuf_free_bulk(c, m, n);
+			failed = 1;
+			break;
+		}
 		if (n == 0 && errno != EPIPE && busy_us > 0) {
 			if (idle++ == 0)
 				idle_since = now_us();
@@ -249,7 +315,11 @@ main(int argc, char **argv)
 		pcap_close(pc);
 	}
 	fprintf(stderr, "nc-dump: %ld packets\n", got);
+	if (lat.n > 0)
+		fprintf(stderr, "nc-dump: rx to dequeue: median %.2f us, p99 %.2f us (%" PRIu64
+			" packets)\n", latency_quantile(&lat, 0.5), latency_quantile(&lat, 0.99), lat.n);
+	free(lat.bucket);
 	nc_channel_destroy(ch);
 	nc_disconnect(c);
-	return count != 0 && got < count ? 1 : 0;
+	return failed || (count != 0 && got < count) ? 1 : 0;
 }

@@ -456,6 +456,17 @@ ncd_channels_init(struct ncd *d)
 	}
 	d->clients = d->clients_mz->addr;
 	memset(d->clients, 0, NC_MAX_CLIENTS * sizeof(struct nc_client_entry));
+	d->rx_tsc_off = -1;
+	if (d->cfg.rx_timestamps) {
+		d->rx_tsc_off = rte_mbuf_dynfield_register(&(const struct rte_mbuf_dynfield){
+			.name = NC_MBUF_RX_TSC_FIELD, .size = sizeof(uint64_t),
+			.align = sizeof(uint64_t) });
+		if (d->rx_tsc_off < 0) {
+			NCD_LOG(ERR, "mbuf rx time field (%s): %s", NC_MBUF_RX_TSC_FIELD,
+				rte_strerror(rte_errno));
+			return -1;
+		}
+	}
 
 	d->trie = nc_trie_create(&tc);
 	d->qsbr = rte_zmalloc("ncd_qsbr", qsz, RTE_CACHE_LINE_SIZE);

@@ -1170,7 +1170,8 @@ static int
 config_load(const char *path, const char *text, struct ncd_config *cfg)
 {
 	static const char *const keys[] = { "eal", "mempool", "ports", "workers", "control",
-					    "channels", "telemetry", "nat", "max_channels", NULL };
+					    "channels", "telemetry", "nat", "max_channels",
+					    "rx_timestamps", NULL };
 	struct ctx c = { .cfg = cfg, .path = path };
 	json_error_t jerr;
 	json_t *root;
@@ -1195,7 +1196,8 @@ config_load(const char *path, const char *text, struct ncd_config *cfg)
 	    load_ports(&c, root) || load_workers(&c, root) || load_control(&c, root) ||
 	    load_nat_table(&c, root) || load_max_channels(&c, root) || load_channels(&c, root))
 		goto out;
-	if (get_bool(&c, root, "telemetry", true, &cfg->telemetry))
+	if (get_bool(&c, root, "telemetry", true, &cfg->telemetry) ||
+	    get_bool(&c, root, "rx_timestamps", false, &cfg->rx_timestamps))
 		goto out;
 	ret = 0;
 out:

@@ -95,6 +95,7 @@ struct ncd_config {
 	unsigned int nchannels;
 	uint32_t max_channels;       /* channels of every kind at once: config, clients, CLI */
 	bool telemetry;
+	bool rx_timestamps;           /* workers stamp received mbufs with the TSC */
 	uint32_t nat_flows;          /* nat.flows: reverse mappings the table holds */
 	uint32_t nat_idle_ms;        /* nat.idle_timeout_ms */
 };

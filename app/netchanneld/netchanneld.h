@@ -292,6 +292,7 @@ struct ncd {
 	struct nc_client_entry *clients; /* the client table (memzone NC_CLIENTS_MZ) */
 	const struct rte_memzone *clients_mz;
 	int owner_off;                 /* offset of the mbuf owner dynfield */
+	int rx_tsc_off;                /* offset of the rx TSC dynfield, or -1: no stamps */
 	/* Clients' free rings (NC_FREE_RING_FMT), by slot; workers drain the active ones. */
 	struct rte_ring *free_rings[NC_MAX_CLIENTS];
 	/* Their alloc rings (NC_ALLOC_RING_FMT); the same workers fill those that want_alloc. */

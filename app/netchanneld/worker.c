@@ -492,6 +492,13 @@ process_burst(struct ncd *d, struct ncd_worker *w, unsigned int pi, struct rte_m
 
 	ps->rx += n;
 	nout.n = 0;
+	/* One clock read a burst: what a client measures from it is what the daemon adds. */
+	if (unlikely(d->rx_tsc_off >= 0)) {
+		uint64_t tsc = rte_rdtsc();
+
+		for (uint16_t i = 0; i < n; i++)
+			*RTE_MBUF_DYNFIELD(pkts[i], d->rx_tsc_off, uint64_t *) = tsc;
+	}
 	for (uint16_t i = 0; i < n; i++) {
 		struct rte_mbuf *m = pkts[i];
 		uint32_t want = m->pkt_len < PARSE_BYTES ? m->pkt_len : PARSE_BYTES;

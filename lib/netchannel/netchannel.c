@@ -43,6 +43,7 @@ struct nc_client {
 	struct nc_client_entry *me;  /* this connection's entry in the client table */
 	struct rte_mempool *pool;
 	int owner_off;             /* the mbuf owner field */
+	int rx_tsc_off;            /* the mbuf rx time field, or -1: the daemon does not stamp */
 	uint32_t owner;            /* our mark in it: slot + 1 */
 	struct rte_ring *free_ring;/* mbufs given back through the daemon (NC_FREE_RING_FMT), or NULL */
 	struct rte_ring *alloc_ring;/* mbufs the daemon allocates for us (NC_ALLOC_RING_FMT) */
@@ -215,6 +216,7 @@ nc_connect(const char *path, unsigned int flags)
 	mz = rte_memzone_lookup(NC_CLIENTS_MZ);
 	c->pool = rte_mempool_lookup(c->hello.mbuf_pool);
 	c->owner_off = rte_mbuf_dynfield_lookup(NC_MBUF_OWNER_FIELD, NULL);
+	c->rx_tsc_off = rte_mbuf_dynfield_lookup(NC_MBUF_RX_TSC_FIELD, NULL);
 	if (mz == NULL || c->pool == NULL || c->owner_off < 0 || c->hello.slot >= NC_MAX_CLIENTS) {
 		ret = -EPROTO;
 		goto out_close;
@@ -714,6 +716,14 @@ nc_mbufs_held(const struct nc_client *c, uint64_t *quota)
 	if (quota != NULL)
 		*quota = c->me->quota;
 	return c->me->held;
+}
+
+NC_EXPORT uint64_t
+nc_mbuf_rx_tsc(const struct nc_client *c, const struct rte_mbuf *m)
+{
+	if (c->rx_tsc_off < 0)
+		return 0;
+	return *RTE_MBUF_DYNFIELD(m, c->rx_tsc_off, const uint64_t *);
 }
 
 NC_EXPORT int
