@@ -1013,6 +1013,18 @@ load_max_channels(struct ctx *c, const json_t *root)
 }
 
 static int
+load_heap_reserve(struct ctx *c, const json_t *root)
+{
+	int64_t v;
+
+	if (get_int(c, root, "heap_reserve_mb", 0, NCD_MAX_HEAP_RESERVE_MB,
+		    NCD_DEFAULT_HEAP_RESERVE_MB, &v))
+		return -1;
+	c->cfg->heap_reserve_mb = (uint32_t)v;
+	return 0;
+}
+
+static int
 load_channels(struct ctx *c, const json_t *root)
 {
 	static const char *const keys[] = { "name", "match", "priority", "action", "ring_size",
@@ -1171,7 +1183,7 @@ config_load(const char *path, const char *text, struct ncd_config *cfg)
 {
 	static const char *const keys[] = { "eal", "mempool", "ports", "workers", "control",
 					    "channels", "telemetry", "nat", "max_channels",
-					    "rx_timestamps", NULL };
+					    "rx_timestamps", "heap_reserve_mb", NULL };
 	struct ctx c = { .cfg = cfg, .path = path };
 	json_error_t jerr;
 	json_t *root;
@@ -1197,7 +1209,8 @@ config_load(const char *path, const char *text, struct ncd_config *cfg)
 	    load_nat_table(&c, root) || load_max_channels(&c, root) || load_channels(&c, root))
 		goto out;
 	if (get_bool(&c, root, "telemetry", true, &cfg->telemetry) ||
-	    get_bool(&c, root, "rx_timestamps", false, &cfg->rx_timestamps))
+	    get_bool(&c, root, "rx_timestamps", false, &cfg->rx_timestamps) ||
+	    load_heap_reserve(&c, root))
 		goto out;
 	ret = 0;
 out:

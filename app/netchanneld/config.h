@@ -18,6 +18,8 @@
 /* max_channels: the default, and the most (channel ids are 17 bits in mbuf marks, see offload.c) */
 #define NCD_DEFAULT_CHANNELS 4096
 #define NCD_MAX_CHANNELS 131072
+#define NCD_DEFAULT_HEAP_RESERVE_MB 64
+#define NCD_MAX_HEAP_RESERVE_MB 65536
 #define NCD_MAX_EAL_ARGS 64
 
 enum ncd_offload { NCD_OFFLOAD_AUTO, NCD_OFFLOAD_OFF, NCD_OFFLOAD_REQUIRED };
@@ -96,6 +98,7 @@ struct ncd_config {
 	uint32_t max_channels;       /* channels of every kind at once: config, clients, CLI */
 	bool telemetry;
 	bool rx_timestamps;           /* workers stamp received mbufs with the TSC */
+	uint32_t heap_reserve_mb;     /* DPDK heap added and pinned at start (main.c) */
 	uint32_t nat_flows;          /* nat.flows: reverse mappings the table holds */
 	uint32_t nat_idle_ms;        /* nat.idle_timeout_ms */
 };

@@ -22,6 +22,7 @@
 #include <rte_lcore.h>
 #include <rte_malloc.h>
 #include <rte_mbuf.h>
+#include <rte_memory.h>
 
 #include <rte_pdump.h>
 
@@ -155,6 +156,46 @@ usage(FILE *f)
 		"(dpdk-telemetry.py -f PREFIX). Capture: dpdk-dumpcap --file-prefix PREFIX.\n"
 		"\n"
 		"Exit codes: 0 clean shutdown, 2 bad usage or config, 1 runtime failure.\n");
+}
+
+/* rte_memseg_walk(): one page of the heap, made one EAL never gives back. */
+static int
+pin_page(const struct rte_memseg_list *msl, const struct rte_memseg *ms, void *arg)
+{
+	struct rte_memseg *found;
+
+	(void)arg;
+	if (msl->external)
+		return 0;
+	found = rte_mem_virt2memseg(ms->addr, msl);
+	if (found != NULL)
+		found->flags |= RTE_MEMSEG_FLAG_DO_NOT_FREE;
+	return 0;
+}
+
+/*
+ * Before any client can attach: grow the DPDK heap by the config's reserve,
+ * then mark every page mapped by then as one EAL never returns to the
+ * system (the flag EAL gives pages preallocated with -m). Creating and
+ * destroying channels then neither grows nor shrinks the heap, which takes
+ * DPDK's memory hotplug lock for writing: a client killed inside its
+ * rte_eal_init() leaves that lock held for reading for ever, and the control
+ * thread would wait on it for ever. EAL marks the pages freeable again in
+ * rte_eal_cleanup(). Only beyond the reserve does the heap grow again.
+ */
+static void
+pin_heap(const struct ncd *d)
+{
+	size_t want = (size_t)d->cfg.heap_reserve_mb << 20;
+	void *reserve = want ? rte_malloc_socket("ncd_heap_reserve", want, 0,
+						 (int)rte_socket_id()) : NULL;
+
+	if (want != 0 && reserve == NULL)
+		NCD_LOG(WARNING, "heap_reserve_mb %u: rte_malloc failed (%s): no reserve; channels "
+			"created later grow the heap", d->cfg.heap_reserve_mb,
+			rte_strerror(rte_errno));
+	rte_memseg_walk(pin_page, NULL);
+	rte_free(reserve);
 }
 
 static int
@@ -329,6 +370,7 @@ main(int argc, char **argv)
 	ret = 1;
 	if (ncd_nh_init(d) != 0 || ncd_nat_init(d) != 0 || ncd_channels_init(d) != 0)
 		goto out_free_channels;
+	pin_heap(d);
 	if (ncd_control_init(d) != 0 || ncd_telemetry_init(d) != 0)
 		goto out_close_control;
 	/* dpdk-dumpcap and dpdk-pdump attach as secondaries and ask for copies of a port's packets. */
