@@ -11,6 +11,7 @@
 #include <cpuid.h>
 #endif
 #include <rte_branch_prediction.h>
+#include <rte_common.h>
 #include <rte_hash.h>
 #include <rte_malloc.h>
 #include <rte_mbuf.h>
@@ -278,8 +279,15 @@ out_free:
 }
 
 #ifdef RTE_ARCH_X86
-/* Whether the CPU has PREFETCHW (CPUID 0x80000001, ECX bit 8), set by ncd_channels_init(). */
+/* Whether the CPU has PREFETCHW (CPUID 0x80000001, ECX bit 8). */
 static bool has_prefetchw;
+
+RTE_INIT(detect_prefetchw)
+{
+	unsigned int eax, ebx, ecx, edx;
+
+	has_prefetchw = __get_cpuid(0x80000001, &eax, &ebx, &ecx, &edx) && (ecx & (1u << 8));
+}
 #endif
 
 /*
@@ -416,11 +424,6 @@ ncd_channels_init(struct ncd *d)
 		.socket_id = (int)rte_socket_id(), .extra_flag = RTE_HASH_EXTRA_FLAGS_EXT_TABLE,
 	};
 
-#ifdef RTE_ARCH_X86
-	unsigned int eax, ebx, ecx, edx;
-
-	has_prefetchw = __get_cpuid(0x80000001, &eax, &ebx, &ecx, &edx) && (ecx & (1u << 8));
-#endif
 	raise_fd_limit();
 	/* Entries at least 8: rte_hash refuses smaller tables. */
 	hp.entries = RTE_MAX(hp.entries, 8u);

@@ -1001,26 +1001,16 @@ load_nat_table(struct ctx *c, const json_t *root)
 	return 0;
 }
 
+/* A top-level count: get_int() into a uint32_t. */
 static int
-load_max_channels(struct ctx *c, const json_t *root)
+load_u32(struct ctx *c, const json_t *root, const char *key, int64_t lo, int64_t hi, int64_t dflt,
+	 uint32_t *out)
 {
 	int64_t v;
 
-	if (get_int(c, root, "max_channels", 1, NCD_MAX_CHANNELS, NCD_DEFAULT_CHANNELS, &v))
+	if (get_int(c, root, key, lo, hi, dflt, &v))
 		return -1;
-	c->cfg->max_channels = (uint32_t)v;
-	return 0;
-}
-
-static int
-load_heap_reserve(struct ctx *c, const json_t *root)
-{
-	int64_t v;
-
-	if (get_int(c, root, "heap_reserve_mb", 0, NCD_MAX_HEAP_RESERVE_MB,
-		    NCD_DEFAULT_HEAP_RESERVE_MB, &v))
-		return -1;
-	c->cfg->heap_reserve_mb = (uint32_t)v;
+	*out = (uint32_t)v;
 	return 0;
 }
 
@@ -1206,11 +1196,15 @@ config_load(const char *path, const char *text, struct ncd_config *cfg)
 	}
 	if (check_keys(&c, root, keys) || load_eal(&c, root) || load_mempool(&c, root) ||
 	    load_ports(&c, root) || load_workers(&c, root) || load_control(&c, root) ||
-	    load_nat_table(&c, root) || load_max_channels(&c, root) || load_channels(&c, root))
+	    load_nat_table(&c, root) ||
+	    load_u32(&c, root, "max_channels", 1, NCD_MAX_CHANNELS, NCD_DEFAULT_CHANNELS,
+		     &cfg->max_channels) ||
+	    load_channels(&c, root))
 		goto out;
 	if (get_bool(&c, root, "telemetry", true, &cfg->telemetry) ||
 	    get_bool(&c, root, "rx_timestamps", false, &cfg->rx_timestamps) ||
-	    load_heap_reserve(&c, root))
+	    load_u32(&c, root, "heap_reserve_mb", 0, NCD_MAX_HEAP_RESERVE_MB,
+		     NCD_DEFAULT_HEAP_RESERVE_MB, &cfg->heap_reserve_mb))
 		goto out;
 	ret = 0;
 out:

@@ -989,21 +989,27 @@ hash_step(uint64_t h, uint64_t w)
 #endif
 }
 
-/* The low words of IPv4 addresses are always zero: skip them (same hash per table). */
+/*
+ * The low words of IPv4 addresses are always zero: skip them (same hash per
+ * table). v4: the caller knows them zero (IPv4 keys in IPv4 and port
+ * tables), so a chunk of IPv4 keys hashes and compares three words, not five.
+ */
 static inline uint32_t
-tuple_hash(const uint64_t w[5])
+tuple_hash(const uint64_t w[5], const bool v4)
 {
 	uint64_t h = hash_step(hash_step(0, w[0]), w[2]);
 
-	if ((w[1] | w[3]) != 0)
+	if (!v4 && (w[1] | w[3]) != 0)
 		h = hash_step(hash_step(h, w[1]), w[3]);
 	return (uint32_t)hash_step(h, w[4]);
 }
 
 static inline bool
-words_eq(const uint64_t a[5], const uint64_t b[5])
+words_eq(const uint64_t a[5], const uint64_t b[5], const bool v4)
 {
-	return ((a[0] ^ b[0]) | (a[1] ^ b[1]) | (a[2] ^ b[2]) | (a[3] ^ b[3]) | (a[4] ^ b[4])) == 0;
+	uint64_t d = (a[0] ^ b[0]) | (a[2] ^ b[2]) | (a[4] ^ b[4]);
+
+	return (v4 ? d : d | (a[1] ^ b[1]) | (a[3] ^ b[3])) == 0;
 }
 
 /* Rebuild the rule a front-stage entry stands for. */
@@ -1067,9 +1073,9 @@ tuple_add(struct nc_trie *t, unsigned int ti, const struct nc_trie_rule *r, uint
 		/* Release: readers that see the array see its mask and zeroed heads. */
 		__atomic_store_n(&tp->buckets, bk, __ATOMIC_RELEASE);
 	}
-	b = tuple_hash(w) & tp->mask;
+	b = tuple_hash(w, false) & tp->mask;
 	for (idx = tp->buckets[b]; idx != NIL; idx = t->entries[idx].next)
-		if (words_eq(t->entries[idx].w, w) &&
+		if (words_eq(t->entries[idx].w, w, false) &&
 		    t->entries[idx].rank >> SEQ_BITS == r->priority)
 			return -EEXIST;
 	/*
@@ -1104,7 +1110,7 @@ tuple_delete(struct nc_trie *t, uint32_t id)
 {
 	struct rule_slot *sl = &t->rules[id];
 	struct tuple *tp = &t->tuples[sl->tuple];
-	uint32_t *link = &tp->buckets[tuple_hash(t->entries[sl->u.entry].w) & tp->mask];
+	uint32_t *link = &tp->buckets[tuple_hash(t->entries[sl->u.entry].w, false) & tp->mask];
 
 	while (*link != sl->u.entry)
 		link = &t->entries[*link].next;
@@ -1342,23 +1348,6 @@ tuple_buckets(const struct tuple *tp)
 }
 
 /*
- * The words an IPv4 key or entry can have non-zero: its low address words
- * are zero in every IPv4 and port table, so a chunk of IPv4 keys hashes and
- * compares three words, not five.
- */
-static inline bool
-words_eq_v4(const uint64_t a[5], const uint64_t b[5])
-{
-	return ((a[0] ^ b[0]) | (a[2] ^ b[2]) | (a[4] ^ b[4])) == 0;
-}
-
-static inline uint32_t
-tuple_hash_v4(const uint64_t w[5])
-{
-	return (uint32_t)hash_step(hash_step(hash_step(0, w[0]), w[2]), w[4]);
-}
-
-/*
  * An entry's rule becomes the key's best if it matches and ranks higher.
  * Without a branch: which entries match is data, and a mispredicted branch
  * per probe cost more than the probe's loads.
@@ -1367,7 +1356,7 @@ static __rte_always_inline void
 entry_take(struct best *b, const struct tentry *e, const uint64_t w[5], const bool v4)
 {
 	uint64_t hit = -(uint64_t)((e->rank > b->rank) &
-				   (v4 ? words_eq_v4(e->w, w) : words_eq(e->w, w)));
+				   words_eq(e->w, w, v4));
 
 	b->rank = (e->rank & hit) | (b->rank & ~hit);
 	b->rule = (e->rule & (uint32_t)hit) | (b->rule & ~(uint32_t)hit);
@@ -1467,7 +1456,7 @@ nc_trie_lookup(const struct nc_trie *t, const struct nc_trie_key *key)
 		if (bk == NULL || rank_load(&tp->maxrank) <= b.rank)
 			continue;
 		key_words(key, &a, i, w);
-		tuple_probe(t, link_load(&bk[tuple_hash(w) & tp->mask]), w, &b, false);
+		tuple_probe(t, link_load(&bk[tuple_hash(w, false) & tp->mask]), w, &b, false);
 	}
 	trie_search(t, key, link_load(&t->root[fam]), &b);
 	return b.rule;
@@ -1515,6 +1504,14 @@ struct chunk {
 	struct best b[BULK_CHUNK];
 };
 
+/* Pass p's table for key i of a chunk: of its family's, or IPv4's in a v4 chunk. */
+static __rte_always_inline const struct pass_table *
+key_pass(const struct pass_table pt[2][KEY_TABLES], const struct chunk *c, unsigned int i, int p,
+	 const bool v4)
+{
+	return &pt[v4 ? 0 : c->fam[i]][p];
+}
+
 /*
  * The front stage of a chunk: one pass per table, the best table first.
  * Within a pass, each step's memory misses (the bucket, the first entry,
@@ -1543,7 +1540,7 @@ front_stage(const struct nc_trie *t, const struct pass_table pt[2][KEY_TABLES], 
 		 * selection, like the probe steps below, takes no branch on it.
 		 */
 		for (unsigned int i = 0; i < c->m; i++) {
-			const struct pass_table *x = &pt[v4 ? 0 : c->fam[i]][p];
+			const struct pass_table *x = key_pass(pt, c, i, p, v4);
 
 			in[np] = (uint8_t)i;
 			np += (v4 || c->front[i]) & (x->bk != NULL) & (x->maxrank > c->b[i].rank);
@@ -1551,15 +1548,15 @@ front_stage(const struct nc_trie *t, const struct pass_table pt[2][KEY_TABLES], 
 		/* Their buckets. */
 		for (unsigned int j = 0; j < np; j++) {
 			unsigned int i = in[j];
-			const struct pass_table *x = &pt[v4 ? 0 : c->fam[i]][p];
+			const struct pass_table *x = key_pass(pt, c, i, p, v4);
 
 			key_words(&c->k[i], &c->a[i], x->shape, w[j]);
-			pos[j] = (v4 ? tuple_hash_v4(w[j]) : tuple_hash(w[j])) & x->mask;
+			pos[j] = tuple_hash(w[j], v4) & x->mask;
 			__builtin_prefetch(&x->bk[pos[j]]);
 		}
 		/* The heads, and the first entries (the nil entry for an empty bucket). */
 		for (unsigned int j = 0; j < np; j++) {
-			head[j] = link_load(&pt[v4 ? 0 : c->fam[in[j]]][p].bk[pos[j]]);
+			head[j] = link_load(&key_pass(pt, c, in[j], p, v4)->bk[pos[j]]);
 			entry_prefetch(t, head[j]);
 		}
 		/*
