@@ -20,7 +20,7 @@
 
 #include "netchannel.h"
 /* cmdline (in cli_table.c) redefines dprintf: its users come first. */
-#include "cli_table.h"
+#include "nc_cli.h"
 
 struct session {
 	struct nc_client *c;

@@ -26,10 +26,19 @@
 
 #include <rte_pdump.h>
 
+#include "channel/channel.h"
+#include "control/cli.h"
+#include "control/control.h"
+#include "control/telemetry.h"
+#include "control/views.h"
+#include "core/stats.h"
+#include "datapath/datapath.h"
 #include "default_config.h"
-#include "netchanneld.h"
-/* cmdline (in cli_table.c) redefines dprintf: its users come first. */
-#include "cli_table.h"
+#include "nat/nat.h"
+#include "nc_cli.h"
+#include "ncd.h"
+#include "offload/offload.h"
+#include "port/port.h"
 
 struct ncd ncd = { .lock = PTHREAD_MUTEX_INITIALIZER, .nh_efd = -1 };
 int ncd_logtype, ncd_logtype_control, ncd_logtype_worker, ncd_logtype_nexthop;
@@ -198,54 +207,6 @@ pin_heap(const struct ncd *d)
 	rte_free(reserve);
 }
 
-static int
-setup_workers(struct ncd *d)
-{
-	d->workers = rte_zmalloc("ncd_workers", d->cfg.nworkers * sizeof(*d->workers),
-				 RTE_CACHE_LINE_SIZE);
-	d->channels = rte_zmalloc("ncd_channels", d->cfg.max_channels * sizeof(*d->channels),
-				  RTE_CACHE_LINE_SIZE);
-	if (d->workers == NULL || d->channels == NULL)
-		return -1;
-	for (unsigned int i = 0; i < d->cfg.nworkers; i++) {
-		struct ncd_worker *w = &d->workers[i];
-		const struct ncd_worker_conf *wc = &d->cfg.workers[i];
-
-		w->index = i;
-		w->lcore = wc->lcore;
-		/* Client slots' free and alloc rings go round the workers. */
-		for (unsigned int slot = i; slot < NC_MAX_CLIENTS; slot += d->cfg.nworkers)
-			w->slots |= UINT64_C(1) << slot;
-		w->nrx = wc->nrx;
-		for (unsigned int q = 0; q < wc->nrx; q++)
-			w->rx[q] = (struct ncd_rxq){ wc->rx[q].port, wc->rx[q].queue };
-		w->cstats = rte_zmalloc("ncd_cstats", d->cfg.max_channels * sizeof(*w->cstats),
-					RTE_CACHE_LINE_SIZE);
-		w->txch = rte_zmalloc("ncd_txch", d->cfg.max_channels * sizeof(*w->txch),
-				      RTE_CACHE_LINE_SIZE);
-		if (w->cstats == NULL || w->txch == NULL)
-			return -1;
-	}
-	d->ctl_cstats = rte_zmalloc("ncd_ctl_cstats", d->cfg.max_channels * sizeof(*d->ctl_cstats),
-				    RTE_CACHE_LINE_SIZE);
-	return d->ctl_cstats == NULL ? -1 : 0;
-}
-
-static void
-free_workers(struct ncd *d)
-{
-	for (unsigned int i = 0; d->workers != NULL && i < d->cfg.nworkers; i++) {
-		rte_free(d->workers[i].cstats);
-		rte_free(d->workers[i].txch);
-	}
-	rte_free(d->workers);
-	d->workers = NULL;
-	rte_free(d->channels);
-	d->channels = NULL;
-	rte_free(d->ctl_cstats);
-	d->ctl_cstats = NULL;
-}
-
 int
 main(int argc, char **argv)
 {
@@ -358,7 +319,7 @@ main(int argc, char **argv)
 			NCD_MEMPOOL_OPS, rte_strerror(rte_errno));
 		goto out_eal;
 	}
-	if (setup_workers(d) != 0) {
+	if (ncd_workers_init(d) != 0) {
 		NCD_LOG(ERR, "worker setup: out of memory");
 		goto out_free_pool;
 	}
@@ -371,7 +332,8 @@ main(int argc, char **argv)
 	if (ncd_nh_init(d) != 0 || ncd_nat_init(d) != 0 || ncd_channels_init(d) != 0)
 		goto out_free_channels;
 	pin_heap(d);
-	if (ncd_control_init(d) != 0 || ncd_telemetry_init(d) != 0)
+	if (ncd_cli_register() != 0 || ncd_views_register() != 0 || ncd_control_init(d) != 0 ||
+	    ncd_telemetry_init(d) != 0)
 		goto out_close_control;
 	/* dpdk-dumpcap and dpdk-pdump attach as secondaries and ask for copies of a port's packets. */
 	if (rte_pdump_init() != 0)
@@ -423,7 +385,7 @@ out_free_channels:
 out_close_ports:
 	teardown_step("closing the ports");
 	ncd_ports_close(d);
-	free_workers(d);
+	ncd_workers_free(d);
 out_free_pool:
 	teardown_step("rte_mempool_free()");
 	rte_mempool_free(d->pool);

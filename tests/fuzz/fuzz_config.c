@@ -6,7 +6,7 @@
  */
 #include <string.h>
 
-#include "config.h"
+#include "core/config.h"
 #include "fuzz.h"
 
 int

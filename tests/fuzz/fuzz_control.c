@@ -10,8 +10,10 @@
 #include <errno.h>
 #include <string.h>
 
-#include "cli_table.h"
-#include "ctl_decode.h"
+#include "nc_cli.h"
+#include "channel/spec.h"
+#include "control/ctl_decode.h"
+#include "core/match.h"
 #include "fuzz.h"
 
 /* The body alone, in a buffer of exactly its size: a read past it is ASan's. */
@@ -45,16 +47,16 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		struct ncd_channel_conf cc;
 
 		if (ncd_ctl_decode_create(body, len, 2, &cc) == 0) {
+			const char *field;
 			char err[160];
 
 			FUZZ_ASSERT(nc_trie_rule_validate(&cc.rule) == 0);
-			FUZZ_ASSERT(cc.action != NCD_ACTION_NAT ||
-				    ncd_nat_conf_check(&cc.rule, &cc.nat, err, sizeof(err)) == 0);
-			FUZZ_ASSERT(cc.action != NCD_ACTION_NAT || !cc.nat.has_port || cc.nat.port < 2);
+			FUZZ_ASSERT(ncd_channel_conf_check(&cc, 2, &field, err, sizeof(err)) == 0);
+			FUZZ_ASSERT(cc.action != NC_ACTION_NAT || !cc.nat.has_port || cc.nat.port < 2);
 			FUZZ_ASSERT(ncd_valid_name(cc.name, sizeof(cc.name), true));
 			FUZZ_ASSERT(cc.ring_size >= 1 && cc.ring_size <= (1u << 20));
 			FUZZ_ASSERT(cc.queue_bytes >= 4096 && cc.queue_bytes <= (UINT64_C(1) << 31));
-			FUZZ_ASSERT(!cc.tx || (cc.port < 2 && cc.action == NCD_ACTION_DELIVER));
+			FUZZ_ASSERT(!cc.tx || (cc.port < 2 && cc.action == NC_ACTION_DELIVER));
 		}
 		break;
 	}

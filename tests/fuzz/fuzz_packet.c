@@ -19,13 +19,14 @@
  */
 #include <string.h>
 
-#include "config.h"
-#include "flow_pattern.h"
+#include "core/config.h"
+#include "core/match.h"
+#include "offload/flow_pattern.h"
 #include "fuzz.h"
 #include "nc_trie.h"
 #include "nc_trie_tools.h"
-#include "nat.h"
-#include "parse.h"
+#include "nat/nat_rewrite.h"
+#include "datapath/parse.h"
 
 static const char *const RULES[][6] = {
 	/* proto, src, dst, sport, dport, priority */

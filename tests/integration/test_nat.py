@@ -314,7 +314,10 @@ class Nat(T.DaemonCase):
         self.assertEqual((nat["used"], nat["expired"], nat["gone"]), (0, 3, 0), nat)
         self.assertGreaterEqual(time.time() - t0, 1.4)
         st, _ = self.stop_and_stats()
-        self.assertEqual(st["nat"], {"capacity": 64, "used": 0, "expired": 3, "gone": 0})
+        # --stats writes the same NAT view as "show nat".
+        self.assertEqual(st["nat"], {"capacity": 64, "used": 0, "expired": 3, "gone": 0,
+                                     "idle_timeout_ms": 1500, "channels": 1,
+                                     "reverse_channels": 1})
 
     def test_cli_and_control_protocol(self):
         """NAT channels from the CLI (errors named, the translation shown), from the control
@@ -331,14 +334,14 @@ class Nat(T.DaemonCase):
                 ("proto udp dport 53 action nat dst 198.51.100.1", "takes both families"),
                 ("proto udp dst 192.0.2.1 action nat", "nothing to translate"),
                 ("dst 192.0.2.1 action nat dport 99", "needs a match with proto tcp, udp"),
-                ("proto udp dst 192.0.2.1 action nat dst 198.51.100.0/24", "not one IPv4"),
+                ("proto udp dst 192.0.2.1 action nat dst 198.51.100.0/24", "expected one IPv4"),
                 ("proto udp dst 192.0.2.1 action nat dst 198.51.100.1 src 2001:db8::1",
                  "different families"),
-                ("proto udp dst 192.0.2.1 action nat dst 198.51.100.1 via 02:00", "not a MAC"),
+                ("proto udp dst 192.0.2.1 action nat dst 198.51.100.1 via 02:00", "expected a MAC"),
                 ("proto udp dst 192.0.2.1 action nat dst 198.51.100.1 port wire7", "wire7"),
                 ("proto udp dst 192.0.2.1 action nat dst 198.51.100.1 bogus 1",
                  "unknown nat option 'bogus'"),
-                ("proto udp dst 192.0.2.1 action nat dport 0", "not a port"),
+                ("proto udp dst 192.0.2.1 action nat dport 0", "out of range 1..65535"),
                 ("proto udp dst 192.0.2.1 action forward", "deliver, drop or nat")):
             out = self.ncctl(f"channel create x {cmd}", ok=False)
             self.assertIn(why, out, cmd)

@@ -11,8 +11,8 @@
 
 #include <check.h>
 
-#include "nat.h"
-#include "parse.h"
+#include "nat/nat_rewrite.h"
+#include "datapath/parse.h"
 
 static const uint8_t MAC[6] = { 0x02, 0x70, 0x63, 0x61, 0x70, 0x00 };
 

@@ -15,10 +15,11 @@
 #include <rte_byteorder.h>
 #include <rte_ip.h>
 
-#include "config.h"
-#include "flow_pattern.h"
+#include "core/config.h"
+#include "core/match.h"
+#include "offload/flow_pattern.h"
 #include "nc_trie_tools.h"
-#include "parse.h"
+#include "datapath/parse.h"
 
 static struct nc_trie_rule
 rule(const char *proto, const char *src, const char *dst, const char *sport, const char *dport)

@@ -8,7 +8,7 @@
 #include <check.h>
 
 #include "nc_trie_tools.h"
-#include "parse.h"
+#include "datapath/parse.h"
 
 static const uint8_t MAC[6] = { 0x02, 0x70, 0x63, 0x61, 0x70, 0x00 };
 

@@ -1,0 +1,516 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Channels: the classifier's rules, their rings, and the directory clients read. */
+#include <errno.h>
+#include <stdbool.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/eventfd.h>
+#include <sys/resource.h>
+
+#ifdef RTE_ARCH_X86
+#include <cpuid.h>
+#endif
+#include <rte_branch_prediction.h>
+#include <rte_common.h>
+#include <rte_hash.h>
+#include <rte_malloc.h>
+#include <rte_mbuf.h>
+#include <rte_mbuf_dyn.h>
+#include <rte_memzone.h>
+#include <rte_prefetch.h>
+#include <rte_rcu_qsbr.h>
+#include <rte_ring.h>
+
+#include "channel/channel.h"
+#include "core/match.h"
+#include "core/stats.h"
+#include "datapath/datapath.h"
+#include "nat/nat.h"
+#include "ncd.h"
+
+/* The worker that empties a channel's tx ring: one of those with a queue on its port. */
+static int
+tx_worker_of(const struct ncd *d, uint16_t port, uint32_t id)
+{
+	unsigned int n = 0, k;
+
+	for (int pass = 0; pass < 2; pass++) {
+		k = 0;
+		for (unsigned int w = 0; w < d->cfg.nworkers; w++)
+			for (unsigned int i = 0; i < d->workers[w].nrx; i++)
+				if (d->workers[w].rx[i].port == port) {
+					if (pass == 1 && k == id % n)
+						return (int)w;
+					k++;
+					break;
+				}
+		n = k;
+		if (n == 0)
+			return -1;
+	}
+	return -1;
+}
+
+static void
+tx_list_add(struct ncd_worker *w, struct ncd_channel *ch)
+{
+	/* Release, twice: a worker that sees ntx grow sees the entry, and the entry whole. */
+	__atomic_store_n(&w->txch[w->ntx], ch, __ATOMIC_RELEASE);
+	__atomic_store_n(&w->ntx, w->ntx + 1, __ATOMIC_RELEASE);
+}
+
+static void
+tx_list_del(struct ncd_worker *w, const struct ncd_channel *ch)
+{
+	for (uint32_t i = 0; i < w->ntx; i++)
+		if (w->txch[i] == ch) {
+			/*
+			 * The last entry moves into the hole, then the list shrinks. A worker
+			 * between the two may see the moved channel twice in one pass: harmless,
+			 * it is that ring's only consumer.
+			 */
+			__atomic_store_n(&w->txch[i], w->txch[w->ntx - 1], __ATOMIC_RELEASE);
+			__atomic_store_n(&w->ntx, w->ntx - 1, __ATOMIC_RELEASE);
+			return;
+		}
+}
+
+/*
+ * A ring of a channel: single consumer, and multi-producer unless sp (one
+ * producer only: a receive ring when one worker runs, which spares it the
+ * compare-and-swap per enqueue); its name goes to name (NC_NAME_SIZE).
+ * From the shared heap, not a memzone of its own:
+ * there are more channels than DPDK has memzones (clients find it by the
+ * address in the directory, see nc_proto.h).
+ */
+static struct rte_ring *
+channel_ring(const struct ncd_channel_conf *cc, const char *fmt, uint32_t id, char *name, bool sp)
+{
+	const unsigned int flags = RING_F_SC_DEQ | RING_F_EXACT_SZ | (sp ? RING_F_SP_ENQ : 0);
+	/* What rte_ring_create() reserves for an exact-size ring: the next power of two. */
+	ssize_t sz = rte_ring_get_memsize(rte_align32pow2(cc->ring_size + 1));
+	struct rte_ring *r;
+	int ret;
+
+	snprintf(name, NC_NAME_SIZE, fmt, id);
+	if (sz < 0) {
+		rte_errno = EINVAL;
+		return NULL;
+	}
+	r = rte_zmalloc_socket(name, (size_t)sz, RTE_CACHE_LINE_SIZE, (int)rte_socket_id());
+	if (r == NULL) {
+		NCD_LOG(ERR, "rte_zmalloc(%zd) for ring %s of channel %s: out of memory", sz, name,
+			cc->name);
+		rte_errno = ENOMEM;
+		return NULL;
+	}
+	ret = rte_ring_init(r, name, cc->ring_size, flags);
+	if (ret < 0) {
+		NCD_LOG(ERR, "rte_ring_init(%s, %u) for channel %s: %s", name, cc->ring_size,
+			cc->name, rte_strerror(-ret));
+		rte_free(r);
+		rte_errno = -ret;
+		return NULL;
+	}
+	return r;
+}
+
+/* The name hash's key: the name zero padded, as rte_hash compares all NC_NAME_SIZE bytes. */
+static void
+name_key(const char *name, char key[NC_NAME_SIZE])
+{
+	memset(key, 0, NC_NAME_SIZE);
+	snprintf(key, NC_NAME_SIZE, "%s", name);
+}
+
+int
+ncd_channel_eventfd(struct ncd_channel *ch)
+{
+	int fd;
+
+	if (ch->efd >= 0)
+		return ch->efd;
+	/* Non-blocking: a worker's signal never waits. */
+	fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (fd < 0) {
+		NCD_LOG(ERR, "channel %s: eventfd: %s", ch->name, strerror(errno));
+		return -errno;
+	}
+	/* Release: a worker that sees the fd sees a whole eventfd (it reads with acquire). */
+	__atomic_store_n(&ch->efd, fd, __ATOMIC_RELEASE);
+	return fd;
+}
+
+int32_t
+ncd_channel_find(const struct ncd *d, const char *name)
+{
+	char key[NC_NAME_SIZE];
+	void *id;
+
+	name_key(name, key);
+	if (rte_hash_lookup_data(d->names, key, &id) < 0)
+		return -1;
+	return (int32_t)(uintptr_t)id;
+}
+
+int
+ncd_channel_add(struct ncd *d, const struct ncd_channel_conf *cc, int owner)
+{
+	struct ncd_channel *ch;
+	struct nc_dir_entry *e;
+	char key[NC_NAME_SIZE];
+	int id, ret;
+
+	if (ncd_channel_find(d, cc->name) >= 0)
+		return -EEXIST;
+	ch = rte_zmalloc("ncd_channel", sizeof(*ch), RTE_CACHE_LINE_SIZE);
+	if (ch == NULL)
+		return -ENOMEM;
+	snprintf(ch->name, sizeof(ch->name), "%s", cc->name);
+	ch->action = cc->action;
+	ch->rule = cc->rule;
+	ch->queue_bytes = cc->queue_bytes;
+	ch->owner = owner;
+	ch->efd = -1;                  /* made when a client first asks (ncd_channel_eventfd) */
+	ch->queue = cc->steer ? cc->queue : -1;
+	if (cc->action == NC_ACTION_NAT) {
+		if (cc->nat.has_port && cc->nat.port >= d->cfg.nports) {
+			ret = -EINVAL;
+			goto out_free;
+		}
+		ch->nat = cc->nat;
+	}
+	ch->seq = d->channel_seq++;
+	ret = ncd_offload_prepare(d, &cc->rule, cc->name);
+	if (ret < 0)
+		goto out_free;
+	/*
+	 * The rule goes in first, for its id; until channels[id] is published
+	 * below, workers that match it see no channel and pass the packet to the
+	 * kernel, as before the channel existed.
+	 */
+	id = nc_trie_add(d->trie, &cc->rule);
+	if (id < 0) {
+		/* The same rule and priority: another channel holds that flow. */
+		ret = id == -EEXIST ? -EBUSY : id;
+		goto out_free;
+	}
+	ch->id = (uint32_t)id;
+	name_key(cc->name, key);
+	/* The table holds max_channels names (extendable buckets): it cannot be full here. */
+	ret = rte_hash_add_key_data(d->names, key, (void *)(uintptr_t)id);
+	if (ret < 0) {
+		NCD_LOG(ERR, "rte_hash_add_key_data(%s): %s", cc->name, strerror(-ret));
+		goto out_delete;
+	}
+	e = &d->dir->e[id];
+	ch->dir = e;
+	if (cc->action == NC_ACTION_DELIVER) {
+		/* Any worker may enqueue; one client dequeues. */
+		ch->rx = channel_ring(cc, NC_RX_RING_FMT, ch->id, e->rx_ring, d->cfg.nworkers == 1);
+		if (ch->rx == NULL) {
+			ret = -rte_errno;
+			goto out_delete;
+		}
+	} else {
+		e->rx_ring[0] = '\0';
+	}
+	e->tx_ring[0] = '\0';
+	if (cc->tx) {
+		int w = cc->port < d->cfg.nports ? tx_worker_of(d, cc->port, ch->id) : -1;
+
+		if (w < 0) {
+			NCD_LOG(ERR, "channel %s: no worker polls port %u to transmit on", cc->name,
+				cc->port);
+			ret = -EINVAL;
+			goto out_delete;
+		}
+		/* Clients enqueue (and the control thread, resolved IP packets); one worker dequeues. */
+		ch->tx = channel_ring(cc, NC_TX_RING_FMT, ch->id, e->tx_ring, false);
+		if (ch->tx == NULL) {
+			ret = -rte_errno;
+			goto out_delete;
+		}
+		ch->port = cc->port;
+		ch->tx_worker = (unsigned int)w;
+		/* What it may send: from the flows it receives, to anywhere. */
+		ch->tx_rule = cc->rule;
+		ch->tx_rule.src_len = 0;
+		memset(&ch->tx_rule.src, 0, sizeof(ch->tx_rule.src));
+		memset(&ch->tx_rule.sport, 0, sizeof(ch->tx_rule.sport));
+	}
+	for (unsigned int w = 0; w < d->cfg.nworkers; w++)
+		memset(&d->workers[w].cstats[id], 0, sizeof(d->workers[w].cstats[id]));
+	memset(&d->ctl_cstats[id], 0, sizeof(d->ctl_cstats[id]));
+	snprintf(e->name, sizeof(e->name), "%s", cc->name);
+	e->id = ch->id;
+	e->action = cc->action;
+	e->ring_size = cc->ring_size;
+	e->rx_ring_addr = (uint64_t)(uintptr_t)ch->rx;
+	e->tx_ring_addr = (uint64_t)(uintptr_t)ch->tx;
+	e->queue_bytes = cc->queue_bytes;
+	e->generation++;
+	__atomic_store_n(&e->bytes_in, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&e->bytes_out, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&e->want_wakeup, 0, __ATOMIC_RELAXED);
+	/* Release: a client that sees the entry live sees all of it. */
+	__atomic_store_n(&e->state, NC_DIR_LIVE, __ATOMIC_RELEASE);
+	/* Release: a worker that finds the channel finds it whole (its ring, its limits). */
+	__atomic_store_n(&d->channels[id], ch, __ATOMIC_RELEASE);
+	if (ch->tx != NULL)
+		tx_list_add(&d->workers[ch->tx_worker], ch);
+	/* Workers start looking replies up before the first packet that makes a mapping. */
+	if (ch->action == NC_ACTION_NAT && ch->nat.reverse)
+		__atomic_fetch_add(&d->nat_reverse, 1, __ATOMIC_RELEASE);
+	if (ncd_offload_add(d, ch) != 0) {
+		/* A required port cannot offload it: refused, as if never added. */
+		ncd_channel_del(d, (uint32_t)id);
+		return -ENOTSUP;
+	}
+	return id;
+
+out_delete:
+	rte_free(ch->rx);
+	rte_hash_del_key(d->names, key);
+	nc_trie_delete(d->trie, (uint32_t)id);
+out_free:
+	/* prepare may have taken flow rules away from channels this one would have beaten. */
+	ncd_offload_refresh(d, &cc->rule);
+	if (ch->efd >= 0)
+		close(ch->efd);
+	rte_free(ch);
+	return ret;
+}
+
+#ifdef RTE_ARCH_X86
+/* Whether the CPU has PREFETCHW (CPUID 0x80000001, ECX bit 8). */
+static bool has_prefetchw;
+
+RTE_INIT(detect_prefetchw)
+{
+	unsigned int eax, ebx, ecx, edx;
+
+	has_prefetchw = __get_cpuid(0x80000001, &eax, &ebx, &ecx, &edx) && (ecx & (1u << 8));
+}
+#endif
+
+/*
+ * Prefetch a line this core is about to write. __builtin_prefetch(p, 1)
+ * gives a read prefetch at this build's -march (corei7 has no PREFETCHW):
+ * the instruction by hand where the CPU has it (a branch that always goes
+ * the same way), a read prefetch elsewhere.
+ */
+static inline void
+prefetch_for_write(const void *p)
+{
+#ifdef RTE_ARCH_X86
+	if (likely(has_prefetchw)) {
+		asm volatile("prefetchw %0" : : "m"(*(const volatile char *)p));
+		return;
+	}
+#endif
+	rte_prefetch0(p);
+}
+
+unsigned int
+ncd_ring_free_burst(const struct ncd *d, struct rte_ring *r)
+{
+	struct rte_mbuf *m[NCD_BURST];
+	unsigned int n = rte_ring_dequeue_burst(r, (void **)m, NCD_BURST, NULL);
+
+	/*
+	 * A client gives back mbufs whose first line it read last (their length):
+	 * the worker's next look at it, in the free below, was a miss it waited
+	 * for, mbuf by mbuf, and the rx burst that reuses the mbuf writes the line.
+	 * Fetched for writing, all of a burst's at once, the misses overlap and
+	 * the line is this core's to write. deliver-1, interleaved, 3 runs each:
+	 * 17.7-17.9 Mpps against 14.0-14.4 without, 15.1-15.4 with a read prefetch.
+	 */
+	for (unsigned int i = 0; i < n; i++)
+		prefetch_for_write(m[i]);
+	for (unsigned int i = 0; i < n; i++)
+		ncd_unmark(d, m[i]);
+	if (n > 0)
+		rte_pktmbuf_free_bulk(m, n);
+	return n;
+}
+
+unsigned int
+ncd_ring_drain(const struct ncd *d, struct rte_ring *r, bool from_tail)
+{
+	unsigned int n, total = 0;
+
+	if (r == NULL)
+		return 0;
+	/*
+	 * A consumer killed in a zero-copy dequeue moved the head, not the tail:
+	 * what lies between is still the ring's (single-consumer rings only).
+	 */
+	if (from_tail && r->cons.sync_type == RTE_RING_SYNC_ST)
+		r->cons.head = r->cons.tail;
+	while ((n = ncd_ring_free_burst(d, r)) > 0)
+		total += n;
+	return total;
+}
+
+void
+ncd_channel_del(struct ncd *d, uint32_t id)
+{
+	struct ncd_channel *ch = d->channels[id];
+	struct nc_trie_rule gone;
+	char key[NC_NAME_SIZE];
+
+	if (ch == NULL)
+		return;
+	/* The NIC stops marking first, so no mark names the channel once it is gone. */
+	ncd_offload_remove(d, ch);
+	gone = ch->rule;
+	/*
+	 * Out of the classifier, then a grace period: after it no worker is in a
+	 * burst that looked the rule up, so none holds the channel or its ring.
+	 */
+	nc_trie_delete(d->trie, id);
+	if (ch->tx != NULL)
+		tx_list_del(&d->workers[ch->tx_worker], ch);
+	rte_rcu_qsbr_synchronize(d->qsbr, RTE_QSBR_THRID_INVALID);
+	/* Packets workers handed over for next-hop resolution still name the channel. */
+	if (ch->tx != NULL || ch->action == NC_ACTION_NAT)
+		ncd_nh_run(d);
+	__atomic_store_n(&d->channels[id], NULL, __ATOMIC_RELAXED);
+	name_key(ch->name, key);
+	rte_hash_del_key(d->names, key);
+	/* Its reverse mappings go now, not when they would have been idle long enough. */
+	if (ch->action == NC_ACTION_NAT && ch->nat.reverse) {
+		__atomic_fetch_sub(&d->nat_reverse, 1, __ATOMIC_RELAXED);
+		ncd_nat_expire(d, true);
+	}
+	__atomic_store_n(&ch->dir->state, NC_DIR_FREE, __ATOMIC_RELEASE);
+	/* Whatever no client took, and whatever it sent that no worker took, goes back. */
+	ncd_ring_drain(d, ch->rx, ch->consumer_gone);
+	ncd_ring_drain(d, ch->tx, false);
+	rte_free(ch->rx);
+	rte_free(ch->tx);
+	/* A client still holding its copy of the eventfd just never hears from it again. */
+	if (ch->efd >= 0)
+		close(ch->efd);
+	rte_free(ch);
+	ncd_offload_refresh(d, &gone);
+}
+
+/*
+ * A channel's eventfd exists once a client asks for it (one that sleeps),
+ * and each connection has a socket: with many channels, the usual soft limit
+ * of 1024 open files is too low. Take what the hard limit allows; an eventfd
+ * that still cannot be had is refused to its client (EMFILE), and logged.
+ */
+static void
+raise_fd_limit(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+			NCD_LOG(WARNING, "setrlimit(RLIMIT_NOFILE, %lu): %s",
+				(unsigned long)rl.rlim_max, strerror(errno));
+	}
+}
+
+int
+ncd_channels_init(struct ncd *d)
+{
+	struct nc_trie_config tc = { .name = "channels", .socket_id = (int)rte_socket_id(),
+				     .max_rules = d->cfg.max_channels };
+	size_t sz = sizeof(*d->dir) + d->cfg.max_channels * sizeof(struct nc_dir_entry);
+	size_t qsz = rte_rcu_qsbr_get_memsize(d->cfg.nworkers);
+	struct rte_hash_parameters hp = {
+		.name = "ncd_names", .entries = d->cfg.max_channels, .key_len = NC_NAME_SIZE,
+		.socket_id = (int)rte_socket_id(), .extra_flag = RTE_HASH_EXTRA_FLAGS_EXT_TABLE,
+	};
+
+	raise_fd_limit();
+	/* Entries at least 8: rte_hash refuses smaller tables. */
+	hp.entries = RTE_MAX(hp.entries, 8u);
+	d->names = rte_hash_create(&hp);
+	if (d->names == NULL) {
+		NCD_LOG(ERR, "rte_hash_create(%s, %u): %s", hp.name, hp.entries,
+			rte_strerror(rte_errno));
+		return -1;
+	}
+	d->dir_mz = rte_memzone_reserve_aligned(NC_DIR_MZ, sz, (int)rte_socket_id(), 0,
+						RTE_CACHE_LINE_SIZE);
+	if (d->dir_mz == NULL) {
+		NCD_LOG(ERR, "rte_memzone_reserve(%s): %s", NC_DIR_MZ, rte_strerror(rte_errno));
+		return -1;
+	}
+	d->dir = d->dir_mz->addr;
+	memset(d->dir, 0, sz);
+	d->dir->magic = NC_DIR_MAGIC;
+	d->dir->version = NC_PROTO_VERSION;
+	d->dir->max_channels = d->cfg.max_channels;
+	snprintf(d->dir->mbuf_pool, sizeof(d->dir->mbuf_pool), "%s", d->pool->name);
+
+	/* Clients' shared state, and the mark on the mbufs they hold. */
+	d->clients_mz = rte_memzone_reserve_aligned(NC_CLIENTS_MZ,
+						    NC_MAX_CLIENTS * sizeof(struct nc_client_entry),
+						    (int)rte_socket_id(), 0, RTE_CACHE_LINE_SIZE);
+	d->owner_off = rte_mbuf_dynfield_register(&(const struct rte_mbuf_dynfield){
+		.name = NC_MBUF_OWNER_FIELD, .size = sizeof(uint32_t), .align = sizeof(uint32_t) });
+	if (d->clients_mz == NULL || d->owner_off < 0) {
+		NCD_LOG(ERR, "client table (%s) or mbuf owner field (%s): %s", NC_CLIENTS_MZ,
+			NC_MBUF_OWNER_FIELD, rte_strerror(rte_errno));
+		return -1;
+	}
+	d->clients = d->clients_mz->addr;
+	memset(d->clients, 0, NC_MAX_CLIENTS * sizeof(struct nc_client_entry));
+	d->rx_tsc_off = -1;
+	if (d->cfg.rx_timestamps) {
+		d->rx_tsc_off = rte_mbuf_dynfield_register(&(const struct rte_mbuf_dynfield){
+			.name = NC_MBUF_RX_TSC_FIELD, .size = sizeof(uint64_t),
+			.align = sizeof(uint64_t) });
+		if (d->rx_tsc_off < 0) {
+			NCD_LOG(ERR, "mbuf rx time field (%s): %s", NC_MBUF_RX_TSC_FIELD,
+				rte_strerror(rte_errno));
+			return -1;
+		}
+	}
+
+	d->trie = nc_trie_create(&tc);
+	d->qsbr = rte_zmalloc("ncd_qsbr", qsz, RTE_CACHE_LINE_SIZE);
+	if (d->trie == NULL || d->qsbr == NULL ||
+	    rte_rcu_qsbr_init(d->qsbr, d->cfg.nworkers) != 0 ||
+	    nc_trie_rcu_qsbr_add(d->trie, d->qsbr) != 0) {
+		NCD_LOG(ERR, "classifier setup: %s", strerror(errno));
+		return -1;
+	}
+	for (unsigned int i = 0; i < d->cfg.nchannels; i++) {
+		int ret = ncd_channel_add(d, &d->cfg.channels[i], NCD_OWNER_CONFIG);
+
+		if (ret < 0) {
+			NCD_LOG(ERR, "channel %s: %s", d->cfg.channels[i].name, strerror(-ret));
+			return -1;
+		}
+	}
+	return 0;
+}
+
+void
+ncd_channels_free(struct ncd *d)
+{
+	for (uint32_t i = 0; d->trie != NULL && i < d->cfg.max_channels; i++)
+		ncd_channel_del(d, i);
+	if (d->trie != NULL)
+		nc_trie_rcu_qsbr_add(d->trie, NULL);
+	nc_trie_free(d->trie);
+	d->trie = NULL;
+	rte_free(d->qsbr);
+	d->qsbr = NULL;
+	rte_memzone_free(d->dir_mz);
+	d->dir_mz = NULL;
+	d->dir = NULL;
+	rte_memzone_free(d->clients_mz);
+	d->clients_mz = NULL;
+	d->clients = NULL;
+	rte_hash_free(d->names);
+	d->names = NULL;
+}

@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Channels: a rule, an action, limits and an owner. The directory in shared
+ * memory that clients read, the classifier's rules, and the rings.
+ */
+#ifndef NCD_CHANNEL_H
+#define NCD_CHANNEL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/config.h"
+#include "nc_proto.h"
+#include "nc_trie.h"
+#include "offload/offload.h"
+
+struct ncd;
+struct rte_mbuf;
+struct rte_ring;
+
+struct ncd_channel {
+	/* What a worker reads of every packet it delivers, on the first cache line. */
+	uint32_t id;
+	enum nc_dir_action action;
+	struct rte_ring *rx;
+	struct nc_dir_entry *dir;
+	uint64_t queue_bytes;
+	uint64_t out_seen;             /* dir->bytes_out as a worker last read it (never above it) */
+	char name[NC_NAME_SIZE];
+	struct nc_trie_rule rule;
+	int owner;                     /* NCD_OWNER_CONFIG, or the client's slot */
+	int efd;                       /* eventfd that wakes a sleeping consumer, or -1 (none asked yet) */
+	struct rte_ring *tx;           /* the client's transmit ring, or NULL */
+	uint16_t port;                 /* the port it transmits on */
+	unsigned int tx_worker;        /* the worker that empties tx */
+	struct nc_trie_rule tx_rule;   /* what a sent packet's reversed key must match */
+	uint64_t seq;                  /* creation order: among equal priorities the older wins */
+	int32_t queue;                 /* offload: the rx queue to steer to, or -1 */
+	bool consumer_gone;            /* its client died: its rings are drained from their tail */
+	struct ncd_nat_conf nat;       /* a NAT channel's translation (action NC_ACTION_NAT) */
+	/* Per port: the mark its flow rule sets, 0 for none. Workers trust only this one. */
+	uint32_t mark[NCD_MAX_PORTS];
+	struct ncd_chan_offload off[NCD_MAX_PORTS];
+};
+
+#define NCD_OWNER_CONFIG (-1)
+#define NCD_OWNER_OPERATOR (-2)        /* created with the CLI; attachable, like the config's */
+
+/**
+ * Drain a ring of mbufs back into the pool, unmarked. from_tail: its
+ * consumer died, maybe in the middle of a dequeue: start from the tail.
+ * @return how many
+ */
+unsigned int ncd_ring_drain(const struct ncd *d, struct rte_ring *r, bool from_tail);
+
+/** One burst of ncd_ring_drain(): up to NCD_BURST mbufs unmarked, into the pool. @return them */
+unsigned int ncd_ring_free_burst(const struct ncd *d, struct rte_ring *r);
+
+/** Create the channel directory, the classifier and the config's channels. @return 0 or -1. */
+int ncd_channels_init(struct ncd *d);
+
+/**
+ * Add a channel while the workers run.
+ * @return its id, or -EEXIST (the name is taken), -EBUSY (another channel has
+ *   the same rule and priority), -ENOSPC, -ENOMEM, or the ring's error.
+ */
+int ncd_channel_add(struct ncd *d, const struct ncd_channel_conf *cc, int owner);
+
+/** Remove a channel while the workers run: out of the classifier, a grace period, then freed. */
+void ncd_channel_del(struct ncd *d, uint32_t id);
+
+/**
+ * A deliver channel's eventfd, made on the first call (control thread): what
+ * wakes its sleeping consumers. @return the fd, or -errno of eventfd().
+ */
+int ncd_channel_eventfd(struct ncd_channel *ch);
+
+/** The id of the channel named name (control thread). @return it, or -1 for none. */
+int32_t ncd_channel_find(const struct ncd *d, const char *name);
+
+/** Drain every channel's ring, free them, the directory and the classifier. */
+void ncd_channels_free(struct ncd *d);
+
+#endif

@@ -1,0 +1,203 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* A channel's spec: limits, NAT words, the whole check (spec.h). */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <netinet/in.h>
+
+#include "channel/spec.h"
+#include "core/match.h"
+
+/* A NAT translation's family once its dst and src were of different ones. */
+#define NAT_FAMILIES_DIFFER 0xff
+
+const struct ncd_chan_limit ncd_chan_limits[NCD_OPT_N] = {
+	[NCD_OPT_PRIORITY] = { "priority", 0, NC_TRIE_PRIO_MAX, 0 },
+	[NCD_OPT_RING_SIZE] = { "ring_size", 1, 1 << 20, 1024 },
+	[NCD_OPT_QUEUE_BYTES] = { "queue_bytes", 4096, INT64_C(1) << 31, 1 << 20 },
+	[NCD_OPT_MEMORY_LIMIT_ORDER] = { "memory_limit_order", 12, 31, 0 },
+	[NCD_OPT_QUEUE] = { "queue", 0, NCD_MAX_QUEUES - 1, -1 },
+	[NCD_OPT_NAT_PORT] = { "port", 1, 65535, 0 },
+};
+
+static int
+out_of_range(enum ncd_chan_opt o, int64_t v, char *err, size_t errlen)
+{
+	const struct ncd_chan_limit *l = &ncd_chan_limits[o];
+
+	if (v >= l->lo && v <= l->hi)
+		return 0;
+	snprintf(err, errlen, "%" PRId64 " is out of range %" PRId64 "..%" PRId64, v, l->lo, l->hi);
+	return -EINVAL;
+}
+
+int
+ncd_chan_opt_parse(enum ncd_chan_opt o, const char *s, int64_t *v, char *err, size_t errlen)
+{
+	char *end;
+	long long n;
+
+	errno = 0;
+	n = strtoll(s, &end, 0);
+	if (*s == '\0' || *end != '\0' || errno != 0) {
+		snprintf(err, errlen, "'%s' is not a number", s);
+		return -EINVAL;
+	}
+	*v = n;
+	return out_of_range(o, n, err, errlen);
+}
+
+int
+ncd_channel_name_check(const char *name, char *err, size_t errlen)
+{
+	if (ncd_valid_name(name, NCD_NAME_MAX, true))
+		return 0;
+	snprintf(err, errlen, "'%.*s': a name is 1-31 letters, digits, '_', '-' or '.'", 64, name);
+	return -EINVAL;
+}
+
+void
+ncd_channel_conf_init(struct ncd_channel_conf *cc)
+{
+	memset(cc, 0, sizeof(*cc));
+	cc->action = NC_ACTION_DELIVER;
+	cc->rule.priority = (uint32_t)ncd_chan_limits[NCD_OPT_PRIORITY].dflt;
+	cc->ring_size = (uint32_t)ncd_chan_limits[NCD_OPT_RING_SIZE].dflt;
+	cc->queue_bytes = (uint64_t)ncd_chan_limits[NCD_OPT_QUEUE_BYTES].dflt;
+}
+
+int
+ncd_nat_option(struct ncd_nat_conf *nc, const char *key, const char *value, char *err,
+	       size_t errlen)
+{
+	if (strcmp(key, "reverse") == 0) {
+		nc->reverse = true;
+		return 0;
+	}
+	if (strcmp(key, "dst") == 0 || strcmp(key, "src") == 0) {
+		bool dst = key[0] == 'd';
+		union nc_trie_addr a;
+		uint8_t len, fam;
+		char e[128];
+
+		if (ncd_parse_prefix(value, &a, &len, &fam, e, sizeof(e)) != 0 || fam == 0 ||
+		    len != (fam == NC_TRIE_AF_INET ? 32 : 128)) {
+			snprintf(err, errlen, "'%s': expected one IPv4 or IPv6 address", value);
+			return -EINVAL;
+		}
+		memcpy(dst ? nc->x.dst : nc->x.src, a.a, 16);
+		nc->x.flags |= dst ? NCD_NAT_DST : NCD_NAT_SRC;
+		/* ncd_channel_conf_check() says if the two differ. */
+		nc->family = nc->family == 0 || nc->family == fam ? fam : NAT_FAMILIES_DIFFER;
+		return 0;
+	}
+	if (strcmp(key, "dport") == 0 || strcmp(key, "sport") == 0) {
+		int64_t v;
+
+		if (ncd_chan_opt_parse(NCD_OPT_NAT_PORT, value, &v, err, errlen) != 0)
+			return -EINVAL;
+		if (key[0] == 'd') {
+			nc->x.dport = (uint16_t)v;
+			nc->x.flags |= NCD_NAT_DPORT;
+		} else {
+			nc->x.sport = (uint16_t)v;
+			nc->x.flags |= NCD_NAT_SPORT;
+		}
+		return 0;
+	}
+	if (strcmp(key, "via") == 0) {
+		if (ncd_parse_mac(value, nc->via) != 0) {
+			snprintf(err, errlen, "'%s': expected a MAC address such as 02:00:00:00:00:01",
+				 value);
+			return -EINVAL;
+		}
+		nc->has_via = true;
+		return 0;
+	}
+	snprintf(err, errlen, "unknown nat option '%s' (dst, dport, src, sport, port, via, reverse)",
+		 key);
+	return -EINVAL;
+}
+
+/* A NAT channel's translation against its rule. */
+static int
+nat_check(const struct nc_trie_rule *r, const struct ncd_nat_conf *nc, unsigned int nports,
+	  const char **field, char *err, size_t len)
+{
+	*field = "action.nat";
+	if (nc->family == NAT_FAMILIES_DIFFER) {
+		snprintf(err, len, "dst and src are of different families");
+		return -EINVAL;
+	}
+	if (!(nc->x.flags & (NCD_NAT_ADDRS | NCD_NAT_PORTS))) {
+		snprintf(err, len, "nothing to translate: give dst, dport, src or sport");
+		return -EINVAL;
+	}
+	if (((nc->x.flags & NCD_NAT_DPORT) && nc->x.dport == 0) ||
+	    ((nc->x.flags & NCD_NAT_SPORT) && nc->x.sport == 0)) {
+		snprintf(err, len, "a port to write is 1..65535");
+		return -EINVAL;
+	}
+	if (nc->has_port && nc->port >= nports) {
+		*field = "action.nat.port";
+		snprintf(err, len, "no port %u", nc->port);
+		return -EINVAL;
+	}
+	if (nc->family != 0 && r->family != nc->family) {
+		snprintf(err, len, "its addresses are %s, but the match %s: give the match's dst, "
+			 "src or family", nc->family == NC_TRIE_AF_INET ? "IPv4" : "IPv6",
+			 r->family == NC_TRIE_AF_ANY ? "takes both families" :
+			 nc->family == NC_TRIE_AF_INET ? "is IPv6" : "is IPv4");
+		return -EINVAL;
+	}
+	if ((nc->x.flags & NCD_NAT_PORTS) &&
+	    (r->proto_mask != 0xff || (r->proto != IPPROTO_TCP && r->proto != IPPROTO_UDP &&
+				       r->proto != IPPROTO_UDPLITE))) {
+		snprintf(err, len, "rewriting ports needs a match with proto tcp, udp or udplite");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int
+ncd_channel_conf_check(const struct ncd_channel_conf *cc, unsigned int nports, const char **field,
+		       char *err, size_t errlen)
+{
+	static const enum ncd_chan_opt ranged[] = { NCD_OPT_PRIORITY, NCD_OPT_RING_SIZE,
+						    NCD_OPT_QUEUE_BYTES };
+	const int64_t val[] = { cc->rule.priority, cc->ring_size, (int64_t)cc->queue_bytes };
+
+	*field = "name";
+	if (ncd_channel_name_check(cc->name, err, errlen) != 0)
+		return -EINVAL;
+	for (size_t i = 0; i < sizeof(ranged) / sizeof(ranged[0]); i++) {
+		*field = ncd_chan_limits[ranged[i]].name;
+		if (cc->queue_bytes > INT64_MAX || out_of_range(ranged[i], val[i], err, errlen) != 0)
+			return -EINVAL;
+	}
+	*field = "queue";
+	if (cc->steer && out_of_range(NCD_OPT_QUEUE, cc->queue, err, errlen) != 0)
+		return -EINVAL;
+	*field = "match";
+	if (nc_trie_rule_validate(&cc->rule) != 0) {
+		snprintf(err, errlen, "the rule is not valid (a mask or range, or a family)");
+		return -EINVAL;
+	}
+	if (cc->action == NC_ACTION_NAT && nat_check(&cc->rule, &cc->nat, nports, field, err,
+						      errlen) != 0)
+		return -EINVAL;
+	*field = "tx";
+	if (cc->tx && cc->action != NC_ACTION_DELIVER) {
+		snprintf(err, errlen, "only a deliver channel has a client to transmit");
+		return -EINVAL;
+	}
+	*field = "port";
+	if (cc->tx && cc->port >= nports) {
+		snprintf(err, errlen, "no port %u", cc->port);
+		return -EINVAL;
+	}
+	*field = NULL;
+	return 0;
+}

@@ -1,0 +1,500 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The CLI's commands (the table is cli_table.c). Each command builds a JSON
+ * value: printed as is for --json, rendered as indented "key: value" lines
+ * for people, and converted for DPDK telemetry, so the three never disagree.
+ * Everything here runs on the control thread, or under ncd.lock.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+
+#include <jansson.h>
+#include <rte_ethdev.h>
+#include <rte_log.h>
+#include <rte_mempool.h>
+#include <rte_ring.h>
+
+#define NCD_LOGTYPE ncd_logtype_control
+#include "channel/channel.h"
+#include "control/cli.h"
+#include "control/control.h"
+#include "control/ctl_decode.h"
+#include "control/views.h"
+#include "channel/spec.h"
+#include "core/match.h"
+#include "core/stats.h"
+#include "nat/nat.h"
+#include "ncd.h"
+#include "nc_cli.h"
+
+#define U64(v) json_integer((json_int_t)(v))
+
+/* ---- text for people ---------------------------------------------------- */
+
+static void
+render(FILE *f, const json_t *v, int indent)
+{
+	const char *k;
+	json_t *x;
+	size_t i;
+
+	switch (json_typeof(v)) {
+	case JSON_OBJECT:
+		json_object_foreach((json_t *)v, k, x) {
+			fprintf(f, "%*s%s:", indent, "", k);
+			if (json_is_object(x) || json_is_array(x)) {
+				if (json_is_array(x) && json_array_size(x) == 0) {
+					fprintf(f, " none\n");
+					continue;
+				}
+				fputc('\n', f);
+				render(f, x, indent + 2);
+			} else {
+				fputc(' ', f);
+				render(f, x, 0);
+			}
+		}
+		break;
+	case JSON_ARRAY:
+		json_array_foreach(v, i, x) {
+			if (json_is_object(x)) {
+				render(f, x, indent);
+				if (i + 1 < json_array_size(v))
+					fputc('\n', f);
+			} else {
+				fprintf(f, "%*s- ", indent, "");
+				render(f, x, 0);
+			}
+		}
+		break;
+	case JSON_STRING:
+		fprintf(f, "%s\n", json_string_value(v));
+		break;
+	case JSON_INTEGER:
+		fprintf(f, "%" JSON_INTEGER_FORMAT "\n", json_integer_value(v));
+		break;
+	case JSON_TRUE:
+		fprintf(f, "yes\n");
+		break;
+	case JSON_FALSE:
+		fprintf(f, "no\n");
+		break;
+	default:
+		fprintf(f, "-\n");
+	}
+}
+
+/* ---- the commands ------------------------------------------------------ */
+
+struct cmd_ctx {
+	struct ncd *d;
+	bool priv;
+	FILE *out;
+	char err[256];
+};
+
+static int __attribute__((format(printf, 3, 4)))
+fail(struct cmd_ctx *x, int status, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(x->err, sizeof(x->err), fmt, ap);
+	va_end(ap);
+	return status;
+}
+
+/* <port>: an index, a name, or all. Returns how many go to out[]. */
+static int
+ports_of(struct cmd_ctx *x, const char *arg, unsigned int *out)
+{
+	char *end;
+	unsigned long v;
+	unsigned int n = 0;
+
+	for (unsigned int i = 0; i < x->d->cfg.nports; i++)
+		if (strcmp(arg, "all") == 0 || strcmp(arg, x->d->cfg.ports[i].name) == 0)
+			out[n++] = i;
+	if (n > 0)
+		return (int)n;
+	v = strtoul(arg, &end, 10);
+	if (*arg != '\0' && *end == '\0' && v < x->d->cfg.nports) {
+		out[0] = (unsigned int)v;
+		return 1;
+	}
+	return fail(x, -ENODEV, "no port '%s' (ports: 0..%u, by name, or all)", arg,
+		    x->d->cfg.nports - 1);
+}
+
+/* <channel>: an id or a name (or all, where allowed). -1 for all. */
+static int
+channel_of(struct cmd_ctx *x, const char *arg, bool all_ok, int32_t *id)
+{
+	char *end;
+	unsigned long v;
+
+	if (all_ok && strcmp(arg, "all") == 0) {
+		*id = -1;
+		return 0;
+	}
+	*id = ncd_channel_find(x->d, arg);
+	if (*id >= 0)
+		return 0;
+	v = strtoul(arg, &end, 10);
+	if (*arg != '\0' && *end == '\0' && v < x->d->cfg.max_channels && x->d->channels[v] != NULL) {
+		*id = (int32_t)v;
+		return 0;
+	}
+	return fail(x, -ENOENT, "no channel '%s'", arg);
+}
+
+static int
+cmd_show_port(struct cmd_ctx *x, char **argv, json_t **res)
+{
+	unsigned int ps[NCD_MAX_PORTS];
+	int n = ports_of(x, argv[3], ps);
+
+	if (n < 0)
+		return n;
+	*res = json_array();
+	for (int i = 0; i < n; i++)
+		json_array_append_new(*res, strcmp(argv[2], "info") == 0 ? ncd_view_port_info(x->d, ps[i]) :
+					    strcmp(argv[2], "stats") == 0 ? ncd_view_port_stats(x->d, ps[i]) :
+					    ncd_view_port_xstats(x->d, ps[i]));
+	return 0;
+}
+
+static int
+cmd_clear_port(struct cmd_ctx *x, char **argv, json_t **res)
+{
+	unsigned int ps[NCD_MAX_PORTS];
+	int n = ports_of(x, argv[3], ps);
+
+	if (n < 0)
+		return n;
+	*res = json_array();
+	for (int i = 0; i < n; i++) {
+		ncd_port_stats_clear(x->d, ps[i]);
+		json_array_append_new(*res, json_string(x->d->cfg.ports[ps[i]].name));
+	}
+	return 0;
+}
+
+static int
+cmd_show_channel(struct cmd_ctx *x, char **argv, json_t **res)
+{
+	int32_t id;
+	int ret = channel_of(x, argv[2], true, &id);
+
+	if (ret != 0)
+		return ret;
+	*res = id < 0 ? ncd_view_channels(x->d) : ncd_view_channel(x->d, (uint32_t)id);
+	return 0;
+}
+
+/* One word (and its value) of "action nat ...": what the translation writes. */
+static int
+nat_option(struct cmd_ctx *x, struct ncd_nat_conf *nc, char **argv, int argc, int *i)
+{
+	const char *k = argv[*i], *v = *i + 1 < argc ? argv[*i + 1] : NULL;
+	char err[160];
+
+	if (strcmp(k, "reverse") == 0)
+		return ncd_nat_option(nc, k, NULL, err, sizeof(err)) == 0 ? 0 :
+		       fail(x, -EINVAL, "nat: %s", err);
+	if (v == NULL)
+		return fail(x, -EINVAL, "nat %s: a value is missing", k);
+	(*i)++;
+	if (strcmp(k, "port") == 0) {
+		unsigned int ps[NCD_MAX_PORTS];
+		int n = ports_of(x, v, ps);
+
+		if (n != 1)
+			return n < 0 ? n : fail(x, -EINVAL, "nat port: one port, not all");
+		nc->has_port = true;
+		nc->port = (uint16_t)ps[0];
+		return 0;
+	}
+	if (ncd_nat_option(nc, k, v, err, sizeof(err)) != 0)
+		return fail(x, -EINVAL, "nat %s: %s", k, err);
+	return 0;
+}
+
+/* channel create NAME [key value | tx]...: the config's words, on one line. */
+static int
+cmd_channel_create(struct cmd_ctx *x, char **argv, int argc, json_t **res)
+{
+	/* The numeric options, by the words that give them. */
+	static const enum ncd_chan_opt numeric[] = { NCD_OPT_PRIORITY, NCD_OPT_RING_SIZE,
+						     NCD_OPT_QUEUE_BYTES, NCD_OPT_QUEUE };
+	struct ncd_channel_conf cc;
+	const char *field;
+	char err[160];
+	int id;
+
+	if (ncd_channel_name_check(argv[2], err, sizeof(err)) != 0)
+		return fail(x, -EINVAL, "%s", err);
+	ncd_channel_conf_init(&cc);
+	snprintf(cc.name, sizeof(cc.name), "%s", argv[2]);
+	for (int i = 3; i < argc; i++) {
+		const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		uint8_t fam = 0;
+		size_t o;
+
+		if (cc.action == NC_ACTION_NAT) {
+			/* After "action nat", the words say what it writes. */
+			int r = nat_option(x, &cc.nat, argv, argc, &i);
+
+			if (r != 0)
+				return r;
+			continue;
+		}
+		if (strcmp(k, "tx") == 0) {
+			cc.tx = true;
+			continue;
+		}
+		if (v == NULL)
+			return fail(x, -EINVAL, "%s: a value is missing", k);
+		i++;
+		for (o = 0; o < RTE_DIM(numeric) && strcmp(k, ncd_chan_limits[numeric[o]].name); o++)
+			;
+		if (o < RTE_DIM(numeric)) {
+			int64_t n;
+
+			if (ncd_chan_opt_parse(numeric[o], v, &n, err, sizeof(err)) != 0)
+				return fail(x, -EINVAL, "%s: %s", k, err);
+			switch (numeric[o]) {
+			case NCD_OPT_PRIORITY: cc.rule.priority = (uint32_t)n; break;
+			case NCD_OPT_RING_SIZE: cc.ring_size = (uint32_t)n; break;
+			case NCD_OPT_QUEUE_BYTES: cc.queue_bytes = (uint64_t)n; break;
+			default: cc.steer = true; cc.queue = (uint16_t)n; break;
+			}
+		} else if (strcmp(k, "proto") == 0) {
+			if (ncd_parse_proto(v, &cc.rule.proto, &cc.rule.proto_mask, err, sizeof(err)))
+				return fail(x, -EINVAL, "proto: %s", err);
+		} else if (strcmp(k, "dst") == 0 || strcmp(k, "src") == 0) {
+			bool dst = k[0] == 'd';
+
+			if (ncd_parse_prefix(v, dst ? &cc.rule.dst : &cc.rule.src,
+					     dst ? &cc.rule.dst_len : &cc.rule.src_len, &fam, err,
+					     sizeof(err)))
+				return fail(x, -EINVAL, "%s: %s", k, err);
+			if (fam != 0 && cc.rule.family != 0 && fam != cc.rule.family)
+				return fail(x, -EINVAL, "src and dst are of different families");
+			if (fam != 0)
+				cc.rule.family = fam;
+		} else if (strcmp(k, "dport") == 0 || strcmp(k, "sport") == 0) {
+			if (ncd_parse_port(v, k[0] == 'd' ? &cc.rule.dport : &cc.rule.sport, err,
+					   sizeof(err)))
+				return fail(x, -EINVAL, "%s: %s", k, err);
+		} else if (strcmp(k, "action") == 0) {
+			if (strcmp(v, "drop") == 0)
+				cc.action = NC_ACTION_DROP;
+			else if (strcmp(v, "nat") == 0)
+				cc.action = NC_ACTION_NAT;
+			else if (strcmp(v, "deliver") != 0)
+				return fail(x, -EINVAL, "action: '%s': deliver, drop or nat", v);
+		} else if (strcmp(k, "port") == 0) {
+			unsigned int ps[NCD_MAX_PORTS];
+			int n = ports_of(x, v, ps);
+
+			if (n != 1)
+				return n < 0 ? n : fail(x, -EINVAL, "port: one port, not all");
+			cc.port = (uint16_t)ps[0];
+		} else {
+			return fail(x, -EINVAL, "unknown option '%s' (proto, src, dst, sport, dport, "
+				    "priority, action, ring_size, queue_bytes, port, queue, tx)", k);
+		}
+	}
+	if (ncd_channel_conf_check(&cc, x->d->cfg.nports, &field, err, sizeof(err)) != 0)
+		return fail(x, -EINVAL, "%s: %s", field, err);
+	id = ncd_channel_add(x->d, &cc, NCD_OWNER_OPERATOR);
+	if (id == -EEXIST)
+		return fail(x, id, "a channel named '%s' exists", cc.name);
+	if (id == -EBUSY)
+		return fail(x, id, "another channel has the same rule and priority");
+	if (id == -ENOTSUP)
+		return fail(x, id, "a port requires offload and cannot offload this rule (the "
+			    "daemon's log says why)");
+	if (id < 0)
+		return fail(x, id, "channel create: %s", strerror(-id));
+	*res = ncd_view_channel(x->d, (uint32_t)id);
+	return 0;
+}
+
+static int
+cmd_channel_destroy(struct cmd_ctx *x, char **argv, json_t **res)
+{
+	int32_t id;
+	int ret = channel_of(x, argv[2], false, &id);
+
+	if (ret != 0)
+		return ret;
+	if (x->d->channels[id]->owner >= 0) {
+		pid_t pid;
+		uid_t uid;
+
+		ncd_client_cred(x->d->channels[id]->owner, &pid, &uid);
+		return fail(x, -EPERM, "channel '%s' belongs to client pid %d: it goes when the "
+			    "client does", x->d->channels[id]->name, (int)pid);
+	}
+	*res = json_pack("{s:s, s:i}", "destroyed", x->d->channels[id]->name, "id", (int)id);
+	ncd_channel_del(x->d, (uint32_t)id);
+	return 0;
+}
+
+static int
+cmd_set_log(struct cmd_ctx *x, char **argv, json_t **res)
+{
+	static const char *const names[] = { "emerg", "alert", "crit", "err", "warning", "notice",
+					     "info", "debug" };
+	char *end;
+	long lvl = strtol(argv[4], &end, 10);
+
+	if (*argv[4] == '\0' || *end != '\0') {
+		lvl = 0;
+		for (unsigned int i = 0; i < RTE_DIM(names); i++)
+			if (strcmp(argv[4], names[i]) == 0)
+				lvl = (long)i + 1;
+	}
+	if (lvl < RTE_LOG_EMERG || lvl > RTE_LOG_DEBUG)
+		return fail(x, -EINVAL, "level '%s': emerg, alert, crit, err, warning, notice, info, "
+			    "debug, or 1..8", argv[4]);
+	if (rte_log_set_level_pattern(argv[3], (uint32_t)lvl) != 0)
+		return fail(x, -EINVAL, "log type pattern '%s' refused", argv[3]);
+	*res = json_pack("{s:s, s:s}", "type", argv[3], "level", names[lvl - 1]);
+	return 0;
+}
+
+static json_t *
+help_json(void)
+{
+	json_t *a = json_array();
+
+	for (unsigned int i = 0; i < NC_CLI_NCMDS; i++)
+		json_array_append_new(a, json_pack("{s:s, s:s}", "command", nc_cli_cmds[i].syntax,
+						   "help", nc_cli_cmds[i].help));
+	return a;
+}
+
+int
+ncd_cli_exec(struct ncd *d, const char *line, bool json, bool priv, FILE *out)
+{
+	struct cmd_ctx x = { .d = d, .priv = priv, .out = out };
+	char buf[NC_CLI_MAX_LINE], *argv[NC_CLI_MAX_WORDS];
+	const struct nc_cli_cmd *c;
+	json_t *res = NULL;
+	int argc, ret = 0;
+
+	c = nc_cli_match(line, buf, argv, &argc, x.err, sizeof(x.err));
+	if (c == NULL) {
+		if (x.err[0] == '\0')
+			return 0;          /* an empty line */
+		ret = -EINVAL;
+		goto out;
+	}
+	switch (c->id) {
+	case NC_CLI_CLEAR_PORT:
+	case NC_CLI_CHANNEL_CREATE:
+	case NC_CLI_CHANNEL_DESTROY:
+	case NC_CLI_SET_LOG_LEVEL:
+		if (!priv) {
+			ret = fail(&x, -EPERM, "'%s' changes the daemon: root or the daemon's user only",
+				   c->syntax);
+			goto out;
+		}
+		break;
+	default:
+		break;
+	}
+	switch (c->id) {
+	case NC_CLI_SHOW_PORT: ret = cmd_show_port(&x, argv, &res); break;
+	case NC_CLI_CLEAR_PORT: ret = cmd_clear_port(&x, argv, &res); break;
+	case NC_CLI_SHOW_CHANNEL: ret = cmd_show_channel(&x, argv, &res); break;
+	case NC_CLI_SHOW_CLIENTS: res = ncd_view_clients(d); break;
+	case NC_CLI_SHOW_CLASSIFIER: res = ncd_view_classifier(d); break;
+	case NC_CLI_SHOW_MEMPOOL: res = ncd_view_mempool(d); break;
+	case NC_CLI_SHOW_NAT: res = ncd_view_nat(d); break;
+	case NC_CLI_CHANNEL_CREATE: ret = cmd_channel_create(&x, argv, argc, &res); break;
+	case NC_CLI_CHANNEL_DESTROY: ret = cmd_channel_destroy(&x, argv, &res); break;
+	case NC_CLI_SET_LOG_LEVEL: ret = cmd_set_log(&x, argv, &res); break;
+	case NC_CLI_HELP:
+		if (json)
+			res = help_json();
+		else
+			nc_cli_help(out);
+		break;
+	case NC_CLI_QUIT:
+		return 1;
+	case NC_CLI_NCMDS:
+		break;
+	}
+out:
+	if (ret < 0) {
+		if (json) {
+			json_t *e = json_pack("{s:s, s:i}", "error", x.err, "errno", -ret);
+
+			json_dumpf(e, out, JSON_COMPACT);
+			fputc('\n', out);
+			json_decref(e);
+		} else {
+			fprintf(out, "error: %s\n", x.err);
+		}
+	} else if (res != NULL) {
+		if (json) {
+			json_dumpf(res, out, JSON_COMPACT);
+			fputc('\n', out);
+		} else {
+			render(out, res, 0);
+		}
+	}
+	json_decref(res);
+	return ret;
+}
+
+/* CLI requests on the control socket: the line runs here, its output is the reply's body. */
+static int
+serve_cli(struct ncd *d, struct ncd_conn *c, const struct nc_ctl_req *req, const void *body,
+	  uint32_t len)
+{
+	char line[NC_CLI_MAX_LINE], *buf = NULL;
+	size_t blen = 0;
+	uid_t uid;
+	gid_t gid;
+	pid_t pid;
+	bool json, priv;
+	FILE *f;
+	int ret;
+
+	/* Only root and the daemon's own user may change things; anyone connected may look. */
+	ncd_conn_peer(c, &uid, &gid, &pid);
+	priv = uid == 0 || uid == geteuid();
+	if (ncd_ctl_decode_cli(body, len, line, &json) != 0)
+		return ncd_ctl_reply(c, req, -EINVAL, NULL, 0);
+	f = open_memstream(&buf, &blen);
+	if (f == NULL)
+		return ncd_ctl_reply(c, req, -ENOMEM, NULL, 0);
+	ret = ncd_cli_exec(d, line, json, priv, f);
+	fclose(f);
+	if (ret == 1)
+		ret = 0;                       /* quit: the client's own business */
+	if (blen + sizeof(struct nc_ctl_rep) > NC_CTL_MAX_MSG) {
+		free(buf);
+		return ncd_ctl_reply(c, req, -E2BIG, NULL, 0);
+	}
+	ncd_ctl_reply(c, req, ret, buf, blen);
+	free(buf);
+	/* A refused or bad command is an answer, not a broken message. */
+	return 0;
+}
+
+int
+ncd_cli_register(void)
+{
+	return ncd_control_register(NC_CTL_CLI, serve_cli);
+}

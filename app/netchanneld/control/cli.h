@@ -1,0 +1,24 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The CLI's commands (their grammar is lib/cli), run in the daemon. */
+#ifndef NCD_CLI_H
+#define NCD_CLI_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+struct ncd;
+
+/**
+ * Run one CLI command line.
+ *
+ * @param json  print JSON (one line) instead of text
+ * @param priv  the caller may change things (root, or the daemon's user)
+ * @param out   where the output, or the error message, goes
+ * @return 0; 1 for quit; or -errno, after writing what was wrong to out
+ */
+int ncd_cli_exec(struct ncd *d, const char *line, bool json, bool priv, FILE *out);
+
+/** Serve CLI requests on the control socket. @return 0 or a negative errno. */
+int ncd_cli_register(void);
+
+#endif

@@ -1,0 +1,752 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#define _GNU_SOURCE /* struct ucred, accept4 */
+/*
+ * The control socket (include/nc_proto.h): a Unix SOCK_SEQPACKET socket
+ * served by the main lcore. Every request is checked before it is acted on:
+ * a bad one gets an error reply and counts against its connection, which is
+ * closed after NC_CTL_MAX_ERRORS; no request can affect another connection.
+ * Channels a connection created are destroyed when it closes, however it
+ * closes (exit, crash, kill -9: the kernel closes the socket).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <inttypes.h>
+
+#include <rte_cycles.h>
+#include <rte_eal.h>
+#include <rte_lcore.h>
+#include <rte_mbuf.h>
+#include <rte_mbuf_dyn.h>
+#include <rte_mempool.h>
+#include <rte_rcu_qsbr.h>
+#include <rte_ring.h>
+
+#define NCD_LOGTYPE ncd_logtype_control
+#include "channel/channel.h"
+#include "control/control.h"
+#include "control/ctl_decode.h"
+#include "control/views.h"
+#include "core/match.h"
+#include "core/stats.h"
+#include "ncd.h"
+
+#define NCD_MAX_CLIENTS NC_MAX_CLIENTS
+#define FREE_RING_MAX 16384u           /* entries of a client's free ring, at most */
+#define NCD_MAX_CLIENT_CHANNELS 64
+
+struct ncd_conn {
+	int fd;                        /* -1: closed (the slot is free unless pending) */
+	bool pending;                  /* closed, but its process still runs: mbufs not yet back */
+	uint64_t pending_since;        /* ms, from the TSC */
+	bool hello;
+	struct ucred cred;
+	unsigned int errors;
+	unsigned int lcore_id;
+	uint32_t channels[NCD_MAX_CLIENT_CHANNELS];
+	unsigned int nchannels;
+};
+
+static struct {
+	int listen_fd;
+	int epoll_fd;
+	struct ncd_conn clients[NCD_MAX_CLIENTS];
+	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	uint64_t bad_messages;         /* over every connection */
+	uint64_t accepted, refused;
+	int nh_tag;                    /* its address marks the next-hop eventfd in epoll */
+	ncd_ctl_handler_t handlers[NC_CTL_TYPE_MAX]; /* by request type; HELLO is the socket's own */
+} ctl = { .listen_fd = -1, .epoll_fd = -1 };
+
+void
+ncd_client_cred(int slot, pid_t *pid, uid_t *uid)
+{
+	*pid = slot >= 0 && slot < NCD_MAX_CLIENTS ? ctl.clients[slot].cred.pid : 0;
+	*uid = slot >= 0 && slot < NCD_MAX_CLIENTS ? ctl.clients[slot].cred.uid : 0;
+}
+
+uint64_t
+ncd_control_bad_messages(void)
+{
+	return ctl.bad_messages;
+}
+
+json_t *
+ncd_view_clients(const struct ncd *d)
+{
+	json_t *a = json_array();
+
+	for (unsigned int i = 0; i < NCD_MAX_CLIENTS; i++) {
+		const struct ncd_conn *c = &ctl.clients[i];
+		const struct nc_client_entry *e = &d->clients[i];
+		json_t *chs;
+
+		if (c->fd < 0)
+			continue;
+		chs = json_array();
+		for (unsigned int k = 0; k < c->nchannels; k++)
+			json_array_append_new(chs, json_string(d->channels[c->channels[k]]->name));
+		json_array_append_new(a, json_pack("{s:i, s:i, s:i, s:i, s:b, s:i, s:o, s:I, s:I, s:I, "
+						   "s:i}", "slot", (int)i, "pid", (int)c->cred.pid,
+						   "uid", (int)c->cred.uid, "gid", (int)c->cred.gid,
+						   "hello", c->hello, "lcore", (int)c->lcore_id,
+						   "channels", chs, "mbufs_held", (json_int_t)e->held,
+						   "mbuf_quota", (json_int_t)e->quota, "quota_stalls",
+						   (json_int_t)e->quota_stalls, "bad_messages",
+						   (int)c->errors));
+	}
+	return a;
+}
+
+/* Whether a process has exited (or is a zombie): it will never touch shared memory again. */
+static bool
+process_gone(pid_t pid)
+{
+	char path[64], buf[256], *p;
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "r");
+	if (f == NULL)
+		return true;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	return p != NULL && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
+}
+
+struct reclaim {
+	int off;
+	uint32_t owner;
+	unsigned int n;
+};
+
+static void
+reclaim_one(struct rte_mempool *mp __rte_unused, void *arg, void *obj, unsigned int idx __rte_unused)
+{
+	struct reclaim *r = arg;
+	struct rte_mbuf *m = obj;
+	uint32_t *owner = RTE_MBUF_DYNFIELD(m, r->off, uint32_t *);
+
+	if (__atomic_load_n(owner, __ATOMIC_RELAXED) == r->owner) {
+		*owner = 0;
+		rte_pktmbuf_free(m);
+		r->n++;
+	}
+}
+
+/*
+ * Workers stop serving a slot's free and alloc rings, and what is on them
+ * goes back now. After this, an mbuf of the slot's client is on none of the
+ * daemon's rings but marked, or in the pool.
+ */
+static void
+slot_rings_stop(struct ncd *d, unsigned int slot)
+{
+	if (!(__atomic_load_n(&d->slot_active, __ATOMIC_RELAXED) & (UINT64_C(1) << slot)))
+		return;
+	__atomic_fetch_and(&d->slot_active, ~(UINT64_C(1) << slot), __ATOMIC_RELEASE);
+	/* No worker is still in the middle of draining it after this. */
+	rte_rcu_qsbr_synchronize(d->qsbr, RTE_QSBR_THRID_INVALID);
+	ncd_ring_drain(d, d->free_rings[slot], false);
+	rte_ring_reset(d->free_rings[slot]);
+	/* Its one consumer is gone or done, maybe killed in the middle of a dequeue. */
+	ncd_ring_drain(d, d->alloc_rings[slot], true);
+	rte_ring_reset(d->alloc_rings[slot]);
+}
+
+/*
+ * A dead client's mbufs: those it held (marked with its owner id) and those
+ * in its lcore's mempool cache. Only once it is gone: a live process still
+ * owns its cache, and one killed with SIGKILL closes its socket a moment
+ * before it is gone.
+ */
+static void
+reclaim_mbufs(struct ncd *d, struct ncd_conn *c)
+{
+	unsigned int slot = (unsigned int)(c - ctl.clients);
+	struct nc_client_entry *e = &d->clients[slot];
+	struct rte_mempool_cache *cache = rte_mempool_default_cache(d->pool, c->lcore_id);
+	struct reclaim r = { .off = d->owner_off, .owner = slot + 1 };
+	unsigned int cached = 0;
+
+	/* Its rings first: what is on them may still be marked, and must be freed once. */
+	slot_rings_stop(d, slot);
+	rte_mempool_obj_iter(d->pool, reclaim_one, &r);
+	if (cache != NULL) {
+		cached = cache->len;
+		rte_mempool_cache_flush(cache, d->pool);
+	}
+	d->mbufs_reclaimed += r.n;
+	d->cache_flushed += cached;
+	if (r.n > 0 || cached > 0)
+		NCD_LOG(INFO, "control: pid %d died holding %u mbufs (%" PRIu64 " counted) and %u in "
+			"its lcore %u cache: all back in the pool", (int)c->cred.pid, r.n, e->held,
+			cached, c->lcore_id);
+}
+
+static uint64_t
+now_ms(void)
+{
+	return rte_get_tsc_cycles() / (rte_get_tsc_hz() / 1000);
+}
+
+/* The slot is free again: its client entry, its owner id and its lcore id may be reused. */
+static void
+slot_free(struct ncd *d, struct ncd_conn *c)
+{
+	slot_rings_stop(d, (unsigned int)(c - ctl.clients));
+	memset(&d->clients[c - ctl.clients], 0, sizeof(d->clients[0]));
+	memset(c, 0, sizeof(*c));
+	c->fd = -1;
+}
+
+/*
+ * Closed connections whose process was still running: once it is gone, its
+ * mbufs come back. One that stays alive holding none disconnected cleanly
+ * (nc_disconnect() flushed its cache): its slot is freed after 10 s.
+ */
+static void
+reclaim_pending(struct ncd *d)
+{
+	for (unsigned int i = 0; i < NCD_MAX_CLIENTS; i++) {
+		struct ncd_conn *c = &ctl.clients[i];
+
+		if (!c->pending)
+			continue;
+		if (process_gone(c->cred.pid)) {
+			reclaim_mbufs(d, c);
+			slot_free(d, c);
+		} else if (d->clients[i].held == 0 && now_ms() - c->pending_since > 10000) {
+			slot_free(d, c);
+		}
+	}
+}
+
+static void
+client_close(struct ncd *d, struct ncd_conn *c)
+{
+	/* It no longer runs (it closed, or was killed): its rings are drained from the tail. */
+	for (unsigned int i = 0; i < c->nchannels; i++) {
+		if (d->channels[c->channels[i]] != NULL)
+			d->channels[c->channels[i]]->consumer_gone = true;
+		ncd_channel_del(d, c->channels[i]);
+	}
+	NCD_LOG(INFO, "control: pid %d uid %u closed, %u channels removed", (int)c->cred.pid,
+		c->cred.uid, c->nchannels);
+	c->nchannels = 0;
+	epoll_ctl(ctl.epoll_fd, EPOLL_CTL_DEL, c->fd, NULL);
+	close(c->fd);
+	c->fd = -1;
+	if (!c->hello) {
+		slot_free(d, c);
+	} else if (process_gone(c->cred.pid)) {
+		reclaim_mbufs(d, c);
+		slot_free(d, c);
+	} else {
+		/* The slot waits: its owner id still marks the mbufs the process holds. */
+		c->pending = true;
+		c->pending_since = now_ms();
+		__atomic_store_n(&d->clients[c - ctl.clients].live, 0, __ATOMIC_RELEASE);
+	}
+}
+
+/* A reply, with a file descriptor attached when fd >= 0. */
+static int
+reply_fd(struct ncd_conn *c, const struct nc_ctl_req *req, int32_t status, const void *body,
+	 size_t len, int fd)
+{
+	struct nc_ctl_rep rep = {
+		.magic = NC_CTL_MAGIC, .type = req ? req->type : 0, .for_id = req ? req->id : 0,
+		.status = status, .len = (uint32_t)len,
+	};
+	struct iovec iov[2] = { { &rep, sizeof(rep) }, { (void *)body, len } };
+	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = len ? 2 : 1 };
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} cm;
+
+	if (fd >= 0) {
+		memset(&cm, 0, sizeof(cm));
+		mh.msg_control = cm.buf;
+		mh.msg_controllen = sizeof(cm.buf);
+		cm.h.cmsg_level = SOL_SOCKET;
+		cm.h.cmsg_type = SCM_RIGHTS;
+		cm.h.cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(&cm.h), &fd, sizeof(int));
+	}
+	/* A client that does not read its replies only stalls itself. */
+	return sendmsg(c->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) < 0 ? -errno : 0;
+}
+
+static int
+reply(struct ncd_conn *c, const struct nc_ctl_req *req, int32_t status, const void *body,
+      size_t len)
+{
+	return reply_fd(c, req, status, body, len, -1);
+}
+
+int
+ncd_ctl_reply(struct ncd_conn *c, const struct nc_ctl_req *req, int32_t status, const void *body,
+	      size_t len)
+{
+	return reply_fd(c, req, status, body, len, -1);
+}
+
+int
+ncd_ctl_reply_json(struct ncd_conn *c, const struct nc_ctl_req *req, json_t *v)
+{
+	char *buf = v != NULL ? json_dumps(v, 0) : NULL;
+	size_t len = buf != NULL ? strlen(buf) : 0;
+	int ret;
+
+	json_decref(v);
+	if (buf == NULL)
+		return reply(c, req, -ENOMEM, NULL, 0);
+	ret = len + sizeof(struct nc_ctl_rep) > NC_CTL_MAX_MSG ? reply(c, req, -E2BIG, NULL, 0) :
+								    reply(c, req, 0, buf, len);
+	free(buf);
+	return ret;
+}
+
+void
+ncd_conn_peer(const struct ncd_conn *c, uid_t *uid, gid_t *gid, pid_t *pid)
+{
+	*uid = c->cred.uid;
+	*gid = c->cred.gid;
+	*pid = c->cred.pid;
+}
+
+int
+ncd_control_register(uint16_t type, ncd_ctl_handler_t fn)
+{
+	if (type == 0 || type == NC_CTL_HELLO || type >= NC_CTL_TYPE_MAX)
+		return -EINVAL;
+	if (ctl.handlers[type] != NULL)
+		return -EEXIST;
+	ctl.handlers[type] = fn;
+	return 0;
+}
+
+/* control.allow: may this peer claim a rule on these destination ports? */
+static bool
+allowed(const struct ncd *d, const struct ucred *cr, const struct nc_trie_rule *r)
+{
+	uint16_t lo, hi;
+
+	nc_trie_port_range(&r->dport, &lo, &hi);
+	for (unsigned int i = 0; i < d->cfg.nallow; i++) {
+		const struct ncd_allow_conf *a = &d->cfg.allow[i];
+
+		if ((a->uid >= 0 && a->uid != cr->uid) || (a->gid >= 0 && a->gid != cr->gid))
+			continue;
+		if (lo >= a->port_lo && hi <= a->port_hi)
+			return true;
+	}
+	return false;
+}
+
+static void
+channel_info(const struct ncd_channel *ch, struct nc_ctl_channel *info)
+{
+	memset(info, 0, sizeof(*info));
+	info->id = ch->id;
+	info->action = ch->action;
+	info->generation = ch->dir->generation;
+	snprintf(info->name, sizeof(info->name), "%s", ch->name);
+	snprintf(info->rx_ring, sizeof(info->rx_ring), "%s", ch->dir->rx_ring);
+	snprintf(info->tx_ring, sizeof(info->tx_ring), "%s", ch->dir->tx_ring);
+}
+
+static int
+do_create(struct ncd *d, struct ncd_conn *c, const struct nc_ctl_req *req, const void *body,
+	  uint32_t len)
+{
+	const struct nc_ctl_create *m = body;
+	struct ncd_channel_conf cc;
+	struct nc_ctl_channel info;
+	int id;
+
+	if (ncd_ctl_decode_create(m, len, d->cfg.nports, &cc) != 0)
+		return reply(c, req, -EINVAL, NULL, 0);
+	/* A NAT channel sends the flow on to anywhere: not for any user the allow list names. */
+	if (!allowed(d, &c->cred, &cc.rule) ||
+	    (cc.action == NC_ACTION_NAT && c->cred.uid != 0 && c->cred.uid != geteuid()))
+		return reply(c, req, -EPERM, NULL, 0);
+	if (c->nchannels == NCD_MAX_CLIENT_CHANNELS)
+		return reply(c, req, -ENOSPC, NULL, 0);
+	id = ncd_channel_add(d, &cc, (int)(c - ctl.clients));
+	if (id < 0)
+		return reply(c, req, id, NULL, 0);
+	c->channels[c->nchannels++] = (uint32_t)id;
+	NCD_LOG(INFO, "control: pid %d created channel %s (%d)", (int)c->cred.pid, cc.name, id);
+	channel_info(d->channels[id], &info);
+	return reply(c, req, 0, &info, sizeof(info));
+}
+
+static int
+do_destroy(struct ncd *d, struct ncd_conn *c, const struct nc_ctl_req *req, const void *body,
+           uint32_t len __rte_unused)
+{
+	const struct nc_ctl_id *m = body;
+	for (unsigned int i = 0; i < c->nchannels; i++)
+		if (c->channels[i] == m->id) {
+			ncd_channel_del(d, m->id);
+			c->channels[i] = c->channels[--c->nchannels];
+			return reply(c, req, 0, NULL, 0);
+		}
+	/* Not this connection's: static channels and others' are not to be destroyed here. */
+	return reply(c, req, m->id < d->cfg.max_channels && d->channels[m->id] ? -EPERM : -ENOENT,
+		     NULL, 0);
+}
+
+static int
+do_attach(struct ncd *d, struct ncd_conn *c, const struct nc_ctl_req *req, const void *body,
+          uint32_t len __rte_unused)
+{
+	const struct nc_ctl_name *m = body;
+	struct nc_ctl_channel info;
+	int32_t id;
+
+	if (!ncd_valid_name(m->name, sizeof(m->name), true))
+		return reply(c, req, -EINVAL, NULL, 0);
+	id = ncd_channel_find(d, m->name);
+	if (id >= 0 && d->channels[id] != NULL) {
+		const struct ncd_channel *ch = d->channels[id];
+
+		if (ch->owner >= 0)        /* a client's own */
+			return reply(c, req, -EPERM, NULL, 0);
+		if (!allowed(d, &c->cred, &ch->rule))
+			return reply(c, req, -EPERM, NULL, 0);
+		channel_info(ch, &info);
+		return reply(c, req, 0, &info, sizeof(info));
+	}
+	return reply(c, req, -ENOENT, NULL, 0);
+}
+
+/* The channel a request names, if the connection may use it: its own, or a static one it may
+ * attach to. */
+static int
+usable_channel(const struct ncd *d, const struct ncd_conn *c, uint32_t id, struct ncd_channel **out)
+{
+	struct ncd_channel *ch = id < d->cfg.max_channels ? d->channels[id] : NULL;
+
+	if (ch == NULL)
+		return -ENOENT;
+	if (ch->owner != (int)(c - ctl.clients) &&
+	    (ch->owner >= 0 || !allowed(d, &c->cred, &ch->rule)))
+		return -EPERM;
+	*out = ch;
+	return 0;
+}
+
+static int
+do_eventfd(struct ncd *d, struct ncd_conn *c, const struct nc_ctl_req *req, const void *body,
+           uint32_t len __rte_unused)
+{
+	const struct nc_ctl_id *m = body;
+	struct ncd_channel *ch;
+	int ret = usable_channel(d, c, m->id, &ch);
+
+	if (ret != 0)
+		return reply(c, req, ret, NULL, 0);
+	if (ch->rx == NULL)            /* nothing to wait for: drop and NAT channels */
+		return reply(c, req, -EINVAL, NULL, 0);
+	ret = ncd_channel_eventfd(ch);
+	if (ret < 0)
+		return reply(c, req, ret, NULL, 0);
+	return reply_fd(c, req, 0, NULL, 0, ret);
+}
+
+static int
+do_chan_stats(struct ncd *d, struct ncd_conn *c, const struct nc_ctl_req *req, const void *body,
+              uint32_t len __rte_unused)
+{
+	const struct nc_ctl_id *m = body;
+	struct ncd_channel *ch;
+	struct nc_channel_stats st;
+	struct ncd_chan_stats s;
+	int ret = usable_channel(d, c, m->id, &ch);
+
+	if (ret != 0)
+		return reply(c, req, ret, NULL, 0);
+	ncd_chan_stats_sum(d, m->id, &s);
+	st = (struct nc_channel_stats){
+		.hits = s.hits, .delivered = s.delivered, .bytes = s.bytes,
+		.drop_ring_full = s.drop_ring_full, .drop_queue_bytes = s.drop_queue_bytes,
+		.dropped = s.dropped, .tx = s.tx, .tx_bytes = s.tx_bytes, .tx_dropped = s.tx_dropped,
+		.tx_spoofed = s.tx_spoofed, .tx_malformed = s.tx_malformed,
+		.tx_no_route = s.tx_no_route, .tx_no_neigh = s.tx_no_neigh,
+		.tx_ring_full = s.tx_ring_full,
+		.rx_count = ch->rx ? rte_ring_count(ch->rx) : 0,
+		.tx_count = ch->tx ? rte_ring_count(ch->tx) : 0,
+	};
+	return reply(c, req, 0, &st, sizeof(st));
+}
+
+/* HELLO: the connection becomes a client, with a slot of the client table. */
+static int
+do_hello(struct ncd *d, struct ncd_conn *c, const struct nc_ctl_req *req, const void *body)
+{
+	const struct nc_ctl_hello *h = body;
+	struct nc_ctl_hello_reply hr;
+
+	if (c->hello || h->version != NC_CTL_VERSION) {
+		reply(c, req, -EPROTO, NULL, 0);
+		return -EPROTO;
+	}
+	c->hello = true;
+	d->clients[c - ctl.clients] = (struct nc_client_entry){
+		.quota = d->cfg.mbuf_quota, .pid = (uint32_t)c->cred.pid, .live = 1 };
+	/* Its free and alloc rings, empty, and served by a worker from now on. */
+	rte_ring_reset(d->free_rings[c - ctl.clients]);
+	rte_ring_reset(d->alloc_rings[c - ctl.clients]);
+	__atomic_fetch_or(&d->slot_active, UINT64_C(1) << (c - ctl.clients), __ATOMIC_RELEASE);
+	memset(&hr, 0, sizeof(hr));
+	hr.slot = (uint32_t)(c - ctl.clients);
+	hr.version = NC_CTL_VERSION;
+	hr.lcore_id = c->lcore_id;
+	snprintf(hr.file_prefix, sizeof(hr.file_prefix), "%s", d->file_prefix);
+	snprintf(hr.mbuf_pool, sizeof(hr.mbuf_pool), "%s", d->pool->name);
+	return reply(c, req, 0, &hr, sizeof(hr));
+}
+
+/* Handle one message. Returns the status it replied with (<0: counts as an error). */
+static int
+handle(struct ncd *d, struct ncd_conn *c, const uint8_t *msg, ssize_t n, bool truncated)
+{
+	const struct nc_ctl_req *req = (const struct nc_ctl_req *)msg;
+	const void *body = msg + sizeof(*req);
+	uint32_t len;
+	int ret = ncd_ctl_check(msg, (size_t)n, truncated, &len);
+
+	if (ret != 0) {
+		/* With a header, the reply carries its sequence number. */
+		reply(c, n >= (ssize_t)sizeof(*req) ? req : NULL, ret, NULL, 0);
+		return ret;
+	}
+	if (!c->hello && req->type != NC_CTL_HELLO) {
+		reply(c, req, -EPROTO, NULL, 0);
+		return -EPROTO;
+	}
+	if (req->type == NC_CTL_HELLO)
+		return do_hello(d, c, req, body);
+	if (ctl.handlers[req->type] == NULL) {
+		reply(c, req, -EOPNOTSUPP, NULL, 0);
+		return -EOPNOTSUPP;
+	}
+	return ctl.handlers[req->type](d, c, req, body, len);
+}
+
+static void
+client_readable(struct ncd *d, struct ncd_conn *c)
+{
+	static uint8_t msg[NC_CTL_MAX_MSG];
+
+	for (;;) {
+		ssize_t n = recv(c->fd, msg, sizeof(msg), MSG_DONTWAIT | MSG_TRUNC);
+		int ret;
+
+		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+			client_close(d, c);
+			return;
+		}
+		if (n < 0)
+			return;
+		ret = handle(d, c, msg, n > (ssize_t)sizeof(msg) ? (ssize_t)sizeof(msg) : n,
+			     n > (ssize_t)sizeof(msg));
+		/* Refusals (EPERM, EBUSY...) are answers; only broken messages count. */
+		if (ret == -EBADMSG || ret == -EMSGSIZE || ret == -EOPNOTSUPP || ret == -EPROTO ||
+		    (ret == -EINVAL && c->hello == false)) {
+			ctl.bad_messages++;
+			if (++c->errors >= NC_CTL_MAX_ERRORS) {
+				NCD_LOG(NOTICE, "control: pid %d sent %u bad messages: closing",
+					(int)c->cred.pid, c->errors);
+				client_close(d, c);
+				return;
+			}
+		}
+	}
+}
+
+static void
+accept_clients(void)
+{
+	for (;;) {
+		int fd = accept4(ctl.listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		struct epoll_event ev = { .events = EPOLLIN };
+		socklen_t len = sizeof(struct ucred);
+		struct ncd_conn *c = NULL;
+
+		if (fd < 0)
+			return;
+		for (unsigned int i = 0; i < NCD_MAX_CLIENTS; i++)
+			if (ctl.clients[i].fd < 0 && !ctl.clients[i].pending) {
+				c = &ctl.clients[i];
+				break;
+			}
+		if (c == NULL) {
+			struct ncd_conn tmp = { .fd = fd };
+
+			reply(&tmp, NULL, -ENOSPC, NULL, 0);
+			close(fd);
+			ctl.refused++;
+			continue;
+		}
+		memset(c, 0, sizeof(*c));
+		c->fd = fd;
+		getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &c->cred, &len);
+		/* Each client's EAL gets an lcore id of its own, above the daemon's. */
+		c->lcore_id = RTE_MAX_LCORE / 2 + (unsigned int)(c - ctl.clients);
+		ev.data.ptr = c;
+		epoll_ctl(ctl.epoll_fd, EPOLL_CTL_ADD, fd, &ev);
+		ctl.accepted++;
+	}
+}
+
+/* One of a client slot's single-producer, single-consumer mbuf rings. */
+static struct rte_ring *
+slot_ring(const char *fmt, unsigned int slot, unsigned int size)
+{
+	char name[RTE_RING_NAMESIZE];
+	struct rte_ring *r;
+
+	snprintf(name, sizeof(name), fmt, slot);
+	r = rte_ring_create(name, size, (int)rte_socket_id(),
+			    RING_F_SP_ENQ | RING_F_SC_DEQ | RING_F_EXACT_SZ);
+	if (r == NULL)
+		NCD_LOG(ERR, "rte_ring_create(%s, %u): %s", name, size, rte_strerror(rte_errno));
+	return r;
+}
+
+int
+ncd_control_init(struct ncd *d)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = NULL }, nev = { .events = EPOLLIN };
+	char dir[sizeof(ctl.path)];
+
+	/* The requests of a client's own channels; other modules have registered theirs. */
+	ctl.handlers[NC_CTL_CHANNEL_CREATE] = do_create;
+	ctl.handlers[NC_CTL_CHANNEL_ATTACH] = do_attach;
+	ctl.handlers[NC_CTL_CHANNEL_DESTROY] = do_destroy;
+	ctl.handlers[NC_CTL_CHANNEL_STATS] = do_chan_stats;
+	ctl.handlers[NC_CTL_CHANNEL_EVENTFD] = do_eventfd;
+	for (unsigned int i = 0; i < NCD_MAX_CLIENTS; i++) {
+		ctl.clients[i].fd = -1;
+		/*
+		 * The free ring: a client produces, a worker consumes. It holds the
+		 * client's whole quota, up to a bound on its memory (a client over it
+		 * frees the rest into the pool itself). The alloc ring the other way.
+		 */
+		d->free_rings[i] = slot_ring(NC_FREE_RING_FMT, i,
+					     RTE_MIN(d->cfg.mbuf_quota, FREE_RING_MAX));
+		d->alloc_rings[i] = slot_ring(NC_ALLOC_RING_FMT, i, NC_ALLOC_RING_SIZE);
+		if (d->free_rings[i] == NULL || d->alloc_rings[i] == NULL)
+			return -1;
+	}
+	if (strlen(d->cfg.control_socket) >= sizeof(sa.sun_path)) {
+		fprintf(stderr, "%s: control.socket: longer than %zu bytes\n", d->cfg.path,
+			sizeof(sa.sun_path) - 1);
+		return -1;
+	}
+	snprintf(ctl.path, sizeof(ctl.path), "%s", d->cfg.control_socket);
+	snprintf(dir, sizeof(dir), "%s", ctl.path);
+	if (mkdir(dirname(dir), 0755) != 0 && errno != EEXIST) {
+		NCD_LOG(ERR, "mkdir(%s): %s", dir, strerror(errno));
+		return -1;
+	}
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", ctl.path);
+	ctl.listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (ctl.listen_fd < 0) {
+		NCD_LOG(ERR, "socket(AF_UNIX, SOCK_SEQPACKET): %s", strerror(errno));
+		return -1;
+	}
+	/* A socket file nobody listens on is stale: a daemon that died left it. */
+	if (connect(ctl.listen_fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
+		NCD_LOG(ERR, "control socket %s: another daemon is listening on it", ctl.path);
+		return -1;
+	}
+	unlink(ctl.path);
+	close(ctl.listen_fd);
+	ctl.listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (ctl.listen_fd < 0 || bind(ctl.listen_fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
+	    chmod(ctl.path, 0660) != 0 || listen(ctl.listen_fd, 16) != 0) {
+		NCD_LOG(ERR, "control socket %s: %s", ctl.path, strerror(errno));
+		return -1;
+	}
+	ctl.epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+	nev.data.ptr = &ctl.nh_tag;
+	if (ctl.epoll_fd < 0 || epoll_ctl(ctl.epoll_fd, EPOLL_CTL_ADD, ctl.listen_fd, &ev) != 0 ||
+	    epoll_ctl(ctl.epoll_fd, EPOLL_CTL_ADD, d->nh_efd, &nev) != 0) {
+		NCD_LOG(ERR, "epoll for the control socket: %s", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+void
+ncd_control_poll(struct ncd *d, int timeout_ms)
+{
+	struct epoll_event evs[16];
+	int n = epoll_wait(ctl.epoll_fd, evs, 16, timeout_ms);
+
+	/* Telemetry reads the channels and clients from its own thread. */
+	pthread_mutex_lock(&d->lock);
+	/* Clients' IP packets waiting for a next hop: on a signal, and at least every poll. */
+	ncd_nh_run(d);
+	ncd_nat_expire(d, false);
+	reclaim_pending(d);
+	for (int i = 0; i < n; i++) {
+		if (evs[i].data.ptr == NULL)
+			accept_clients();
+		else if (evs[i].data.ptr == &ctl.nh_tag)
+			continue;
+		else if (((struct ncd_conn *)evs[i].data.ptr)->fd >= 0)
+			client_readable(d, evs[i].data.ptr);
+	}
+	pthread_mutex_unlock(&d->lock);
+}
+
+void
+ncd_control_run(struct ncd *d)
+{
+	while (!d->stop)
+		ncd_control_poll(d, 100);
+}
+
+void
+ncd_control_close(struct ncd *d)
+{
+	for (unsigned int i = 0; i < NCD_MAX_CLIENTS; i++)
+		if (ctl.clients[i].fd >= 0)
+			client_close(d, &ctl.clients[i]);
+	if (ctl.epoll_fd >= 0)
+		close(ctl.epoll_fd);
+	if (ctl.listen_fd >= 0) {
+		close(ctl.listen_fd);
+		unlink(ctl.path);
+	}
+	ctl.epoll_fd = ctl.listen_fd = -1;
+	for (unsigned int i = 0; i < NCD_MAX_CLIENTS; i++) {
+		ncd_ring_drain(d, d->free_rings[i], false);
+		rte_ring_free(d->free_rings[i]);
+		d->free_rings[i] = NULL;
+		/* Not from the tail: a client that outlives the daemon may still be taking. */
+		ncd_ring_drain(d, d->alloc_rings[i], false);
+		rte_ring_free(d->alloc_rings[i]);
+		d->alloc_rings[i] = NULL;
+	}
+}

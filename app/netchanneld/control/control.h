@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The control socket (include/nc_proto.h): connections, their framing, and a
+ * table of handlers by request type that the modules fill before it opens.
+ */
+#ifndef NCD_CONTROL_H
+#define NCD_CONTROL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <jansson.h>
+
+#include "nc_proto.h"
+
+struct ncd;
+struct ncd_conn;
+
+/**
+ * A request handler: it replies (ncd_ctl_reply() and the like) and returns
+ * the status it replied with; a negative one counts against the connection.
+ * The body passed ncd_ctl_check(): it has the size its type demands.
+ */
+typedef int (*ncd_ctl_handler_t)(struct ncd *d, struct ncd_conn *c, const struct nc_ctl_req *req,
+				 const void *body, uint32_t len);
+
+/**
+ * Serve requests of one type with fn, from now on.
+ * @return 0, or -EINVAL (no such type, or HELLO: the socket's own), -EEXIST (taken)
+ */
+int ncd_control_register(uint16_t type, ncd_ctl_handler_t fn);
+
+/** Reply to req with a status and a body. @return 0, or -errno of sendmsg(). */
+int ncd_ctl_reply(struct ncd_conn *c, const struct nc_ctl_req *req, int32_t status,
+		  const void *body, size_t len);
+
+/**
+ * Reply to req with a JSON document as the body (-E2BIG if it does not fit
+ * a message, -ENOMEM if v is NULL). Takes v's reference.
+ * @return as ncd_ctl_reply()
+ */
+int ncd_ctl_reply_json(struct ncd_conn *c, const struct nc_ctl_req *req, json_t *v);
+
+/** The connection's peer: uid, gid and pid from SO_PEERCRED. */
+void ncd_conn_peer(const struct ncd_conn *c, uid_t *uid, gid_t *gid, pid_t *pid);
+
+/** Set up the control socket. @return 0 or -1 (printed). */
+int ncd_control_init(struct ncd *d);
+
+/** Serve the control socket once: wait at most timeout_ms for something to do. */
+void ncd_control_poll(struct ncd *d, int timeout_ms);
+
+/** Serve the control socket until d->stop. */
+void ncd_control_run(struct ncd *d);
+
+/** Close every client (their channels go) and the socket. */
+void ncd_control_close(struct ncd *d);
+
+/** Malformed, truncated, oversized or out-of-order control messages, over every connection. */
+uint64_t ncd_control_bad_messages(void);
+
+/** A connected client's pid and uid, by slot (0 and 0 for none). */
+void ncd_client_cred(int slot, pid_t *pid, uid_t *uid);
+
+#endif

@@ -1,0 +1,160 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The control protocol's decoder (see ctl_decode.h). */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "control/ctl_decode.h"
+#include "channel/spec.h"
+
+/* Body sizes: exact for fixed requests; CLI's is bounded instead. */
+static const uint32_t body_size[NC_CTL_TYPE_MAX] = {
+	[NC_CTL_HELLO] = sizeof(struct nc_ctl_hello),
+	[NC_CTL_CHANNEL_CREATE] = sizeof(struct nc_ctl_create),
+	[NC_CTL_CHANNEL_ATTACH] = sizeof(struct nc_ctl_name),
+	[NC_CTL_CHANNEL_DESTROY] = sizeof(struct nc_ctl_id),
+	[NC_CTL_CHANNEL_LIST] = 0,
+	[NC_CTL_STATS] = 0,
+	[NC_CTL_CHANNEL_STATS] = sizeof(struct nc_ctl_id),
+	[NC_CTL_CHANNEL_EVENTFD] = sizeof(struct nc_ctl_id),
+};
+
+int
+ncd_ctl_check(const uint8_t *msg, size_t n, bool truncated, uint32_t *body_len)
+{
+	struct nc_ctl_req req;
+
+	if (truncated)
+		return -EMSGSIZE;
+	if (n < sizeof(req))
+		return -EBADMSG;
+	/* The buffer may not be aligned for the header. */
+	memcpy(&req, msg, sizeof(req));
+	if (req.magic != NC_CTL_MAGIC || req.reserved != 0 || req.len != n - sizeof(req))
+		return -EBADMSG;
+	if (req.type == 0 || req.type >= NC_CTL_TYPE_MAX)
+		return -EOPNOTSUPP;
+	if (req.type == NC_CTL_CLI ? req.len < sizeof(struct nc_ctl_cli) ||
+				     req.len >= sizeof(struct nc_ctl_cli) + NC_CLI_MAX_LINE :
+	    req.type == NC_CTL_CHANNEL_CREATE ?
+		    req.len != sizeof(struct nc_ctl_create) &&
+		    req.len != sizeof(struct nc_ctl_create) + sizeof(struct nc_ctl_nat) :
+		    req.len != body_size[req.type])
+		return -EINVAL;
+	*body_len = req.len;
+	return 0;
+}
+
+/* The wire's flags of a NAT translation, and the rewrite's that they stand for. */
+static const struct {
+	uint32_t wire, nat;
+} nat_flags[] = {
+	{ NC_NAT_F_DST, NCD_NAT_DST }, { NC_NAT_F_DPORT, NCD_NAT_DPORT },
+	{ NC_NAT_F_SRC, NCD_NAT_SRC }, { NC_NAT_F_SPORT, NCD_NAT_SPORT },
+};
+
+/* A NAT channel's translation: its framing here, its meaning in ncd_channel_conf_check(). */
+static int
+decode_nat(const struct nc_ctl_nat *n, struct ncd_nat_conf *nc)
+{
+	if ((n->flags & ~(NC_NAT_F_DST | NC_NAT_F_DPORT | NC_NAT_F_SRC | NC_NAT_F_SPORT |
+			  NC_NAT_F_PORT | NC_NAT_F_VIA | NC_NAT_F_REVERSE)) ||
+	    n->reserved != 0 || n->reserved2 != 0)
+		return -EINVAL;
+	/* Addresses: of the family given, and nothing beyond an IPv4 address's 4 bytes. */
+	if (n->flags & (NC_NAT_F_DST | NC_NAT_F_SRC)) {
+		static const uint8_t zero[12];
+
+		if ((n->family != NC_TRIE_AF_INET && n->family != NC_TRIE_AF_INET6) ||
+		    (n->family == NC_TRIE_AF_INET &&
+		     (memcmp(n->dst + 4, zero, 12) || memcmp(n->src + 4, zero, 12))))
+			return -EINVAL;
+	} else if (n->family != 0) {
+		return -EINVAL;
+	}
+	memset(nc, 0, sizeof(*nc));
+	for (size_t i = 0; i < sizeof(nat_flags) / sizeof(nat_flags[0]); i++)
+		if (n->flags & nat_flags[i].wire)
+			nc->x.flags |= nat_flags[i].nat;
+	if (n->flags & NC_NAT_F_DST)
+		memcpy(nc->x.dst, n->dst, 16);
+	if (n->flags & NC_NAT_F_SRC)
+		memcpy(nc->x.src, n->src, 16);
+	nc->x.dport = n->flags & NC_NAT_F_DPORT ? n->dport : 0;
+	nc->x.sport = n->flags & NC_NAT_F_SPORT ? n->sport : 0;
+	nc->family = n->family;
+	nc->has_port = n->flags & NC_NAT_F_PORT;
+	nc->port = nc->has_port ? n->port : 0;
+	nc->has_via = n->flags & NC_NAT_F_VIA;
+	if (nc->has_via)
+		memcpy(nc->via, n->via, 6);
+	nc->reverse = n->flags & NC_NAT_F_REVERSE;
+	return 0;
+}
+
+int
+ncd_ctl_decode_create(const struct nc_ctl_create *m, size_t len, unsigned int nports,
+		      struct ncd_channel_conf *cc)
+{
+	const struct nc_ctl_rule *w = &m->rule;
+	bool nat = m->action == NC_ACTION_NAT;
+	const char *field;
+	char err[160];
+
+	if (len != sizeof(*m) + (nat ? sizeof(struct nc_ctl_nat) : 0))
+		return -EINVAL;
+	/* The framing: what the wire reserves, and what it cannot say twice. */
+	if ((m->flags & ~NC_CREATE_F_TX) || m->reserved != 0 || m->action > NC_ACTION_NAT ||
+	    (m->queue_bytes != 0 && m->memory_limit_order != 0) ||
+	    (m->memory_limit_order != 0 &&
+	     (m->memory_limit_order < ncd_chan_limits[NCD_OPT_MEMORY_LIMIT_ORDER].lo ||
+	      m->memory_limit_order > ncd_chan_limits[NCD_OPT_MEMORY_LIMIT_ORDER].hi)))
+		return -EINVAL;
+	/* Its name is checked whole before it is copied: the wire's may lack a NUL. */
+	if (ncd_channel_name_check(m->name, err, sizeof(err)) != 0)
+		return -EINVAL;
+	ncd_channel_conf_init(cc);
+	snprintf(cc->name, sizeof(cc->name), "%s", m->name);
+	cc->rule.family = w->family;
+	cc->rule.proto = w->proto;
+	cc->rule.proto_mask = w->proto_mask;
+	cc->rule.dst_len = w->dst_len;
+	cc->rule.src_len = w->src_len;
+	memcpy(cc->rule.dst.a, w->dst, 16);
+	memcpy(cc->rule.src.a, w->src, 16);
+	cc->rule.dport = (struct nc_trie_port){ w->dport_lo, w->dport_hi, w->dport_kind };
+	cc->rule.sport = (struct nc_trie_port){ w->sport_lo, w->sport_hi, w->sport_kind };
+	cc->rule.priority = w->priority;
+	cc->action = (enum nc_dir_action)m->action;
+	if (nat) {
+		struct nc_ctl_nat n;
+
+		/* The body may not be aligned for it. */
+		memcpy(&n, (const uint8_t *)m + sizeof(*m), sizeof(n));
+		if (decode_nat(&n, &cc->nat) != 0)
+			return -EINVAL;
+	}
+	cc->tx = m->flags & NC_CREATE_F_TX;
+	cc->port = m->port;
+	/* 0: the default. */
+	if (m->ring_size != 0)
+		cc->ring_size = m->ring_size;
+	if (m->queue_bytes != 0)
+		cc->queue_bytes = m->queue_bytes;
+	else if (m->memory_limit_order != 0)
+		cc->queue_bytes = UINT64_C(1) << m->memory_limit_order;
+	return ncd_channel_conf_check(cc, nports, &field, err, sizeof(err)) == 0 ? 0 : -EINVAL;
+}
+
+int
+ncd_ctl_decode_cli(const struct nc_ctl_cli *m, size_t len, char *line, bool *json)
+{
+	size_t n = len - sizeof(*m);
+
+	if (m->flags & ~NC_CLI_F_JSON)
+		return -EINVAL;
+	memcpy(line, m->line, n);
+	line[n] = '\0';
+	*json = m->flags & NC_CLI_F_JSON;
+	return 0;
+}

@@ -1,0 +1,396 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The views (views.h): every JSON the daemon writes is built here once, from
+ * the daemon's state, and printed, sent or converted by its users. They run
+ * on the control thread, or under ncd.lock (telemetry).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <arpa/inet.h>
+
+#include <jansson.h>
+#include <rte_ethdev.h>
+#include <rte_mempool.h>
+#include <rte_ring.h>
+
+#include "channel/channel.h"
+#include "control/control.h"
+#include "control/views.h"
+#include "core/stats.h"
+#include "datapath/datapath.h"
+#include "nat/nat.h"
+#include "ncd.h"
+#include "offload/offload.h"
+
+#define U64(v) json_integer((json_int_t)(v))
+
+static const char *
+mac_str(const struct rte_ether_addr *a, char *buf)
+{
+	rte_ether_format_addr(buf, RTE_ETHER_ADDR_FMT_SIZE, a);
+	return buf;
+}
+
+json_t *
+ncd_view_port_stats(const struct ncd *d, unsigned int pi)
+{
+	struct ncd_port_stats s;
+	struct rte_eth_stats e;
+	json_t *o = json_object(), *r = json_object(), *nic = json_object();
+
+	ncd_port_stats_sum(d, pi, &s);
+	json_object_set_new(o, "port", U64(pi));
+	json_object_set_new(o, "name", json_string(d->cfg.ports[pi].name));
+#define X(n) json_object_set_new(o, #n, U64(s.n));
+	PORT_FIELDS(X)
+#undef X
+	for (unsigned int v = 1; v < NCD_PKT_NVERDICTS; v++)
+		json_object_set_new(r, ncd_verdict_names[v], U64(s.verdict[v]));
+	json_object_set_new(o, "reasons", r);
+	if (rte_eth_stats_get(d->ports[pi].port_id, &e) == 0) {
+		json_object_set_new(nic, "ipackets", U64(e.ipackets));
+		json_object_set_new(nic, "opackets", U64(e.opackets));
+		json_object_set_new(nic, "ibytes", U64(e.ibytes));
+		json_object_set_new(nic, "obytes", U64(e.obytes));
+		json_object_set_new(nic, "imissed", U64(e.imissed));
+		json_object_set_new(nic, "ierrors", U64(e.ierrors));
+		json_object_set_new(nic, "oerrors", U64(e.oerrors));
+		json_object_set_new(nic, "rx_nombuf", U64(e.rx_nombuf));
+	}
+	json_object_set_new(o, "nic", nic);
+	json_object_set_new(o, "next_hop", json_pack("{s:i, s:I, s:I, s:I}", "ifindex",
+						      d->ports[pi].nh_ifindex, "resolved",
+						      (json_int_t)d->ports[pi].nh_stats.resolved,
+						      "no_route", (json_int_t)d->ports[pi].nh_stats.no_route,
+						      "no_neigh", (json_int_t)d->ports[pi].nh_stats.no_neigh));
+	return o;
+}
+
+static const char *
+offload_mode_name(const struct ncd_port_conf *pc)
+{
+	if (pc->bifurcated)
+		return "required (exception mode bifurcated)";
+	return pc->flow_offload == NCD_OFFLOAD_OFF ? "off" :
+	       pc->flow_offload == NCD_OFFLOAD_REQUIRED ? "required" : "auto";
+}
+
+/* Per port: offloaded or not, how, and why not. */
+static json_t *
+view_offload(const struct ncd *d, const struct ncd_channel *ch)
+{
+	static const char *const state[] = { "off", "software", "mark", "mark+queue" };
+	json_t *a = json_array();
+
+	for (unsigned int pi = 0; pi < d->cfg.nports; pi++) {
+		const struct ncd_chan_offload *o = &ch->off[pi];
+		json_t *e = json_pack("{s:s, s:b, s:s}", "port", d->cfg.ports[pi].name, "offloaded",
+				      o->state >= NCD_OFF_MARK, "state", state[o->state]);
+
+		if (o->state >= NCD_OFF_MARK)
+			json_object_set_new(e, "mark", U64(ch->mark[pi]));
+		if (o->state < NCD_OFF_MARK && o->why[0] != '\0')
+			json_object_set_new(e, "reason", json_string(o->why));
+		if (ch->queue >= 0)
+			json_object_set_new(e, "queue", json_integer(ch->queue));
+		json_array_append_new(a, e);
+	}
+	return a;
+}
+
+json_t *
+ncd_view_port_info(const struct ncd *d, unsigned int pi)
+{
+	const struct ncd_port *p = &d->ports[pi];
+	const struct ncd_port_conf *pc = &d->cfg.ports[pi];
+	struct rte_eth_dev_info info;
+	struct rte_eth_link link;
+	char mac[RTE_ETHER_ADDR_FMT_SIZE], status[64];
+	json_t *o = json_object(), *w = json_array();
+
+	json_object_set_new(o, "port", U64(pi));
+	json_object_set_new(o, "name", json_string(pc->name));
+	json_object_set_new(o, "device", json_string(pc->device));
+	if (rte_eth_dev_info_get(p->port_id, &info) == 0)
+		json_object_set_new(o, "driver", json_string(info.driver_name));
+	json_object_set_new(o, "port_id", U64(p->port_id));
+	json_object_set_new(o, "mac", json_string(mac_str(&p->mac, mac)));
+	if (rte_eth_link_get_nowait(p->port_id, &link) == 0) {
+		if (link.link_status)
+			snprintf(status, sizeof(status), "up, %u Mbps, %s duplex", link.link_speed,
+				 link.link_duplex ? "full" : "half");
+		else
+			snprintf(status, sizeof(status), "down");
+		json_object_set_new(o, "link", json_string(status));
+	}
+	json_object_set_new(o, "mtu", U64(pc->mtu));
+	json_object_set_new(o, "rx_queues", U64(pc->rx_queues));
+	for (unsigned int i = 0; i < d->cfg.nworkers; i++)
+		for (unsigned int q = 0; q < d->workers[i].nrx; q++)
+			if (d->workers[i].rx[q].port == pi)
+				json_array_append_new(w, json_pack("{s:i, s:i}", "lcore",
+								   (int)d->workers[i].lcore, "queue",
+								   (int)d->workers[i].rx[q].queue));
+	json_object_set_new(o, "workers", w);
+	json_object_set_new(o, "exception", json_string(p->has_exc ? pc->exc_device : "none"));
+	json_object_set_new(o, "exception_ifindex", json_integer(p->nh_ifindex));
+	json_object_set_new(o, "flow_offload", json_string(offload_mode_name(pc)));
+	json_object_set_new(o, "marks", json_string(p->mock != NULL ? "mock" :
+						    !p->marks ? "refused by the PMD" :
+						    p->mark_negotiated == 1 ? "negotiated" :
+						    "not negotiated (the PMD has no negotiation)"));
+	json_object_set_new(o, "rte_flow", json_boolean(p->flow_api));
+	json_object_set_new(o, "flow_rules", U64(p->flows));
+	json_object_set_new(o, "flow_errors", U64(p->flow_errors));
+	/* Whether NAT leaves IPv4 header checksums of what it sends here to the device. */
+	json_object_set_new(o, "ip_csum_offload", json_boolean(p->ip_csum_offload));
+	return o;
+}
+
+json_t *
+ncd_view_port_xstats(const struct ncd *d, unsigned int pi)
+{
+	uint16_t id = d->ports[pi].port_id;
+	int n = rte_eth_xstats_get_names(id, NULL, 0);
+	json_t *o = json_object();
+	struct rte_eth_xstat_name *names;
+	struct rte_eth_xstat *vals;
+
+	json_object_set_new(o, "port", U64(pi));
+	json_object_set_new(o, "name", json_string(d->cfg.ports[pi].name));
+	if (n <= 0)
+		return o;
+	names = calloc((size_t)n, sizeof(*names));
+	vals = calloc((size_t)n, sizeof(*vals));
+	if (names != NULL && vals != NULL && rte_eth_xstats_get_names(id, names, (unsigned int)n) == n &&
+	    rte_eth_xstats_get(id, vals, (unsigned int)n) == n) {
+		json_t *x = json_object();
+
+		for (int i = 0; i < n; i++)
+			json_object_set_new(x, names[vals[i].id].name, U64(vals[i].value));
+		json_object_set_new(o, "xstats", x);
+	}
+	free(names);
+	free(vals);
+	return o;
+}
+
+/* A channel's counters, summed, into o. */
+static void
+chan_counters(json_t *o, const struct ncd_chan_stats *s)
+{
+#define X(n) json_object_set_new(o, #n, U64(s->n));
+	CHAN_FIELDS(X)
+#undef X
+}
+
+static const char *
+action_name(enum nc_dir_action a)
+{
+	return a == NC_ACTION_DROP ? "drop" : a == NC_ACTION_NAT ? "nat" : "deliver";
+}
+
+static json_t *
+view_nat(const struct ncd *d, const struct ncd_nat_conf *nc)
+{
+	json_t *o = json_object();
+	char a[INET6_ADDRSTRLEN];
+	int af = nc->family == NC_TRIE_AF_INET ? AF_INET : AF_INET6;
+
+	if (nc->x.flags & NCD_NAT_DST)
+		json_object_set_new(o, "dst", json_string(inet_ntop(af, nc->x.dst, a, sizeof(a))));
+	if (nc->x.flags & NCD_NAT_DPORT)
+		json_object_set_new(o, "dport", U64(nc->x.dport));
+	if (nc->x.flags & NCD_NAT_SRC)
+		json_object_set_new(o, "src", json_string(inet_ntop(af, nc->x.src, a, sizeof(a))));
+	if (nc->x.flags & NCD_NAT_SPORT)
+		json_object_set_new(o, "sport", U64(nc->x.sport));
+	json_object_set_new(o, "port", nc->has_port ? json_string(d->cfg.ports[nc->port].name) :
+			    json_string("in"));
+	if (nc->has_via) {
+		struct rte_ether_addr via;
+
+		memcpy(via.addr_bytes, nc->via, sizeof(via.addr_bytes));
+		json_object_set_new(o, "via", json_string(mac_str(&via, a)));
+	}
+	json_object_set_new(o, "reverse", json_boolean(nc->reverse));
+	return o;
+}
+
+static const char *
+owner_kind(const struct ncd_channel *ch)
+{
+	return ch->owner == NCD_OWNER_CONFIG ? "config" :
+	       ch->owner == NCD_OWNER_OPERATOR ? "operator" : "client";
+}
+
+json_t *
+ncd_view_channel(const struct ncd *d, uint32_t id)
+{
+	const struct ncd_channel *ch = d->channels[id];
+	struct ncd_chan_stats s;
+	char rule[256];
+	json_t *o = json_object(), *c = json_object();
+
+	nc_trie_rule_format(&ch->rule, rule, sizeof(rule));
+	ncd_chan_stats_sum(d, id, &s);
+	json_object_set_new(o, "id", U64(id));
+	json_object_set_new(o, "name", json_string(ch->name));
+	json_object_set_new(o, "rule", json_string(rule));
+	json_object_set_new(o, "action", json_string(action_name(ch->action)));
+	if (ch->owner >= 0) {
+		pid_t pid;
+		uid_t uid;
+
+		ncd_client_cred(ch->owner, &pid, &uid);
+		json_object_set_new(o, "owner", json_pack("{s:s, s:i, s:i}", "kind", "client", "pid",
+							   (int)pid, "uid", (int)uid));
+	} else {
+		json_object_set_new(o, "owner", json_pack("{s:s}", "kind", owner_kind(ch)));
+	}
+	if (ch->rx != NULL) {
+		json_object_set_new(o, "ring_size", U64(ch->dir->ring_size));
+		json_object_set_new(o, "ring_count", U64(rte_ring_count(ch->rx)));
+		json_object_set_new(o, "queue_bytes", U64(ch->queue_bytes));
+		json_object_set_new(o, "bytes_queued",
+				    U64(nc_dir_bytes_queued(ch->dir)));
+	}
+	if (ch->action == NC_ACTION_NAT)
+		json_object_set_new(o, "nat", view_nat(d, &ch->nat));
+	json_object_set_new(o, "tx", json_boolean(ch->tx != NULL));
+	if (ch->tx != NULL) {
+		json_object_set_new(o, "tx_port", json_string(d->cfg.ports[ch->port].name));
+		json_object_set_new(o, "tx_count", U64(rte_ring_count(ch->tx)));
+	}
+chan_counters(c, &s);
+	json_object_set_new(o, "counters", c);
+	json_object_set_new(o, "offload", view_offload(d, ch));
+	return o;
+}
+
+json_t *
+ncd_view_channels(const struct ncd *d)
+{
+	json_t *a = json_array();
+
+	for (uint32_t i = 0; i < d->cfg.max_channels; i++)
+		if (d->channels[i] != NULL)
+			json_array_append_new(a, ncd_view_channel(d, i));
+	return a;
+}
+
+json_t *
+ncd_view_classifier(const struct ncd *d)
+{
+	struct nc_trie_stats s;
+
+	if (nc_trie_get_stats(d->trie, &s) != 0)
+		return json_object();
+	return json_pack("{s:i, s:i, s:i, s:i, s:i, s:I, s:i}", "rules", (int)s.rules,
+			 "exact_rules", (int)s.exact_rules, "tuples", (int)s.tuples, "nodes",
+			 (int)s.nodes, "deferred", (int)s.deferred, "bytes", (json_int_t)s.bytes,
+			 "max_rules", (int)d->cfg.max_channels);
+}
+
+json_t *
+ncd_view_mempool(const struct ncd *d)
+{
+	return json_pack("{s:s, s:i, s:i, s:i, s:i, s:i, s:I, s:I}", "name", d->pool->name,
+			 "socket", d->pool->socket_id, "size", (int)d->pool->size, "cache",
+			 (int)d->pool->cache_size, "in_use", (int)rte_mempool_in_use_count(d->pool),
+			 "available", (int)rte_mempool_avail_count(d->pool), "reclaimed",
+			 (json_int_t)d->mbufs_reclaimed, "cache_flushed",
+			 (json_int_t)d->cache_flushed);
+}
+
+
+json_t *
+ncd_view_channel_list(const struct ncd *d)
+{
+	json_t *a = json_array();
+	char rule[256];
+
+	for (uint32_t i = 0; i < d->cfg.max_channels; i++) {
+		const struct ncd_channel *ch = d->channels[i];
+
+		if (ch == NULL)
+			continue;
+		nc_trie_rule_format(&ch->rule, rule, sizeof(rule));
+		json_array_append_new(a, json_pack("{s:s, s:i, s:s, s:s, s:s, s:i, s:I}",
+						   "name", ch->name, "id", (int)ch->id,
+						   "action", action_name(ch->action),
+						   "owner", owner_kind(ch), "rule", rule,
+						   "ring_count", ch->rx ? (int)rte_ring_count(ch->rx) : 0,
+						   "bytes_queued",
+						   (json_int_t)nc_dir_bytes_queued(ch->dir)));
+	}
+	return a;
+}
+
+json_t *
+ncd_view_stats(const struct ncd *d)
+{
+	json_t *o = json_object(), *ports = json_array(), *chans = json_array();
+
+	for (unsigned int i = 0; i < d->cfg.nports; i++)
+		json_array_append_new(ports, ncd_view_port_stats(d, i));
+	for (uint32_t i = 0; i < d->cfg.max_channels; i++) {
+		const struct ncd_channel *ch = d->channels[i];
+		struct ncd_chan_stats s;
+		json_t *c;
+
+		if (ch == NULL)
+			continue;
+		ncd_chan_stats_sum(d, i, &s);
+		c = json_pack("{s:s, s:i, s:s}", "name", ch->name, "id", (int)ch->id, "action",
+			      action_name(ch->action));
+		chan_counters(c, &s);
+		json_array_append_new(chans, c);
+	}
+	json_object_set_new(o, "ports", ports);
+	json_object_set_new(o, "channels", chans);
+	json_object_set_new(o, "mempool", ncd_view_mempool(d));
+	json_object_set_new(o, "control", json_pack("{s:I}", "bad_messages",
+						    (json_int_t)ncd_control_bad_messages()));
+	json_object_set_new(o, "nat", ncd_view_nat(d));
+	return o;
+}
+
+int
+ncd_stats_write_json(const struct ncd *d, const char *path)
+{
+	json_t *v = ncd_view_stats(d);
+	int ret = json_dump_file(v, path, 0);
+
+	json_decref(v);
+	if (ret != 0)
+		NCD_LOG(ERR, "writing the counters to %s failed", path);
+	return ret != 0 ? -1 : 0;
+}
+
+static int
+serve_channel_list(struct ncd *d, struct ncd_conn *c, const struct nc_ctl_req *req,
+		   const void *body, uint32_t len)
+{
+	(void)body;
+	(void)len;
+	return ncd_ctl_reply_json(c, req, ncd_view_channel_list(d));
+}
+
+static int
+serve_stats(struct ncd *d, struct ncd_conn *c, const struct nc_ctl_req *req, const void *body,
+	    uint32_t len)
+{
+	(void)body;
+	(void)len;
+	return ncd_ctl_reply_json(c, req, ncd_view_stats(d));
+}
+
+int
+ncd_views_register(void)
+{
+	int ret = ncd_control_register(NC_CTL_CHANNEL_LIST, serve_channel_list);
+
+	return ret != 0 ? ret : ncd_control_register(NC_CTL_STATS, serve_stats);
+}

@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Views of the daemon's state as JSON values (the caller owns them). Every
+ * JSON the daemon writes is one of them: the CLI prints them as text or as
+ * JSON, telemetry converts them, CHANNEL_LIST and STATS send them, and
+ * --stats writes one. So no two outputs can disagree.
+ */
+#ifndef NCD_VIEWS_H
+#define NCD_VIEWS_H
+
+#include <stdint.h>
+
+#include <jansson.h>
+
+struct ncd;
+
+/** A port's configuration and state: device, driver, MAC, link, workers, offload. */
+json_t *ncd_view_port_info(const struct ncd *d, unsigned int port);
+
+/** A port's counters, with the reasons packets went to the kernel and the NIC's own. */
+json_t *ncd_view_port_stats(const struct ncd *d, unsigned int port);
+
+/** A port's extended NIC counters (rte_eth_xstats). */
+json_t *ncd_view_port_xstats(const struct ncd *d, unsigned int port);
+
+/** A channel: rule, action, owner, rings, counters, offload. */
+json_t *ncd_view_channel(const struct ncd *d, uint32_t id);
+
+/** Every channel, as ncd_view_channel() has it. */
+json_t *ncd_view_channels(const struct ncd *d);
+
+/** Every channel in brief: name, id, action, owner, rule, ring occupancy (CHANNEL_LIST). */
+json_t *ncd_view_channel_list(const struct ncd *d);
+
+/** The connected clients: pid, uid, channels, mbufs held (control.c keeps them). */
+json_t *ncd_view_clients(const struct ncd *d);
+
+/** The classifier's size: rules, tuples, nodes, bytes. */
+json_t *ncd_view_classifier(const struct ncd *d);
+
+/** The mbuf pool: size, in use, available, reclaimed from dead clients. */
+json_t *ncd_view_mempool(const struct ncd *d);
+
+/** Every counter: ports, channels, mempool, control socket, NAT (STATS, --stats). */
+json_t *ncd_view_stats(const struct ncd *d);
+
+/** Write ncd_view_stats() to path. @return 0 or -1 (logged). */
+int ncd_stats_write_json(const struct ncd *d, const char *path);
+
+/** Serve CHANNEL_LIST and STATS on the control socket. @return 0 or a negative errno. */
+int ncd_views_register(void);
+
+#endif

@@ -1,0 +1,984 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Config loading. jansson parses (duplicate keys rejected, so a syntax error
+ * has a line and column); a walker then checks every key against the schema,
+ * so that an unknown key, a wrong type or a bad value is reported with its
+ * JSON path, and nothing starts.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include <jansson.h>
+
+#include "core/config.h"
+#include "core/match.h"
+#include "channel/spec.h"
+
+struct ctx {
+	struct ncd_config *cfg;
+	const char *path;
+	char where[256];             /* JSON path of the value being checked */
+};
+
+static int __attribute__((format(printf, 2, 3)))
+fail(struct ctx *c, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: %s: ", c->path, c->where);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return -1;
+}
+
+/* Descend into key or index of the current path; returns the old length to restore. */
+static size_t
+push(struct ctx *c, const char *key, int index)
+{
+	size_t len = strlen(c->where);
+
+	if (key != NULL)
+		snprintf(c->where + len, sizeof(c->where) - len, "%s%s", len ? "." : "", key);
+	else
+		snprintf(c->where + len, sizeof(c->where) - len, "[%d]", index);
+	return len;
+}
+
+static void
+pop(struct ctx *c, size_t len)
+{
+	c->where[len] = '\0';
+}
+
+static const char *
+type_name(const json_t *v)
+{
+	switch (json_typeof(v)) {
+	case JSON_OBJECT: return "an object";
+	case JSON_ARRAY: return "an array";
+	case JSON_STRING: return "a string";
+	case JSON_INTEGER: return "an integer";
+	case JSON_REAL: return "a number";
+	case JSON_TRUE: case JSON_FALSE: return "a boolean";
+	default: return "null";
+	}
+}
+
+/* Every key of obj must be in the NULL-terminated list. */
+static int
+check_keys(struct ctx *c, const json_t *obj, const char *const *keys)
+{
+	const char *k;
+	json_t *v;
+
+	json_object_foreach((json_t *)obj, k, v) {
+		unsigned int i;
+
+		/* JSON has no comments: keys that start with "//" are taken as comments. */
+		if (strncmp(k, "//", 2) == 0)
+			continue;
+		for (i = 0; keys[i] != NULL; i++)
+			if (strcmp(k, keys[i]) == 0)
+				break;
+		if (keys[i] == NULL) {
+			size_t l = push(c, k, 0);
+			int r = fail(c, "unknown key");
+
+			pop(c, l);
+			return r;
+		}
+	}
+	return 0;
+}
+
+static int
+want_type(struct ctx *c, const json_t *v, json_type t, const char *what)
+{
+	if (json_typeof(v) == t || (t == JSON_TRUE && json_is_boolean(v)))
+		return 0;
+	return fail(c, "expected %s, got %s", what, type_name(v));
+}
+
+static int
+get_int(struct ctx *c, const json_t *obj, const char *key, int64_t lo, int64_t hi, int64_t dflt,
+	int64_t *out)
+{
+	json_t *v = json_object_get(obj, key);
+	size_t l;
+	int r = 0;
+
+	*out = dflt;
+	if (v == NULL)
+		return 0;
+	l = push(c, key, 0);
+	if (!json_is_integer(v))
+		r = fail(c, "expected an integer, got %s", type_name(v));
+	else if (json_integer_value(v) < lo || json_integer_value(v) > hi)
+		r = fail(c, "%" JSON_INTEGER_FORMAT " is out of range %" PRId64 "..%" PRId64,
+			 json_integer_value(v), lo, hi);
+	else
+		*out = json_integer_value(v);
+	pop(c, l);
+	return r;
+}
+
+static int
+get_str(struct ctx *c, const json_t *obj, const char *key, bool required, const char **out)
+{
+	json_t *v = json_object_get(obj, key);
+	size_t l;
+	int r = 0;
+
+	*out = NULL;
+	if (v == NULL && !required)
+		return 0;
+	l = push(c, key, 0);
+	if (v == NULL)
+		r = fail(c, "missing");
+	else if (!json_is_string(v))
+		r = fail(c, "expected a string, got %s", type_name(v));
+	else if (json_string_length(v) == 0)
+		r = fail(c, "empty string");
+	else
+		*out = json_string_value(v);
+	pop(c, l);
+	return r;
+}
+
+static int
+get_bool(struct ctx *c, const json_t *obj, const char *key, bool dflt, bool *out)
+{
+	json_t *v = json_object_get(obj, key);
+	size_t l;
+	int r = 0;
+
+	*out = dflt;
+	if (v == NULL)
+		return 0;
+	l = push(c, key, 0);
+	if (!json_is_boolean(v))
+		r = fail(c, "expected a boolean, got %s", type_name(v));
+	else
+		*out = json_is_true(v);
+	pop(c, l);
+	return r;
+}
+
+/* ---- sections ----------------------------------------------------------- */
+
+static int
+load_eal(struct ctx *c, const json_t *root)
+{
+	json_t *eal = json_object_get(root, "eal"), *v;
+	size_t l, i;
+
+	if (eal == NULL)
+		return 0;
+	l = push(c, "eal", 0);
+	if (want_type(c, eal, JSON_ARRAY, "an array of strings"))
+		return -1;
+	if (json_array_size(eal) > NCD_MAX_EAL_ARGS)
+		return fail(c, "more than %d arguments", NCD_MAX_EAL_ARGS);
+	json_array_foreach(eal, i, v) {
+		size_t l2 = push(c, NULL, (int)i);
+
+		if (want_type(c, v, JSON_STRING, "a string"))
+			return -1;
+		c->cfg->eal[c->cfg->neal++] = strdup(json_string_value(v));
+		pop(c, l2);
+	}
+	pop(c, l);
+	return 0;
+}
+
+static int
+load_mempool(struct ctx *c, const json_t *root)
+{
+	static const char *const keys[] = { "mbufs", "cache", NULL };
+	json_t *mp = json_object_get(root, "mempool");
+	int64_t mbufs, cache;
+	size_t l;
+	int r = 0;
+
+	l = push(c, "mempool", 0);
+	if (mp != NULL && (want_type(c, mp, JSON_OBJECT, "an object") || check_keys(c, mp, keys)))
+		return -1;
+	if (get_int(c, mp, "mbufs", 1023, 1 << 24, 16383, &mbufs) ||
+	    get_int(c, mp, "cache", 0, 512, 256, &cache))
+		return -1;
+	if (cache * 3 / 2 > mbufs)
+		r = fail(c, "cache %" PRId64 " is too large for %" PRId64 " mbufs (at most mbufs/1.5)",
+			 cache, mbufs);
+	c->cfg->mbufs = (uint32_t)mbufs;
+	c->cfg->mbuf_cache = (uint32_t)cache;
+	pop(c, l);
+	return r;
+}
+
+static int
+load_exception(struct ctx *c, const json_t *e, struct ncd_port_conf *p)
+{
+	static const char *const keys[] = { "device", "mac", "mode", NULL };
+	const char *dev, *mac, *mode;
+	char dflt[64];
+	size_t l;
+
+	snprintf(dflt, sizeof(dflt), "net_tap_%s,iface=%s", p->name, p->name);
+	p->exc_mac_port = true;
+	if (e == NULL) {
+		p->exc_device = strdup(dflt);
+		return 0;
+	}
+	l = push(c, "exception", 0);
+	if (want_type(c, e, JSON_OBJECT, "an object") || check_keys(c, e, keys) ||
+	    get_str(c, e, "device", false, &dev) || get_str(c, e, "mac", false, &mac) ||
+	    get_str(c, e, "mode", false, &mode))
+		return -1;
+	if (mode != NULL && strcmp(mode, "bifurcated") == 0) {
+		/* The kernel keeps its netdev and every unmatched packet: there is no TAP. */
+		if (dev != NULL || mac != NULL)
+			return fail(c, "mode bifurcated has no exception device: drop device and mac");
+		if (p->flow_offload == NCD_OFFLOAD_OFF) {
+			push(c, "mode", 0);
+			return fail(c, "bifurcated needs flow rules, but flow_offload is off");
+		}
+		p->bifurcated = true;
+		p->exc_device = NULL;
+		pop(c, l);
+		return 0;
+	}
+	if (mode != NULL && strcmp(mode, "tap") != 0) {
+		push(c, "mode", 0);
+		return fail(c, "'%s': expected tap or bifurcated", mode);
+	}
+	if (dev != NULL && strcmp(dev, "none") == 0)
+		p->exc_device = NULL;
+	else
+		p->exc_device = strdup(dev ? dev : dflt);
+	if (mac != NULL && strcmp(mac, "port") != 0) {
+		size_t l2 = push(c, "mac", 0);
+
+		if (ncd_parse_mac(mac, p->exc_mac))
+			return fail(c, "'%s' is not \"port\" or a MAC address", mac);
+		pop(c, l2);
+		p->exc_mac_port = false;
+		p->exc_mac_set = true;
+	}
+	pop(c, l);
+	return 0;
+}
+
+static int
+load_ports(struct ctx *c, const json_t *root)
+{
+	static const char *const keys[] = { "name", "device", "rx_queues", "mtu", "flow_offload",
+					    "exception", NULL };
+	json_t *ports = json_object_get(root, "ports"), *p;
+	size_t l, i;
+
+	l = push(c, "ports", 0);
+	if (ports == NULL)
+		return fail(c, "missing: at least one port is needed");
+	if (want_type(c, ports, JSON_ARRAY, "an array"))
+		return -1;
+	if (json_array_size(ports) == 0 || json_array_size(ports) > NCD_MAX_PORTS)
+		return fail(c, "1..%d ports are needed", NCD_MAX_PORTS);
+	json_array_foreach(ports, i, p) {
+		struct ncd_port_conf *pc = &c->cfg->ports[i];
+		const char *name, *dev, *off;
+		int64_t q, mtu;
+		size_t l2 = push(c, NULL, (int)i);
+
+		if (want_type(c, p, JSON_OBJECT, "an object") || check_keys(c, p, keys) ||
+		    get_str(c, p, "name", true, &name) || get_str(c, p, "device", true, &dev) ||
+		    get_int(c, p, "rx_queues", 1, NCD_MAX_QUEUES, 1, &q) ||
+		    get_int(c, p, "mtu", 68, 9600, 1500, &mtu) ||
+		    get_str(c, p, "flow_offload", false, &off))
+			return -1;
+		if (!ncd_valid_name(name, NCD_PORT_NAME_MAX, false)) {
+			size_t l3 = push(c, "name", 0);
+
+			(void)l3;
+			return fail(c, "'%s': 1-15 letters, digits, '_' or '-' (it names the TAP)",
+				    name);
+		}
+		for (size_t j = 0; j < i; j++)
+			if (strcmp(c->cfg->ports[j].name, name) == 0) {
+				push(c, "name", 0);
+				return fail(c, "duplicate port name '%s' (ports[%zu])", name, j);
+			}
+		snprintf(pc->name, sizeof(pc->name), "%s", name);
+		pc->device = strdup(dev);
+		pc->rx_queues = (uint16_t)q;
+		pc->mtu = (uint16_t)mtu;
+		pc->flow_offload = NCD_OFFLOAD_AUTO;
+		if (off != NULL) {
+			if (strcmp(off, "off") == 0) {
+				pc->flow_offload = NCD_OFFLOAD_OFF;
+			} else if (strcmp(off, "required") == 0) {
+				pc->flow_offload = NCD_OFFLOAD_REQUIRED;
+			} else if (strcmp(off, "auto") != 0) {
+				push(c, "flow_offload", 0);
+				return fail(c, "'%s': expected auto, off or required", off);
+			}
+		}
+		c->cfg->nports++;
+		if (load_exception(c, json_object_get(p, "exception"), pc))
+			return -1;
+		pop(c, l2);
+	}
+	pop(c, l);
+	return 0;
+}
+
+static int
+port_index(const struct ncd_config *cfg, const char *name)
+{
+	for (unsigned int i = 0; i < cfg->nports; i++)
+		if (strcmp(cfg->ports[i].name, name) == 0)
+			return (int)i;
+	return -1;
+}
+
+/* The lcores EAL will run: its -l/--lcores list, or every online CPU. */
+static int
+eal_lcores(struct ctx *c, uint64_t *bits, unsigned int *main_lcore)
+{
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	bool has_main = false;
+
+	*bits = 0;
+	for (unsigned int i = 0; i < c->cfg->neal; i++) {
+		const char *a = c->cfg->eal[i];
+
+		if ((strcmp(a, "-l") == 0 || strcmp(a, "--lcores") == 0) && i + 1 < c->cfg->neal) {
+			if (ncd_parse_lcores(c->cfg->eal[i + 1], bits)) {
+				size_t l = push(c, "eal", 0);
+
+				push(c, NULL, (int)i + 1);
+				fail(c, "'%s' is not an lcore list netchanneld understands (e.g. 0-1,3)",
+				     c->cfg->eal[i + 1]);
+				pop(c, l);
+				return -1;
+			}
+		} else if (strcmp(a, "--main-lcore") == 0 && i + 1 < c->cfg->neal) {
+			*main_lcore = (unsigned int)atoi(c->cfg->eal[i + 1]);
+			has_main = true;
+		}
+	}
+	if (*bits == 0)
+		*bits = ncpu >= 64 ? UINT64_MAX : (UINT64_C(1) << ncpu) - 1;
+	if (!has_main)
+		*main_lcore = (unsigned int)__builtin_ctzll(*bits);
+	return 0;
+}
+
+static int
+load_workers(struct ctx *c, const json_t *root)
+{
+	static const char *const keys[] = { "lcore", "rx", NULL };
+	static const char *const rxkeys[] = { "port", "queue", NULL };
+	json_t *ws = json_object_get(root, "workers"), *w;
+	uint8_t assigned[NCD_MAX_PORTS][NCD_MAX_QUEUES] = { { 0 } };
+	unsigned int main_lcore, total = 0, given = 0;
+	uint64_t lcores;
+	size_t l, i;
+
+	if (eal_lcores(c, &lcores, &main_lcore))
+		return -1;
+	l = push(c, "workers", 0);
+	if (ws == NULL) {
+		/* One worker, on the first lcore after the main one. */
+		uint64_t rest = lcores & ~(UINT64_C(1) << main_lcore);
+
+		if (rest == 0)
+			return fail(c, "missing, and EAL's lcore list has no lcore besides the main "
+				       "one (%u) to run a worker", main_lcore);
+		c->cfg->workers = calloc(1, sizeof(*c->cfg->workers));
+		c->cfg->workers[0].lcore = (unsigned int)__builtin_ctzll(rest);
+		c->cfg->nworkers = 1;
+	} else {
+		if (want_type(c, ws, JSON_ARRAY, "an array"))
+			return -1;
+		if (json_array_size(ws) == 0 || json_array_size(ws) > NCD_MAX_WORKERS)
+			return fail(c, "1..%d workers are needed", NCD_MAX_WORKERS);
+		c->cfg->workers = calloc(json_array_size(ws), sizeof(*c->cfg->workers));
+		json_array_foreach(ws, i, w) {
+			struct ncd_worker_conf *wc = &c->cfg->workers[i];
+			json_t *rx, *q;
+			int64_t lc;
+			size_t l2 = push(c, NULL, (int)i), j;
+
+			if (want_type(c, w, JSON_OBJECT, "an object") || check_keys(c, w, keys))
+				return -1;
+			if (json_object_get(w, "lcore") == NULL) {
+				push(c, "lcore", 0);
+				return fail(c, "missing");
+			}
+			if (get_int(c, w, "lcore", 0, 63, 0, &lc))
+				return -1;
+			push(c, "lcore", 0);
+			if (!(lcores & (UINT64_C(1) << lc)))
+				return fail(c, "lcore %" PRId64 " is not in EAL's lcore list", lc);
+			if ((unsigned int)lc == main_lcore)
+				return fail(c, "lcore %" PRId64 " is EAL's main lcore, which runs the "
+					       "control thread", lc);
+			for (j = 0; j < i; j++)
+				if (c->cfg->workers[j].lcore == (unsigned int)lc)
+					return fail(c, "lcore %" PRId64 " has two workers (workers[%zu])",
+						    lc, j);
+			pop(c, l2);
+			push(c, NULL, (int)i);
+			wc->lcore = (unsigned int)lc;
+			c->cfg->nworkers++;
+			rx = json_object_get(w, "rx");
+			if (rx == NULL) {
+				pop(c, l2);
+				continue;
+			}
+			push(c, "rx", 0);
+			if (want_type(c, rx, JSON_ARRAY, "an array"))
+				return -1;
+			json_array_foreach(rx, j, q) {
+				const char *pn;
+				int64_t qi;
+				int pi;
+				size_t l3 = push(c, NULL, (int)j);
+
+				if (want_type(c, q, JSON_OBJECT, "an object") ||
+				    check_keys(c, q, rxkeys) || get_str(c, q, "port", true, &pn) ||
+				    get_int(c, q, "queue", 0, NCD_MAX_QUEUES - 1, 0, &qi))
+					return -1;
+				pi = port_index(c->cfg, pn);
+				if (pi < 0) {
+					push(c, "port", 0);
+					return fail(c, "no port named '%s'", pn);
+				}
+				if (qi >= c->cfg->ports[pi].rx_queues) {
+					push(c, "queue", 0);
+					return fail(c, "port '%s' has %u rx queues (0..%u)", pn,
+						    c->cfg->ports[pi].rx_queues,
+						    c->cfg->ports[pi].rx_queues - 1);
+				}
+				if (assigned[pi][qi]) {
+					push(c, "queue", 0);
+					return fail(c, "rx queue %" PRId64 " of port '%s' is assigned twice",
+						    qi, pn);
+				}
+				assigned[pi][qi] = 1;
+				wc->rx[wc->nrx++] = (struct ncd_rxq_conf){ (uint16_t)pi, (uint16_t)qi };
+				given++;
+				pop(c, l3);
+			}
+			pop(c, l2);
+		}
+	}
+	for (unsigned int p = 0; p < c->cfg->nports; p++)
+		total += c->cfg->ports[p].rx_queues;
+	if (given == 0) {
+		/* Round robin over the workers. */
+		unsigned int k = 0;
+
+		for (unsigned int p = 0; p < c->cfg->nports; p++)
+			for (unsigned int q = 0; q < c->cfg->ports[p].rx_queues; q++, k++) {
+				struct ncd_worker_conf *wc = &c->cfg->workers[k % c->cfg->nworkers];
+
+				wc->rx[wc->nrx++] = (struct ncd_rxq_conf){ (uint16_t)p, (uint16_t)q };
+			}
+	} else if (given != total) {
+		for (unsigned int p = 0; p < c->cfg->nports; p++)
+			for (unsigned int q = 0; q < c->cfg->ports[p].rx_queues; q++)
+				if (!assigned[p][q])
+					return fail(c, "rx queue %u of port '%s' is assigned to no worker",
+						    q, c->cfg->ports[p].name);
+	}
+	pop(c, l);
+	return 0;
+}
+
+static int
+load_control(struct ctx *c, const json_t *root)
+{
+	static const char *const keys[] = { "socket", "allow", "mbuf_quota", NULL };
+	static const char *const akeys[] = { "uid", "gid", "dport", NULL };
+	json_t *ctl = json_object_get(root, "control"), *allow, *a;
+	const char *sock = NULL;
+	int64_t quota = c->cfg->mbufs / 4;
+	size_t l, i;
+
+	l = push(c, "control", 0);
+	if (ctl != NULL && (want_type(c, ctl, JSON_OBJECT, "an object") ||
+			    check_keys(c, ctl, keys) || get_str(c, ctl, "socket", false, &sock) ||
+			    get_int(c, ctl, "mbuf_quota", 1, c->cfg->mbufs, quota, &quota)))
+		return -1;
+	c->cfg->mbuf_quota = (uint32_t)quota;
+	if (sock != NULL && sock[0] != '/') {
+		push(c, "socket", 0);
+		return fail(c, "'%s' is not an absolute path", sock);
+	}
+	c->cfg->control_socket = strdup(sock ? sock : "/run/netchanneld/netchanneld.sock");
+	allow = ctl ? json_object_get(ctl, "allow") : NULL;
+	if (allow == NULL) {
+		/* Root only, by default. */
+		c->cfg->allow = calloc(1, sizeof(*c->cfg->allow));
+		c->cfg->allow[0] = (struct ncd_allow_conf){ 0, -1, 0, UINT16_MAX };
+		c->cfg->nallow = 1;
+		pop(c, l);
+		return 0;
+	}
+	push(c, "allow", 0);
+	if (want_type(c, allow, JSON_ARRAY, "an array"))
+		return -1;
+	c->cfg->allow = calloc(json_array_size(allow) + 1, sizeof(*c->cfg->allow));
+	json_array_foreach(allow, i, a) {
+		struct ncd_allow_conf *ac = &c->cfg->allow[i];
+		const char *dp;
+		struct nc_trie_port p;
+		char err[128];
+		size_t l2 = push(c, NULL, (int)i);
+
+		if (want_type(c, a, JSON_OBJECT, "an object") || check_keys(c, a, akeys) ||
+		    get_int(c, a, "uid", 0, UINT32_MAX - 1, -1, &ac->uid) ||
+		    get_int(c, a, "gid", 0, UINT32_MAX - 1, -1, &ac->gid) ||
+		    get_str(c, a, "dport", false, &dp))
+			return -1;
+		ac->port_lo = 0;
+		ac->port_hi = UINT16_MAX;
+		if (dp != NULL) {
+			push(c, "dport", 0);
+			if (ncd_parse_port(dp, &p, err, sizeof(err)))
+				return fail(c, "%s", err);
+			if (p.kind == NC_TRIE_PORT_MASK)
+				return fail(c, "a range lo-hi is needed here");
+			if (p.kind == NC_TRIE_PORT_RANGE) {
+				ac->port_lo = p.lo;
+				ac->port_hi = p.hi;
+			}
+		}
+		c->cfg->nallow++;
+		pop(c, l2);
+	}
+	pop(c, l);
+	return 0;
+}
+
+/* A match field may be a string, or for ports and protocols a number. */
+static int
+match_str(struct ctx *c, const json_t *m, const char *key, char *buf, size_t size,
+	  const char **out)
+{
+	json_t *v = json_object_get(m, key);
+
+	*out = NULL;
+	if (v == NULL)
+		return 0;
+	if (json_is_integer(v) && strcmp(key, "dst") && strcmp(key, "src")) {
+		snprintf(buf, size, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+		*out = buf;
+		return 0;
+	}
+	if (!json_is_string(v)) {
+		size_t l = push(c, key, 0);
+		int r = fail(c, "expected a string%s, got %s",
+			     strcmp(key, "dst") && strcmp(key, "src") ? " or an integer" : "",
+			     type_name(v));
+
+		pop(c, l);
+		return r;
+	}
+	*out = json_string_value(v);
+	return 0;
+}
+
+static int
+load_match(struct ctx *c, const json_t *m, struct nc_trie_rule *r)
+{
+	static const char *const keys[] = { "dst", "src", "dport", "sport", "proto", "family", NULL };
+	uint8_t fam[2] = { NC_TRIE_AF_ANY, NC_TRIE_AF_ANY };
+	const char *s, *family;
+	char buf[32], err[160];
+	size_t l;
+
+	memset(r, 0, sizeof(*r));
+	l = push(c, "match", 0);
+	if (m == NULL)
+		return fail(c, "missing");
+	size_t lm = strlen(c->where);
+
+	if (want_type(c, m, JSON_OBJECT, "an object") || check_keys(c, m, keys))
+		return -1;
+	for (int i = 0; i < 2; i++) {
+		const char *key = i ? "src" : "dst";
+
+		if (match_str(c, m, key, buf, sizeof(buf), &s))
+			return -1;
+		if (s != NULL && ncd_parse_prefix(s, i ? &r->src : &r->dst, i ? &r->src_len :
+						  &r->dst_len, &fam[i], err, sizeof(err))) {
+			push(c, key, 0);
+			return fail(c, "%s", err);
+		}
+	}
+	for (int i = 0; i < 2; i++) {
+		const char *key = i ? "sport" : "dport";
+
+		if (match_str(c, m, key, buf, sizeof(buf), &s))
+			return -1;
+		if (s != NULL && ncd_parse_port(s, i ? &r->sport : &r->dport, err, sizeof(err))) {
+			push(c, key, 0);
+			return fail(c, "%s", err);
+		}
+	}
+	if (match_str(c, m, "proto", buf, sizeof(buf), &s))
+		return -1;
+	if (s != NULL && ncd_parse_proto(s, &r->proto, &r->proto_mask, err, sizeof(err))) {
+		push(c, "proto", 0);
+		return fail(c, "%s", err);
+	}
+	if (fam[0] && fam[1] && fam[0] != fam[1])
+		return fail(c, "dst and src are of different address families");
+	r->family = fam[0] ? fam[0] : fam[1];
+	if (get_str(c, m, "family", false, &family))
+		return -1;
+	if (family != NULL) {
+		uint8_t f = strcmp(family, "ipv4") == 0 ? NC_TRIE_AF_INET :
+			    strcmp(family, "ipv6") == 0 ? NC_TRIE_AF_INET6 : 0;
+
+		push(c, "family", 0);
+		if (f == 0)
+			return fail(c, "'%s': expected ipv4 or ipv6", family);
+		if (r->family != NC_TRIE_AF_ANY && r->family != f)
+			return fail(c, "%s, but the addresses are %s", family,
+				    r->family == NC_TRIE_AF_INET ? "IPv4" : "IPv6");
+		r->family = f;
+		pop(c, lm);
+	}
+	pop(c, l);
+	return 0;
+}
+
+/* action: { "nat": { dst, dport, src, sport, port, via, reverse } } */
+static int
+load_nat(struct ctx *c, const json_t *act, struct ncd_channel_conf *cc)
+{
+	static const char *const akeys[] = { "nat", NULL };
+	static const char *const keys[] = { "dst", "dport", "src", "sport", "port", "via",
+					    "reverse", NULL };
+	static const char *const addrs[] = { "dst", "src", "via" };
+	const struct ncd_chan_limit *pl = &ncd_chan_limits[NCD_OPT_NAT_PORT];
+	const json_t *n = json_object_get(act, "nat");
+	struct ncd_nat_conf *nc = &cc->nat;
+	const char *port, *s;
+	int64_t ports[2];
+	bool reverse;
+	char err[160], num[16];
+	size_t l;
+
+	if (check_keys(c, act, akeys))
+		return -1;
+	if (n == NULL)
+		return fail(c, "expected \"deliver\", \"drop\" or { \"nat\": {...} }, got an object "
+			    "without nat");
+	l = push(c, "nat", 0);
+	if (want_type(c, n, JSON_OBJECT, "an object") || check_keys(c, n, keys) ||
+	    get_int(c, n, "dport", pl->lo, pl->hi, pl->dflt, &ports[0]) ||
+	    get_int(c, n, "sport", pl->lo, pl->hi, pl->dflt, &ports[1]) ||
+	    get_str(c, n, "port", false, &port) || get_bool(c, n, "reverse", false, &reverse))
+		return -1;
+	memset(nc, 0, sizeof(*nc));
+	for (unsigned int i = 0; i < sizeof(addrs) / sizeof(addrs[0]); i++) {
+		if (get_str(c, n, addrs[i], false, &s))
+			return -1;
+		if (s != NULL && ncd_nat_option(nc, addrs[i], s, err, sizeof(err)) != 0) {
+			push(c, addrs[i], 0);
+			return fail(c, "%s", err);
+		}
+	}
+	for (unsigned int i = 0; i < 2; i++) {
+		snprintf(num, sizeof(num), "%" PRId64, ports[i]);
+		if (ports[i] != 0 && ncd_nat_option(nc, i ? "sport" : "dport", num, err, sizeof(err)))
+			return fail(c, "%s", err);
+	}
+	if (reverse)
+		ncd_nat_option(nc, "reverse", NULL, err, sizeof(err));
+	if (port != NULL) {
+		int pi = port_index(c->cfg, port);
+
+		if (pi < 0) {
+			push(c, "port", 0);
+			return fail(c, "no port named '%s'", port);
+		}
+		nc->has_port = true;
+		nc->port = (uint16_t)pi;
+	}
+	cc->action = NC_ACTION_NAT;
+	pop(c, l);
+	return 0;
+}
+
+static int
+load_nat_table(struct ctx *c, const json_t *root)
+{
+	static const char *const keys[] = { "flows", "idle_timeout_ms", NULL };
+	const json_t *n = json_object_get(root, "nat");
+	int64_t flows, idle;
+	size_t l;
+
+	c->cfg->nat_flows = 65536;
+	c->cfg->nat_idle_ms = 60000;
+	if (n == NULL)
+		return 0;
+	l = push(c, "nat", 0);
+	if (want_type(c, n, JSON_OBJECT, "an object") || check_keys(c, n, keys) ||
+	    get_int(c, n, "flows", 8, 1 << 20, 65536, &flows) ||
+	    get_int(c, n, "idle_timeout_ms", 100, 86400000, 60000, &idle))
+		return -1;
+	c->cfg->nat_flows = (uint32_t)flows;
+	c->cfg->nat_idle_ms = (uint32_t)idle;
+	pop(c, l);
+	return 0;
+}
+
+/* A top-level count: get_int() into a uint32_t. */
+static int
+load_u32(struct ctx *c, const json_t *root, const char *key, int64_t lo, int64_t hi, int64_t dflt,
+	 uint32_t *out)
+{
+	int64_t v;
+
+	if (get_int(c, root, key, lo, hi, dflt, &v))
+		return -1;
+	*out = (uint32_t)v;
+	return 0;
+}
+
+static int
+load_channels(struct ctx *c, const json_t *root)
+{
+	static const char *const keys[] = { "name", "match", "priority", "action", "ring_size",
+					    "queue_bytes", "memory_limit_order", "tx", "port", "queue",
+					    NULL };
+	json_t *chs = json_object_get(root, "channels"), *ch;
+	struct nc_trie_config tc = { .name = "config", .socket_id = -1,
+				     .max_rules = c->cfg->max_channels };
+	struct nc_trie *t;
+	json_t *seen;
+	size_t l, i;
+	int ret = -1;
+
+	if (chs == NULL)
+		return 0;
+	l = push(c, "channels", 0);
+	if (want_type(c, chs, JSON_ARRAY, "an array"))
+		return -1;
+	if (json_array_size(chs) > c->cfg->max_channels)
+		return fail(c, "%zu channels, more than max_channels (%u)", json_array_size(chs),
+			    c->cfg->max_channels);
+	c->cfg->channels = calloc(json_array_size(chs) + 1, sizeof(*c->cfg->channels));
+	if (c->cfg->channels == NULL)
+		return fail(c, "calloc: %s", strerror(errno));
+	/* Rules are checked for duplicates the way the daemon will add them. */
+	t = nc_trie_create(&tc);
+	if (t == NULL)
+		return fail(c, "nc_trie_create: %s", strerror(errno));
+	/* Names seen so far, to their index: a hash table, so 100K channels load in linear time. */
+	seen = json_object();
+	json_array_foreach(chs, i, ch) {
+		struct ncd_channel_conf *cc = &c->cfg->channels[i];
+		const struct ncd_chan_limit *lim = ncd_chan_limits;
+		const char *name, *port = NULL, *field;
+		json_t *act;
+		int64_t prio, ring, qb, order, queue;
+		size_t l2 = push(c, NULL, (int)i);
+		char err[160];
+		int id;
+
+		ncd_channel_conf_init(cc);
+		if (want_type(c, ch, JSON_OBJECT, "an object") || check_keys(c, ch, keys) ||
+		    get_str(c, ch, "name", true, &name))
+			goto out;
+#define LIMITS(o) lim[o].lo, lim[o].hi, lim[o].dflt
+		if (get_int(c, ch, "priority", LIMITS(NCD_OPT_PRIORITY), &prio) ||
+		    get_int(c, ch, "ring_size", LIMITS(NCD_OPT_RING_SIZE), &ring) ||
+		    get_int(c, ch, "queue_bytes", LIMITS(NCD_OPT_QUEUE_BYTES), &qb) ||
+		    get_int(c, ch, "memory_limit_order", LIMITS(NCD_OPT_MEMORY_LIMIT_ORDER), &order) ||
+		    get_bool(c, ch, "tx", false, &cc->tx) || get_str(c, ch, "port", false, &port) ||
+		    get_int(c, ch, "queue", LIMITS(NCD_OPT_QUEUE), &queue))
+			goto out;
+#undef LIMITS
+		if (queue >= 0) {
+			unsigned int most = 0;
+
+			for (unsigned int pi = 0; pi < c->cfg->nports; pi++)
+				if (c->cfg->ports[pi].rx_queues > most)
+					most = c->cfg->ports[pi].rx_queues;
+			if (queue >= (int64_t)most) {
+				push(c, "queue", 0);
+				fail(c, "%" PRId64 ": no port has that rx queue (the most is %u)", queue,
+				     most);
+				goto out;
+			}
+			cc->steer = true;
+			cc->queue = (uint16_t)queue;
+		}
+		if (port != NULL) {
+			int pi = port_index(c->cfg, port);
+
+			if (pi < 0) {
+				push(c, "port", 0);
+				fail(c, "no port named '%s'", port);
+				goto out;
+			}
+			cc->port = (uint16_t)pi;
+		}
+		/* Checked whole before it is cut to fit cc->name. */
+		if (ncd_channel_name_check(name, err, sizeof(err)) != 0) {
+			push(c, "name", 0);
+			fail(c, "%s", err);
+			goto out;
+		}
+		if (json_object_get(seen, name) != NULL) {
+			push(c, "name", 0);
+			fail(c, "duplicate channel name '%s' (channels[%" JSON_INTEGER_FORMAT "])", name,
+			     json_integer_value(json_object_get(seen, name)));
+			goto out;
+		}
+		if (json_object_set_new(seen, name, json_integer((json_int_t)i)) != 0) {
+			fail(c, "json_object_set: out of memory");
+			goto out;
+		}
+		if (order && json_object_get(ch, "queue_bytes")) {
+			fail(c, "give queue_bytes or memory_limit_order, not both");
+			goto out;
+		}
+		snprintf(cc->name, sizeof(cc->name), "%s", name);
+		cc->ring_size = (uint32_t)ring;
+		cc->queue_bytes = order ? UINT64_C(1) << order : (uint64_t)qb;
+		if (load_match(c, json_object_get(ch, "match"), &cc->rule))
+			goto out;
+		cc->rule.priority = (uint32_t)prio;
+		act = json_object_get(ch, "action");
+		if (act != NULL) {
+			push(c, "action", 0);
+			if (json_is_object(act)) {
+				if (load_nat(c, act, cc))
+					goto out;
+			} else if (!json_is_string(act)) {
+				fail(c, "expected \"deliver\", \"drop\" or { \"nat\": {...} }, got %s",
+				     type_name(act));
+				goto out;
+			} else if (strcmp(json_string_value(act), "drop") == 0) {
+				cc->action = NC_ACTION_DROP;
+			} else if (strcmp(json_string_value(act), "deliver") != 0) {
+				fail(c, "'%s': expected deliver, drop or { \"nat\": {...} }",
+				     json_string_value(act));
+				goto out;
+			}
+			pop(c, l2);
+			push(c, NULL, (int)i);
+		}
+		if (ncd_channel_conf_check(cc, c->cfg->nports, &field, err, sizeof(err)) != 0) {
+			push(c, field, 0);
+			fail(c, "%s", err);
+			goto out;
+		}
+		id = nc_trie_add(t, &cc->rule);
+		if (id == -EEXIST) {
+			fail(c, "the same match and priority as an earlier channel");
+			goto out;
+		} else if (id < 0) {
+			fail(c, "match: %s", strerror(-id));
+			goto out;
+		}
+		c->cfg->nchannels++;
+		pop(c, l2);
+	}
+	pop(c, l);
+	ret = 0;
+out:
+	json_decref(seen);
+	nc_trie_free(t);
+	return ret;
+}
+
+/* Load from a file, or, with text, from that text (path then only names it in messages). */
+static int
+config_load(const char *path, const char *text, struct ncd_config *cfg)
+{
+	static const char *const keys[] = { "eal", "mempool", "ports", "workers", "control",
+					    "channels", "telemetry", "nat", "max_channels",
+					    "rx_timestamps", "heap_reserve_mb", NULL };
+	struct ctx c = { .cfg = cfg, .path = path };
+	json_error_t jerr;
+	json_t *root;
+	int ret = -1;
+
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->path = path;
+	root = text ? json_loads(text, JSON_REJECT_DUPLICATES, &jerr) :
+		      json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+	if (root == NULL) {
+		if (jerr.line < 0)
+			fprintf(stderr, "%s: %s\n", path, jerr.text);
+		else
+			fprintf(stderr, "%s:%d:%d: %s\n", path, jerr.line, jerr.column, jerr.text);
+		return -1;
+	}
+	if (!json_is_object(root)) {
+		fprintf(stderr, "%s: expected an object at the top, got %s\n", path, type_name(root));
+		goto out;
+	}
+	if (check_keys(&c, root, keys) || load_eal(&c, root) || load_mempool(&c, root) ||
+	    load_ports(&c, root) || load_workers(&c, root) || load_control(&c, root) ||
+	    load_nat_table(&c, root) ||
+	    load_u32(&c, root, "max_channels", 1, NCD_MAX_CHANNELS, NCD_DEFAULT_CHANNELS,
+		     &cfg->max_channels) ||
+	    load_channels(&c, root))
+		goto out;
+	if (get_bool(&c, root, "telemetry", true, &cfg->telemetry) ||
+	    get_bool(&c, root, "rx_timestamps", false, &cfg->rx_timestamps) ||
+	    load_u32(&c, root, "heap_reserve_mb", 0, NCD_MAX_HEAP_RESERVE_MB,
+		     NCD_DEFAULT_HEAP_RESERVE_MB, &cfg->heap_reserve_mb))
+		goto out;
+	ret = 0;
+out:
+	json_decref(root);
+	return ret;
+}
+
+int
+ncd_config_load(const char *path, struct ncd_config *cfg)
+{
+	return config_load(path, NULL, cfg);
+}
+
+int
+ncd_config_load_text(const char *name, const char *text, struct ncd_config *cfg)
+{
+	return config_load(name, text, cfg);
+}
+
+void
+ncd_config_free(struct ncd_config *cfg)
+{
+	for (unsigned int i = 0; i < cfg->neal; i++)
+		free(cfg->eal[i]);
+	for (unsigned int i = 0; i < NCD_MAX_PORTS; i++) {
+		free(cfg->ports[i].device);
+		free(cfg->ports[i].exc_device);
+	}
+	free(cfg->workers);
+	free(cfg->control_socket);
+	free(cfg->allow);
+	free(cfg->channels);
+	memset(cfg, 0, sizeof(*cfg));
+}

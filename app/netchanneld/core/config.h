@@ -1,0 +1,126 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* netchanneld's JSON config, loaded and checked before anything starts. */
+#ifndef NETCHANNELD_CONFIG_H
+#define NETCHANNELD_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "nat/nat_rewrite.h"
+#include "nc_proto.h"
+#include "nc_trie.h"
+
+#define NCD_NAME_MAX 32          /* channel names, with the NUL */
+#define NCD_PORT_NAME_MAX 16     /* port names: also the TAP's interface name (IFNAMSIZ) */
+#define NCD_MAX_PORTS 16
+#define NCD_MAX_QUEUES 64
+#define NCD_MAX_WORKERS 64
+/* max_channels: the default, and the most (channel ids are 17 bits in mbuf marks, see offload.c) */
+#define NCD_DEFAULT_CHANNELS 4096
+#define NCD_MAX_CHANNELS 131072
+#define NCD_DEFAULT_HEAP_RESERVE_MB 64
+#define NCD_MAX_HEAP_RESERVE_MB 65536
+#define NCD_MAX_EAL_ARGS 64
+#define NCD_BURST 32             /* packets a worker takes from a queue or ring at once */
+
+enum ncd_offload { NCD_OFFLOAD_AUTO, NCD_OFFLOAD_OFF, NCD_OFFLOAD_REQUIRED };
+
+/* A NAT channel's translation, and where its packets go. */
+struct ncd_nat_conf {
+	struct ncd_nat_xlate x;      /* what is rewritten */
+	uint8_t family;              /* of x's addresses (0: only ports are rewritten) */
+	bool has_port;               /* out of port `port`; otherwise the port it came in on */
+	uint16_t port;
+	bool has_via;                /* to this MAC; otherwise to the kernel's next hop */
+	uint8_t via[6];
+	bool reverse;                /* keep a mapping per flow, and translate the replies back */
+};
+
+struct ncd_port_conf {
+	char name[NCD_PORT_NAME_MAX];
+	char *device;
+	uint16_t rx_queues;
+	uint16_t mtu;
+	enum ncd_offload flow_offload;
+	char *exc_device;            /* NULL: "none" (misses are dropped and counted) */
+	bool exc_mac_port;           /* give the exception device the port's MAC */
+	uint8_t exc_mac[6];          /* otherwise this one */
+	bool exc_mac_set;
+	bool bifurcated;             /* exception mode bifurcated: isolated flow rules, no TAP */
+};
+
+struct ncd_rxq_conf {
+	uint16_t port;               /* index in ports[] */
+	uint16_t queue;
+};
+
+struct ncd_worker_conf {
+	unsigned int lcore;
+	struct ncd_rxq_conf rx[NCD_MAX_PORTS * NCD_MAX_QUEUES];
+	unsigned int nrx;
+};
+
+struct ncd_channel_conf {
+	char name[NCD_NAME_MAX];
+	struct nc_trie_rule rule;
+	enum nc_dir_action action;
+	uint32_t ring_size;
+	uint64_t queue_bytes;
+	bool tx;                     /* it has a transmit ring */
+	uint16_t port;               /* the port it transmits on (index in ports[]) */
+	bool steer;                  /* offload: steer its flow to rx queue `queue` */
+	uint16_t queue;
+	struct ncd_nat_conf nat;     /* action NC_ACTION_NAT */
+};
+
+struct ncd_allow_conf {
+	int64_t uid;                 /* -1: any */
+	int64_t gid;                 /* -1: any */
+	uint16_t port_lo, port_hi;   /* which dports the user may claim */
+};
+
+struct ncd_config {
+	const char *path;
+	char *eal[NCD_MAX_EAL_ARGS];
+	unsigned int neal;
+	uint32_t mbufs;
+	uint32_t mbuf_cache;
+	struct ncd_port_conf ports[NCD_MAX_PORTS];
+	unsigned int nports;
+	struct ncd_worker_conf *workers;
+	unsigned int nworkers;
+	char *control_socket;
+	uint32_t mbuf_quota;         /* most mbufs one client may hold */
+	struct ncd_allow_conf *allow;
+	unsigned int nallow;
+	struct ncd_channel_conf *channels;
+	unsigned int nchannels;
+	uint32_t max_channels;       /* channels of every kind at once: config, clients, CLI */
+	bool telemetry;
+	bool rx_timestamps;           /* workers stamp received mbufs with the TSC */
+	uint32_t heap_reserve_mb;     /* DPDK heap added and pinned at start (main.c) */
+	uint32_t nat_flows;          /* nat.flows: reverse mappings the table holds */
+	uint32_t nat_idle_ms;        /* nat.idle_timeout_ms */
+};
+
+/**
+ * Load and check a config file. Every error is printed to stderr as
+ * "FILE:LINE:COLUMN: message" (syntax) or "FILE: json.path: message".
+ *
+ * @param path
+ *   The file.
+ * @param cfg
+ *   Filled in; release with ncd_config_free() whatever the result.
+ * @return
+ *   0, or -1 after printing the first error.
+ */
+int ncd_config_load(const char *path, struct ncd_config *cfg);
+
+/** As ncd_config_load(), from a JSON text; name stands for the file in messages. */
+int ncd_config_load_text(const char *name, const char *text, struct ncd_config *cfg);
+
+/** Release what ncd_config_load() allocated. */
+void ncd_config_free(struct ncd_config *cfg);
+
+#endif

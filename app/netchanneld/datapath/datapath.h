@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The workers: what each polls, and its loop. */
+#ifndef NCD_DATAPATH_H
+#define NCD_DATAPATH_H
+
+#include <stdint.h>
+
+#include <rte_common.h>
+
+#include "core/config.h"
+#include "core/stats.h"
+
+struct ncd;
+struct ncd_channel;
+struct rte_ring;
+
+struct ncd_rxq {
+	uint16_t port;                 /* index in ncd.ports[] */
+	uint16_t queue;
+};
+
+#define NCD_NO_TXQ UINT16_MAX
+/* hash.usr of a packet handed over for next-hop resolution: the channel, and whether NAT's. */
+#define NCD_NH_NAT (1u << 31)
+
+struct ncd_worker {
+	unsigned int index;
+	unsigned int lcore;
+	struct ncd_rxq rx[NCD_MAX_PORTS * NCD_MAX_QUEUES];
+	unsigned int nrx;
+	uint16_t exc_txq[NCD_MAX_PORTS]; /* this worker's tx queue on each exception device */
+	uint16_t txq[NCD_MAX_PORTS];     /* its tx queue on each port, or NCD_NO_TXQ */
+	struct ncd_port_stats pstats[NCD_MAX_PORTS];
+	struct ncd_chan_stats *cstats;   /* [cfg.max_channels] */
+	/*
+	 * Channels whose tx ring this worker empties. The control thread edits
+	 * the list while the worker reads it: entries are published before ntx
+	 * grows, and a removed channel is freed only after a grace period.
+	 */
+	struct ncd_channel **txch;       /* [cfg.max_channels] */
+	uint32_t ntx;
+	struct rte_ring *nh_done;        /* control thread -> worker: IP packets, next hop resolved */
+	uint32_t stats_gen;              /* the last ncd.stats_gen this worker acted on */
+	uint64_t slots;             /* the client slots whose free and alloc rings it serves */
+} __rte_cache_aligned;
+
+/**
+ * Allocate the workers as the config has them, with their per-channel
+ * counters and transmit lists, and the channel table they read.
+ * @return 0, or -1 (out of memory; ncd_workers_free() undoes what was done)
+ */
+int ncd_workers_init(struct ncd *d);
+
+/** Free what ncd_workers_init() allocated. */
+void ncd_workers_free(struct ncd *d);
+
+/** A worker lcore's main loop (rte_eal_remote_launch). */
+int ncd_worker_main(void *arg);
+
+#endif

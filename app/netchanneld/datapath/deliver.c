@@ -1,0 +1,126 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Delivery: a burst's matches onto their channels' rings, one enqueue per
+ * channel per burst, within each channel's byte budget; then the wake-ups
+ * of consumers that sleep.
+ */
+#include <unistd.h>
+
+#include <rte_mbuf.h>
+#include <rte_ring.h>
+
+#include "channel/channel.h"
+#include "datapath/datapath.h"
+#include "datapath/dp.h"
+
+/*
+ * Bytes enqueued on a channel's ring. A single-producer ring (one worker
+ * runs) has one writer of its budget too: no atomic read-modify-write.
+ */
+static inline void
+bytes_in_add(struct ncd_channel *ch, uint64_t bytes)
+{
+	if (ch->rx->prod.sync_type == RTE_RING_SYNC_ST)
+		__atomic_store_n(&ch->dir->bytes_in, ch->dir->bytes_in + bytes, __ATOMIC_RELAXED);
+	else
+		__atomic_fetch_add(&ch->dir->bytes_in, bytes, __ATOMIC_RELAXED);
+}
+
+/*
+ * How many of a batch's packets fit in limit when in bytes were enqueued
+ * and out dequeued; their bytes. Another worker's newer look at out may
+ * pass this one's in: nothing is queued then.
+ */
+static inline uint32_t
+budget_fit(const struct ncd_batch *b, uint64_t in, uint64_t out, uint64_t limit, uint64_t *bytes)
+{
+	uint64_t queued = in > out ? in - out : 0;
+	uint32_t fit = 0;
+
+	*bytes = 0;
+	/* Whole packets while the budget lasts; the budget may be overshot by one burst. */
+	while (fit < b->n && queued + *bytes + b->m[fit]->pkt_len <= limit)
+		*bytes += b->m[fit++]->pkt_len;
+	return fit;
+}
+
+/*
+ * Enqueue a channel's packets within its byte budget; drop and count the
+ * rest. The bytes count before the enqueue (the ring's release orders
+ * them), so a consumer never takes out bytes that are not yet in. What is
+ * queued is first reckoned from the consumer's bytes_out as last seen (too
+ * much, never too little), and the consumer's line is read again only when
+ * that says the budget is spent: a busy consumer writes it all the time.
+ */
+static void
+deliver_one(struct ncd_worker *w, struct ncd_port_stats *ps, struct ncd_batch *b)
+{
+	struct ncd_channel *ch = b->ch;
+	struct ncd_chan_stats *cs = &w->cstats[ch->id];
+	uint64_t in = __atomic_load_n(&ch->dir->bytes_in, __ATOMIC_RELAXED);
+	uint64_t seen = __atomic_load_n(&ch->out_seen, __ATOMIC_RELAXED);
+	uint32_t fit, sent;
+	uint64_t bytes, unsent = 0;
+
+	fit = budget_fit(b, in, seen, ch->queue_bytes, &bytes);
+	if (fit < b->n) {
+		seen = __atomic_load_n(&ch->dir->bytes_out, __ATOMIC_ACQUIRE);
+		/* Relaxed: other workers may store theirs; any is at most the real one. */
+		__atomic_store_n(&ch->out_seen, seen, __ATOMIC_RELAXED);
+		fit = budget_fit(b, in, seen, ch->queue_bytes, &bytes);
+	}
+	bytes_in_add(ch, bytes);
+	sent = rte_ring_enqueue_burst(ch->rx, (void **)b->m, fit, NULL);
+	for (uint32_t i = sent; i < fit; i++)
+		unsent += b->m[i]->pkt_len;
+	if (unsent != 0)
+		bytes_in_add(ch, -unsent);
+	b->sent = sent;
+	cs->delivered += sent;
+	cs->bytes += bytes - unsent;
+	cs->drop_ring_full += fit - sent;
+	cs->drop_queue_bytes += b->n - fit;
+	ps->delivered += sent;
+	ps->drop_ring_full += fit - sent;
+	ps->drop_queue_bytes += b->n - fit;
+	if (sent < b->n)
+		rte_pktmbuf_free_bulk(&b->m[sent], b->n - sent);
+}
+
+/*
+ * After a burst's enqueues: wake the consumers that went to sleep on an
+ * empty ring and asked to be. One full fence for the whole burst between
+ * the enqueues and the flags' loads (the consumer has one between its store
+ * of the flag and its look at the ring): one of the two sees the other, so
+ * no wake-up is lost. Busy consumers never set the flag, so they cost no
+ * syscall.
+ */
+static void
+wake_consumers(struct ncd_worker *w, const struct ncd_batch *batches, uint16_t nb)
+{
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	for (uint16_t j = 0; j < nb; j++) {
+		struct ncd_channel *ch = batches[j].ch;
+
+		if (batches[j].sent > 0 && __atomic_load_n(&ch->dir->want_wakeup, __ATOMIC_RELAXED) &&
+		    __atomic_exchange_n(&ch->dir->want_wakeup, 0, __ATOMIC_RELAXED)) {
+			struct ncd_chan_stats *cs = &w->cstats[ch->id];
+			int efd = __atomic_load_n(&ch->efd, __ATOMIC_ACQUIRE);
+			uint64_t one = 1;
+
+			/* A consumer asks for the eventfd before it sleeps; one that did not has none. */
+			cs->wakeups++;
+			if (efd < 0 || write(efd, &one, sizeof(one)) != sizeof(one))
+				cs->wakeup_errors++;
+		}
+	}
+}
+
+void
+ncd_dp_deliver(struct ncd_worker *w, struct ncd_port_stats *ps, struct ncd_batch *b, uint16_t nb)
+{
+	for (uint16_t j = 0; j < nb; j++)
+		deliver_one(w, ps, &b[j]);
+	if (nb > 0)
+		wake_consumers(w, b, nb);
+}

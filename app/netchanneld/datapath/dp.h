@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The datapath's own calls, between its files: not for other modules. */
+#ifndef NCD_DATAPATH_DP_H
+#define NCD_DATAPATH_DP_H
+
+#include <stdint.h>
+
+#include "core/config.h"
+#include "core/stats.h"
+
+struct ncd;
+struct ncd_channel;
+struct ncd_port;
+struct ncd_worker;
+struct rte_mbuf;
+
+/* Bytes the parser may need: Ethernet, two tags, IPv6 and a chain of extension headers. */
+#define NCD_PARSE_BYTES 256
+
+/* Matched packets of one channel in the current burst. */
+struct ncd_batch {
+	struct ncd_channel *ch;
+	struct rte_mbuf *m[NCD_BURST];
+	uint32_t n;
+	uint32_t sent;                 /* how many were enqueued */
+};
+
+/**
+ * Enqueue each batch on its channel's ring within the channel's byte
+ * budget, drop and count the rest, then wake the consumers that sleep.
+ */
+void ncd_dp_deliver(struct ncd_worker *w, struct ncd_port_stats *ps, struct ncd_batch *b,
+		    uint16_t nb);
+
+/** Send misses to the port's exception device (the kernel); count what it does not take. */
+void ncd_dp_to_kernel(const struct ncd_port *p, uint16_t txq, struct ncd_port_stats *ps,
+		      struct rte_mbuf **m, uint16_t n);
+
+/** What the kernel sends on port pi's exception device, out of the port unchanged. */
+void ncd_dp_from_kernel(struct ncd *d, struct ncd_worker *w, unsigned int pi);
+
+/** A client's packets on its channel's tx ring: checked, addressed, sent. */
+void ncd_dp_tx_channel(struct ncd *d, struct ncd_worker *w, const struct ncd_channel *ch,
+		       uint64_t now);
+
+/** Clients' and NAT's packets whose next hop the control thread resolved: sent. */
+void ncd_dp_tx_resolved(struct ncd *d, struct ncd_worker *w);
+
+/** The client slots this worker serves: their free rings drained, their alloc rings filled. */
+void ncd_dp_serve_slot_rings(const struct ncd *d, const struct ncd_worker *w);
+
+#endif

@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The exception path: what no channel claims goes to the kernel through the
+ * port's exception device (a TAP with the port's MAC), unchanged, and what
+ * the kernel sends there goes out of the port.
+ */
+#include <rte_ethdev.h>
+#include <rte_mbuf.h>
+
+#include "datapath/datapath.h"
+#include "datapath/dp.h"
+#include "ncd.h"
+
+void
+ncd_dp_to_kernel(const struct ncd_port *p, uint16_t txq, struct ncd_port_stats *ps,
+		 struct rte_mbuf **m, uint16_t n)
+{
+	uint16_t sent;
+
+	if (n == 0)
+		return;
+	if (!p->has_exc) {
+		ps->drop_no_exception += n;
+		rte_pktmbuf_free_bulk(m, n);
+		return;
+	}
+	sent = rte_eth_tx_burst(p->exc_id, txq, m, n);
+	ps->to_kernel += sent;
+	ps->drop_exc_full += n - sent;
+	if (sent < n)
+		rte_pktmbuf_free_bulk(&m[sent], n - sent);
+}
+
+/* What the kernel sends on the TAP goes out of the port unchanged. */
+void
+ncd_dp_from_kernel(struct ncd *d, struct ncd_worker *w, unsigned int pi)
+{
+	const struct ncd_port *p = &d->ports[pi];
+	struct ncd_port_stats *ps = &w->pstats[pi];
+	struct rte_mbuf *m[NCD_BURST];
+	uint16_t n, sent;
+
+	n = rte_eth_rx_burst(p->exc_id, w->exc_txq[pi], m, NCD_BURST);
+	if (n == 0)
+		return;
+	ps->kernel_rx += n;
+	sent = rte_eth_tx_burst(p->port_id, w->exc_txq[pi], m, n);
+	ps->kernel_tx += sent;
+	ps->kernel_tx_drop += n - sent;
+	if (sent < n)
+		rte_pktmbuf_free_bulk(&m[sent], n - sent);
+}
+

@@ -1,0 +1,345 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The worker loop and the per-packet path. For each burst: parse every
+ * frame, take NIC marks, classify the rest in one bulk lookup, then hand out
+ * the burst: matches to their channels (one ring enqueue per channel per
+ * burst), NAT's packets to NAT, drops to the pool, everything else to the
+ * exception device unchanged. No locks, no syscalls, no allocation; counters
+ * are per worker, on the worker's own cache lines.
+ */
+#include <string.h>
+
+#include <rte_cycles.h>
+#include <rte_ethdev.h>
+#include <rte_malloc.h>
+#include <rte_mbuf.h>
+#include <rte_pause.h>
+#include <rte_prefetch.h>
+#include <rte_rcu_qsbr.h>
+
+#define NCD_LOGTYPE ncd_logtype_worker
+#include "channel/channel.h"
+#include "datapath/datapath.h"
+#include "datapath/dp.h"
+#include "nat/nat.h"
+#include "ncd.h"
+#include "offload/offload.h"
+
+static inline unsigned int
+csum_flags(const struct rte_mbuf *m)
+{
+	switch (m->ol_flags & RTE_MBUF_F_RX_IP_CKSUM_MASK) {
+	case RTE_MBUF_F_RX_IP_CKSUM_GOOD: return NCD_PARSE_CSUM_GOOD;
+	case RTE_MBUF_F_RX_IP_CKSUM_BAD: return NCD_PARSE_CSUM_BAD;
+	default: return 0;
+	}
+}
+
+static inline void
+count_hit(struct ncd_worker *w, const struct ncd_channel *ch, bool by_mark)
+{
+	struct ncd_chan_stats *cs = &w->cstats[ch->id];
+
+	cs->hits++;
+	if (by_mark)
+		cs->hits_mark++;
+	else
+		cs->hits_trie++;
+}
+
+/* The packets of a burst as the stages pass them on. */
+struct burst {
+	uint16_t n;
+	struct ncd_parsed parsed[NCD_BURST];
+	uint8_t ok[NCD_BURST];                 /* parsed as IP, to be classified */
+	struct ncd_channel *ch[NCD_BURST];     /* the channel it matched, or NULL */
+	bool by_mark[NCD_BURST];               /* found by the NIC's mark, not the trie */
+	struct ncd_nat_flow *rev[NCD_BURST];   /* a reply of a flow NAT translated, or NULL */
+	uint16_t kpkt[NCD_BURST];              /* the trie's keys: the packet of each */
+	uint16_t nk;
+	uint64_t now;                          /* TSC, once something needed it; or 0 */
+};
+
+/* Parse every frame; count what is not IP (it goes to the kernel, not classified). */
+static inline void
+parse_burst(const struct ncd_port *p, struct ncd_port_stats *ps, struct rte_mbuf **pkts,
+	    struct burst *b)
+{
+	uint8_t buf[NCD_PARSE_BYTES];
+
+	for (uint16_t i = 0; i < b->n; i++) {
+		struct rte_mbuf *m = pkts[i];
+		uint32_t want = m->pkt_len < NCD_PARSE_BYTES ? m->pkt_len : NCD_PARSE_BYTES;
+		const uint8_t *f = rte_pktmbuf_read(m, 0, want, buf);
+		enum ncd_verdict v;
+
+		if (i + 1 < b->n)
+			rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 1], void *));
+		v = ncd_parse(f, want, m->pkt_len, p->mac.addr_bytes, csum_flags(m), &b->parsed[i]);
+		b->ch[i] = NULL;
+		b->by_mark[i] = false;
+		b->ok[i] = v == NCD_PKT_OK;
+		if (v != NCD_PKT_OK)
+			ps->verdict[v]++;
+	}
+}
+
+/*
+ * The NIC's marks: a mark counts only if it is the mark the channel's flow
+ * rule sets on this port now, not a stale one of an earlier channel with the
+ * same id, nor one whose rule has been taken away. What no mark decides
+ * (and no NAT mapping took) becomes a key for the trie.
+ */
+static inline void
+mark_burst(const struct ncd *d, unsigned int pi, struct ncd_port_stats *ps,
+	   struct rte_mbuf **pkts, struct burst *b, struct nc_trie_key *keys)
+{
+	const bool marks = d->ports[pi].marks;
+
+	b->nk = 0;
+	for (uint16_t i = 0; i < b->n; i++) {
+		struct rte_mbuf *m = pkts[i];
+
+		if (!b->ok[i] || b->rev[i] != NULL)
+			continue;
+		if (marks && (m->ol_flags & RTE_MBUF_F_RX_FDIR_ID)) {
+			uint32_t mark = m->hash.fdir.hi, cid = mark & NCD_MARK_ID_MASK;
+			struct ncd_channel *c = cid < d->cfg.max_channels && mark != 0 ?
+				__atomic_load_n(&d->channels[cid], __ATOMIC_ACQUIRE) : NULL;
+
+			if (c != NULL && __atomic_load_n(&c->mark[pi], __ATOMIC_ACQUIRE) == mark) {
+				b->ch[i] = c;
+				b->by_mark[i] = true;
+				ps->mark_hits++;
+				continue;
+			}
+			ps->mark_ignored++;
+		}
+		b->kpkt[b->nk] = i;
+		keys[b->nk++] = b->parsed[i].key;
+	}
+}
+
+/* The trie, in one bulk lookup, for the keys the marks left. */
+static inline void
+classify_burst(const struct ncd *d, struct ncd_port_stats *ps, struct burst *b,
+	       const struct nc_trie_key *keys)
+{
+	uint32_t res[NCD_BURST];
+
+	if (b->nk == 0)
+		return;
+	nc_trie_lookup_bulk(d->trie, keys, res, b->nk);
+	for (uint16_t k = 0; k < b->nk; k++) {
+		/* Acquire: pairs with the control thread's publication of the channel. */
+		b->ch[b->kpkt[k]] = res[k] != NC_TRIE_NOMATCH ?
+			__atomic_load_n(&d->channels[res[k]], __ATOMIC_ACQUIRE) : NULL;
+		if (b->ch[b->kpkt[k]] == NULL)
+			ps->miss++;
+	}
+}
+
+/*
+ * Hand out the burst: matches to their channels' batches, NAT's packets to
+ * NAT, drops to the pool, everything else to the kernel unchanged.
+ */
+static inline void
+dispatch_burst(struct ncd *d, struct ncd_worker *w, unsigned int pi, struct rte_mbuf **pkts,
+	       struct burst *b)
+{
+	const struct ncd_port *p = &d->ports[pi];
+	struct ncd_port_stats *ps = &w->pstats[pi];
+	struct rte_mbuf *exc[NCD_BURST], *drop[NCD_BURST];
+	struct ncd_batch batches[NCD_BURST];
+	struct ncd_nat_burst nat;
+	uint16_t nexc = 0, ndrop = 0, nb = 0;
+
+	nat.n = 0;
+	for (uint16_t i = 0; i < b->n; i++) {
+		struct rte_mbuf *m = pkts[i];
+		struct ncd_channel *ch = b->ch[i];
+		uint16_t j;
+
+		if (b->rev[i] != NULL || (ch != NULL && ch->action == NC_ACTION_NAT)) {
+			if (ch != NULL)
+				count_hit(w, ch, b->by_mark[i]);
+			nat.m[nat.n] = m;
+			nat.pp[nat.n] = &b->parsed[i];
+			nat.ch[nat.n] = b->rev[i] != NULL ? NULL : ch;
+			nat.rev[nat.n++] = b->rev[i];
+			continue;
+		}
+		if (ch == NULL) {
+			if (m->pkt_len > p->exc_max_frame) {
+				ps->drop_too_big++;
+				drop[ndrop++] = m;
+			} else {
+				exc[nexc++] = m;
+			}
+			continue;
+		}
+		count_hit(w, ch, b->by_mark[i]);
+		if (ch->action == NC_ACTION_DROP) {
+			w->cstats[ch->id].dropped++;
+			ps->dropped_by_rule++;
+			drop[ndrop++] = m;
+			continue;
+		}
+		/* Delivered frames end with their IP packet: Ethernet padding is cut. */
+		uint32_t len = b->parsed[i].l2_len + b->parsed[i].l3_len;
+
+		if (m->pkt_len > len)
+			rte_pktmbuf_trim(m, (uint16_t)(m->pkt_len - len));
+		for (j = 0; j < nb && batches[j].ch != ch; j++)
+			;
+		if (j == nb) {
+			batches[nb].ch = ch;
+			batches[nb].n = 0;
+			nb++;
+		}
+		batches[j].m[batches[j].n++] = m;
+	}
+	ncd_dp_deliver(w, ps, batches, nb);
+	if (nat.n > 0)
+		ncd_nat_process(d, w, pi, &nat, b->now, drop, &ndrop);
+	ncd_dp_to_kernel(p, w->exc_txq[pi], ps, exc, nexc);
+	if (ndrop > 0)
+		rte_pktmbuf_free_bulk(drop, ndrop);
+}
+
+/* A burst from port pi: parse, mark, classify, dispatch. */
+static void
+process_burst(struct ncd *d, struct ncd_worker *w, unsigned int pi, struct rte_mbuf **pkts,
+	      uint16_t n)
+{
+	struct ncd_port_stats *ps = &w->pstats[pi];
+	struct nc_trie_key keys[NCD_BURST];
+	struct burst b;
+
+	ps->rx += n;
+	b.n = n;
+	b.now = 0;
+	/* One clock read a burst: what a client measures from it is what the daemon adds. */
+	if (unlikely(d->rx_tsc_off >= 0)) {
+		uint64_t tsc = rte_rdtsc();
+
+		for (uint16_t i = 0; i < n; i++)
+			*RTE_MBUF_DYNFIELD(pkts[i], d->rx_tsc_off, uint64_t *) = tsc;
+	}
+	parse_burst(&d->ports[pi], ps, pkts, &b);
+	/* Replies of NAT's flows are NAT's: they skip the classifier. */
+	if (ncd_nat_replies(d, b.parsed, b.ok, n, b.rev))
+		b.now = rte_get_tsc_cycles();
+	mark_burst(d, pi, ps, pkts, &b, keys);
+	classify_burst(d, ps, &b, keys);
+	dispatch_burst(d, w, pi, pkts, &b);
+}
+
+int
+ncd_workers_init(struct ncd *d)
+{
+	d->workers = rte_zmalloc("ncd_workers", d->cfg.nworkers * sizeof(*d->workers),
+				 RTE_CACHE_LINE_SIZE);
+	d->channels = rte_zmalloc("ncd_channels", d->cfg.max_channels * sizeof(*d->channels),
+				  RTE_CACHE_LINE_SIZE);
+	if (d->workers == NULL || d->channels == NULL)
+		return -1;
+	for (unsigned int i = 0; i < d->cfg.nworkers; i++) {
+		struct ncd_worker *w = &d->workers[i];
+		const struct ncd_worker_conf *wc = &d->cfg.workers[i];
+
+		w->index = i;
+		w->lcore = wc->lcore;
+		/* Client slots' free and alloc rings go round the workers. */
+		for (unsigned int slot = i; slot < NC_MAX_CLIENTS; slot += d->cfg.nworkers)
+			w->slots |= UINT64_C(1) << slot;
+		w->nrx = wc->nrx;
+		for (unsigned int q = 0; q < wc->nrx; q++)
+			w->rx[q] = (struct ncd_rxq){ wc->rx[q].port, wc->rx[q].queue };
+		w->cstats = rte_zmalloc("ncd_cstats", d->cfg.max_channels * sizeof(*w->cstats),
+					RTE_CACHE_LINE_SIZE);
+		w->txch = rte_zmalloc("ncd_txch", d->cfg.max_channels * sizeof(*w->txch),
+				      RTE_CACHE_LINE_SIZE);
+		if (w->cstats == NULL || w->txch == NULL)
+			return -1;
+	}
+	d->ctl_cstats = rte_zmalloc("ncd_ctl_cstats", d->cfg.max_channels * sizeof(*d->ctl_cstats),
+				    RTE_CACHE_LINE_SIZE);
+	return d->ctl_cstats == NULL ? -1 : 0;
+}
+
+void
+ncd_workers_free(struct ncd *d)
+{
+	for (unsigned int i = 0; d->workers != NULL && i < d->cfg.nworkers; i++) {
+		rte_free(d->workers[i].cstats);
+		rte_free(d->workers[i].txch);
+	}
+	rte_free(d->workers);
+	d->workers = NULL;
+	rte_free(d->channels);
+	d->channels = NULL;
+	rte_free(d->ctl_cstats);
+	d->ctl_cstats = NULL;
+}
+
+int
+ncd_worker_main(void *arg)
+{
+	struct ncd_worker *w = arg;
+	struct ncd *d = &ncd;
+	bool polls_port[NCD_MAX_PORTS] = { false };
+	struct rte_mbuf *pkts[NCD_BURST];
+
+	for (unsigned int i = 0; i < w->nrx; i++)
+		polls_port[w->rx[i].port] = true;
+	rte_rcu_qsbr_thread_register(d->qsbr, w->index);
+	rte_rcu_qsbr_thread_online(d->qsbr, w->index);
+	NCD_LOG(INFO, "worker %u on lcore %u: %u rx queues", w->index, w->lcore, w->nrx);
+	while (!__atomic_load_n(&d->stop, __ATOMIC_RELAXED)) {
+		uint32_t gen = __atomic_load_n(&d->stats_gen, __ATOMIC_ACQUIRE);
+
+		/*
+		 * Between bursts, so the counters stay consistent with each other; then
+		 * wait while the control thread resets the NIC's counters, which software
+		 * PMDs update in the rx path without atomics.
+		 */
+		if (unlikely(gen != w->stats_gen)) {
+			for (unsigned int pi = 0; pi < d->cfg.nports; pi++)
+				if (d->clear_mask & (1u << pi))
+					memset(&w->pstats[pi], 0, sizeof(w->pstats[pi]));
+			__atomic_store_n(&w->stats_gen, gen, __ATOMIC_RELEASE);
+			while (__atomic_load_n(&d->stats_release, __ATOMIC_ACQUIRE) != gen &&
+			       !__atomic_load_n(&d->stop, __ATOMIC_RELAXED))
+				rte_pause();
+		}
+		for (unsigned int i = 0; i < w->nrx; i++) {
+			const struct ncd_rxq *q = &w->rx[i];
+			uint16_t n = rte_eth_rx_burst(d->ports[q->port].port_id, q->queue, pkts,
+						      NCD_BURST);
+
+			if (n > 0)
+				process_burst(d, w, q->port, pkts, n);
+		}
+		for (unsigned int pi = 0; pi < d->cfg.nports; pi++)
+			if (polls_port[pi] && d->ports[pi].has_exc)
+				ncd_dp_from_kernel(d, w, pi);
+		/* Acquire: pairs with the control thread's publication of each entry. */
+		uint32_t ntx = __atomic_load_n(&w->ntx, __ATOMIC_ACQUIRE);
+
+		if (ntx > 0) {
+			uint64_t now = rte_get_tsc_cycles();
+
+			for (uint32_t i = 0; i < ntx; i++)
+				ncd_dp_tx_channel(d, w, __atomic_load_n(&w->txch[i], __ATOMIC_ACQUIRE), now);
+		}
+		/* Also with no transmitting channel left: what was resolved for a gone one is freed. */
+		ncd_dp_tx_resolved(d, w);
+		ncd_dp_serve_slot_rings(d, w);
+		rte_rcu_qsbr_quiescent(d->qsbr, w->index);
+	}
+	rte_rcu_qsbr_thread_offline(d->qsbr, w->index);
+	rte_rcu_qsbr_thread_unregister(d->qsbr, w->index);
+	return 0;
+}
+

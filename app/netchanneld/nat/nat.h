@@ -1,0 +1,122 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * NAT channels on the datapath: the table of reverse mappings, and what a
+ * worker does with a burst's NAT packets. The rewrite itself, a pure
+ * function of the packet's bytes, is nat_rewrite.h.
+ */
+#ifndef NCD_NAT_H
+#define NCD_NAT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <jansson.h>
+#include <rte_common.h>
+
+#include "channel/channel.h"
+#include "nat/nat_rewrite.h"
+
+struct ncd;
+struct ncd_worker;
+struct rte_hash;
+struct rte_mbuf;
+
+/*
+ * NAT's reverse mappings (nat.c): one table for every worker, keyed by the
+ * 5-tuple a reply has. Workers add and read without locks (rte_hash,
+ * lock-free readers); the control thread expires idle mappings and those
+ * of gone channels, and frees their slots after a grace period.
+ */
+struct ncd_nat_key {
+	uint8_t family, proto;
+	uint16_t sport, dport;         /* host order */
+	uint8_t pad[2];
+	uint8_t src[16], dst[16];
+};
+
+enum ncd_nat_flow_state { NCD_NATF_FREE, NCD_NATF_FILLING, NCD_NATF_LIVE, NCD_NATF_DEAD };
+
+struct ncd_nat_flow {
+	uint32_t state;                /* enum ncd_nat_flow_state */
+	uint32_t chan;                 /* the channel that made it */
+	uint64_t gen;                  /* and its generation */
+	uint64_t last;                 /* TSC of its last packet, either way */
+	struct ncd_nat_xlate rev;      /* what its replies get */
+	uint16_t port;                 /* replies leave by the port the flow came in on */
+	uint8_t mac[6];                /* to the flow's source MAC (its last hop) */
+	struct ncd_nat_key key;
+} __rte_cache_aligned;
+
+struct ncd_nat_table {
+	struct rte_hash *h;
+	struct ncd_nat_flow *flows;    /* by the hash's key position */
+	uint32_t nslots;               /* entries of flows[] */
+	uint32_t capacity;             /* the config's nat.flows */
+	uint64_t idle_cycles;          /* TSC cycles without a packet before a mapping goes */
+	uint64_t next_scan;            /* TSC of the control thread's next expiry scan */
+	uint32_t used;                 /* mappings now: workers add, the control thread subtracts */
+	uint64_t expired, gone;        /* removed: idle, or their channel went */
+};
+
+/** Whether a mapping is whole and its channel still the one that made it (any thread). */
+static inline bool
+ncd_nat_flow_alive(struct ncd_channel *const *channels, const struct ncd_nat_flow *f)
+{
+	const struct ncd_channel *ch;
+
+	if (__atomic_load_n(&f->state, __ATOMIC_ACQUIRE) != NCD_NATF_LIVE)
+		return false;
+	ch = __atomic_load_n(&channels[f->chan], __ATOMIC_ACQUIRE);
+	return ch != NULL && ch->action == NC_ACTION_NAT && ch->dir->generation == f->gen;
+}
+
+/*
+ * A burst's packets for NAT, as a worker's dispatch hands them over: each
+ * either matched a NAT channel (ch) or is a reply of a translated flow (rev).
+ */
+struct ncd_nat_burst {
+	uint16_t n;
+	struct rte_mbuf *m[NCD_BURST];
+	const struct ncd_parsed *pp[NCD_BURST];
+	const struct ncd_channel *ch[NCD_BURST];  /* the NAT channel it matched, or NULL */
+	struct ncd_nat_flow *rev[NCD_BURST];      /* the flow it replies to, or NULL */
+};
+
+/**
+ * Worker: find which of a burst's packets are replies of translated flows,
+ * in one bulk lookup by their 5-tuple. Only while a NAT channel keeps
+ * reverse mappings; otherwise it costs nothing.
+ *
+ * @param ok   which packets parsed (others are not looked up)
+ * @param rev  set for each packet: its flow, or NULL
+ * @return whether it looked (some NAT channel keeps reverse mappings)
+ */
+bool ncd_nat_replies(const struct ncd *d, const struct ncd_parsed *parsed, const uint8_t *ok,
+		     uint16_t n, struct ncd_nat_flow **rev);
+
+/**
+ * Worker: translate a burst's NAT packets and send them, one tx burst per
+ * out port, counted on port pi (where they came in) and their channels.
+ * Those whose next hop is not cached go to the control thread.
+ *
+ * @param now    the TSC, or 0 (read here)
+ * @param drop   what could not be translated or routed (counted): the caller frees it
+ * @param ndrop  how many drop holds, updated
+ */
+void ncd_nat_process(struct ncd *d, struct ncd_worker *w, unsigned int pi,
+		     struct ncd_nat_burst *b, uint64_t now, struct rte_mbuf **drop,
+		     uint16_t *ndrop);
+
+/** Create NAT's reverse-mapping table. @return 0 or -1. */
+int ncd_nat_init(struct ncd *d);
+
+/** Free it. */
+void ncd_nat_close(struct ncd *d);
+
+/** Control thread: remove idle mappings and those of gone channels (at most every 100 ms). */
+void ncd_nat_expire(struct ncd *d, bool now);
+
+/** NAT's table as a JSON value: capacity, live, expired... */
+json_t *ncd_view_nat(const struct ncd *d);
+
+#endif

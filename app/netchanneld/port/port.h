@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Ports: the NICs, their exception devices (the kernel's TAP), and the next
+ * hops of what clients and NAT send, from the kernel's tables.
+ */
+#ifndef NCD_PORT_H
+#define NCD_PORT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <rte_ether.h>
+
+struct ncd;
+struct ncd_mock;
+
+/* Next-hop cache of a port (nexthop.c): direct-mapped, seqlocked slots. */
+#define NCD_NH_SLOTS 1024
+#define NCD_NH_TTL_MS 5000             /* a resolved next hop is asked again after this */
+#define NCD_NH_NEG_TTL_MS 100          /* an unresolved one, after this */
+
+struct ncd_nh_slot {
+	uint32_t seq;                  /* odd while the control thread writes the slot */
+	uint8_t family;
+	int8_t status;                 /* 1: mac is good; -ENETUNREACH, -EHOSTUNREACH */
+	uint8_t mac[6];
+	uint8_t addr[16];
+	uint64_t expires;              /* TSC */
+};
+
+struct ncd_nh_cache {
+	struct ncd_nh_slot slot[NCD_NH_SLOTS];
+};
+
+struct ncd_port {
+	uint16_t port_id;
+	uint16_t exc_id;               /* exception device's port id */
+	bool has_exc;                  /* exception device set up (not "none") */
+	bool configured;               /* the port itself is set up: close it at exit */
+	bool started, exc_started;
+	struct rte_ether_addr mac;
+	uint32_t exc_max_frame;        /* largest frame the exception device takes */
+	unsigned int exc_owner;        /* worker that moves the kernel's frames to the wire */
+	struct ncd_nh_cache *nh;       /* next hops of clients' IP packets */
+	int nh_ifindex;                /* the kernel interface whose tables give them, or 0 */
+	struct { uint64_t resolved, no_route, no_neigh; } nh_stats; /* control thread's */
+	uint16_t ntxq;                 /* its tx queues: one per worker that polls it, or per worker */
+	bool ip_csum_offload;          /* it computes IPv4 header checksums (NAT's packets) */
+	bool marks;                    /* workers read marks: the port offloads (or the mock does) */
+	bool flow_api;                 /* the PMD has rte_flow (or the mock stands in) */
+	int mark_negotiated;           /* rte_eth_rx_metadata_negotiate: 1 yes, 0 refused, -1 n/a */
+	struct ncd_mock *mock;         /* the offload mock, when --mark-mock is given */
+	uint32_t flows;                /* flow rules in place */
+	uint64_t flow_errors;          /* flow rules the PMD refused */
+};
+
+/** Probe, configure and set up the ports and their exception devices. @return 0, or 2 (config), or 1. */
+int ncd_ports_init(struct ncd *d);
+
+/** Start every port and exception device. @return 0 or -1. */
+int ncd_ports_start(struct ncd *d);
+
+/** Stop and close every port and exception device. */
+void ncd_ports_close(struct ncd *d);
+
+/** Set up the next-hop caches, the request ring and the netlink socket. @return 0 or -1. */
+int ncd_nh_init(struct ncd *d);
+
+/**
+ * Look up dst's next-hop MAC in a port's cache (workers; no lock, no syscall).
+ * @return 1 with mac set; -ENETUNREACH or -EHOSTUNREACH (recently failed);
+ *   0 (not cached, expired, or being updated: ask the control thread).
+ */
+int ncd_nh_get(const struct ncd_nh_cache *c, uint8_t family, const uint8_t *addr, uint64_t now,
+		uint8_t mac[6]);
+
+/** Control thread: resolve the packets workers handed over and put them back on their channels. */
+void ncd_nh_run(struct ncd *d);
+
+/** Free what ncd_nh_init() set up, with any packet still waiting. */
+void ncd_nh_close(struct ncd *d);
+
+#endif

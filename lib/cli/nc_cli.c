@@ -1,0 +1,324 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The command table, its matcher, and the interactive prompt built from it
+ * with librte_cmdline (as testpmd's): every table entry becomes cmdline
+ * instances whose tokens are the entry's words, so completion and "?" help
+ * come from the same table the daemon dispatches on.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+/* cmdline's headers redefine dprintf: after everything that uses it. */
+#include <cmdline.h>
+#include <cmdline_parse.h>
+#include <cmdline_parse_string.h>
+#include <cmdline_rdline.h>
+#include <cmdline_socket.h>
+
+#include "nc_cli.h"
+
+const struct nc_cli_cmd nc_cli_cmds[NC_CLI_NCMDS] = {
+	{ NC_CLI_SHOW_PORT, "show port info|stats|xstats <port>",
+	  "a port's description, counters or extended counters; <port>: id, name or all" },
+	{ NC_CLI_CLEAR_PORT, "clear port stats <port>",
+	  "zero a port's counters (the NIC's and netchanneld's); <port>: id, name or all" },
+	{ NC_CLI_SHOW_CHANNEL, "show channel <channel>",
+	  "a channel's rule, action, owner, rings and counters; <channel>: id, name or all" },
+	{ NC_CLI_SHOW_CLIENTS, "show clients", "the connected clients: pid, uid, lcore, channels, mbufs held" },
+	{ NC_CLI_SHOW_CLASSIFIER, "show classifier", "the classifier: rules, nodes, memory" },
+	{ NC_CLI_SHOW_MEMPOOL, "show mempool", "the mbuf pool: size, in use, available" },
+	{ NC_CLI_SHOW_NAT, "show nat", "NAT's reverse mappings: capacity, in use, expired" },
+	{ NC_CLI_CHANNEL_CREATE, "channel create <name> [options...]",
+	  "a channel clients attach to by name; options: proto P, src A, dst A, sport S, dport D, "
+	  "priority N, action deliver|drop, ring_size N, queue_bytes N, port P, queue N, tx (as in the config); "
+	  "or action nat, then what it writes: dst A, dport P, src A, sport P, port P (out of), "
+	  "via MAC (next hop), reverse (map replies back)" },
+	{ NC_CLI_CHANNEL_DESTROY, "channel destroy <channel>",
+	  "remove a channel created here or in the config; <channel>: id or name" },
+	{ NC_CLI_SET_LOG_LEVEL, "set log level <type> <level>",
+	  "a log type's level (a pattern: netchanneld.*, lib.eal...); level: emerg..debug or 1..8" },
+	{ NC_CLI_HELP, "help", "this list" },
+	{ NC_CLI_QUIT, "quit", "leave the prompt (netchanneld -i: stop the daemon)" },
+};
+
+/* Does a word fit a syntax word? */
+static bool
+word_fits(const char *syn, size_t synlen, const char *w)
+{
+	if (syn[0] == '<')
+		return true;
+	for (const char *p = syn, *end = syn + synlen; p < end;) {
+		const char *bar = memchr(p, '|', (size_t)(end - p));
+		size_t n = bar ? (size_t)(bar - p) : (size_t)(end - p);
+
+		if (strlen(w) == n && strncmp(p, w, n) == 0)
+			return true;
+		p += n + 1;
+	}
+	return false;
+}
+
+/*
+ * How a command fits the words: -1 not at all, otherwise the number of
+ * leading words it matched; *full tells a complete match.
+ */
+static int
+fits(const struct nc_cli_cmd *c, char **argv, int argc, bool *full)
+{
+	const char *s = c->syntax;
+	int i = 0;
+
+	*full = false;
+	while (*s != '\0') {
+		size_t n = strcspn(s, " ");
+
+		if (s[0] == '[') {
+			*full = true;          /* any number of options */
+			return i;
+		}
+		if (i == argc)
+			return i;              /* too few words */
+		if (!word_fits(s, n, argv[i]))
+			return i;
+		i++;
+		s += n;
+		s += strspn(s, " ");
+	}
+	*full = i == argc;
+	return i;
+}
+
+const struct nc_cli_cmd *
+nc_cli_match(const char *line, char *buf, char **argv, int *argc, char *err, size_t errlen)
+{
+	const struct nc_cli_cmd *best = NULL;
+	int best_n = 0;
+	char *save = NULL, *w;
+
+	*argc = 0;
+	err[0] = '\0';
+	if (strlen(line) >= NC_CLI_MAX_LINE) {
+		snprintf(err, errlen, "line longer than %d characters", NC_CLI_MAX_LINE - 1);
+		return NULL;
+	}
+	strcpy(buf, line);
+	for (w = strtok_r(buf, " \t\r\n", &save); w != NULL; w = strtok_r(NULL, " \t\r\n", &save)) {
+		if (*argc == NC_CLI_MAX_WORDS) {
+			snprintf(err, errlen, "more than %d words", NC_CLI_MAX_WORDS);
+			return NULL;
+		}
+		argv[(*argc)++] = w;
+	}
+	if (*argc == 0)
+		return NULL;
+	for (unsigned int i = 0; i < NC_CLI_NCMDS; i++) {
+		bool full;
+		int n = fits(&nc_cli_cmds[i], argv, *argc, &full);
+
+		if (full)
+			return &nc_cli_cmds[i];
+		if (n > best_n) {
+			best_n = n;
+			best = &nc_cli_cmds[i];
+		}
+	}
+	if (best == NULL) {
+		snprintf(err, errlen, "unknown command '%s' (try help)", argv[0]);
+		return NULL;
+	}
+	/* The words that could have come where this line went wrong. */
+	char alts[256] = "";
+	unsigned int nalts = 0;
+
+	for (unsigned int i = 0; i < NC_CLI_NCMDS; i++) {
+		const char *syn = nc_cli_cmds[i].syntax;
+		bool full;
+
+		if (fits(&nc_cli_cmds[i], argv, *argc, &full) != best_n)
+			continue;
+		for (int k = 0; k < best_n && *syn; k++)
+			syn += strcspn(syn, " ") + strspn(syn + strcspn(syn, " "), " ");
+		if (*syn == '\0' || *syn == '[' || strstr(alts, syn) == syn)
+			continue;
+		snprintf(alts + strlen(alts), sizeof(alts) - strlen(alts), "%s%.*s", nalts++ ? ", " : "",
+			 (int)strcspn(syn, " "), syn);
+	}
+	if (nalts > 1)
+		snprintf(err, errlen, "bad arguments%s%s: expected one of: %s",
+			 best_n < *argc ? " near " : "", best_n < *argc ? argv[best_n] : "", alts);
+	else
+		snprintf(err, errlen, "bad arguments%s%s: usage: %s",
+			 best_n < *argc ? " near " : "", best_n < *argc ? argv[best_n] : "",
+			 best->syntax);
+	return NULL;
+}
+
+void
+nc_cli_help(FILE *f)
+{
+	for (unsigned int i = 0; i < NC_CLI_NCMDS; i++)
+		fprintf(f, "%-40s %s\n", nc_cli_cmds[i].syntax, nc_cli_cmds[i].help);
+}
+
+/* ---- the interactive prompt ------------------------------------------- */
+
+struct cli_result {
+	cmdline_fixed_string_t w[8];
+	cmdline_multi_string_t rest;
+};
+
+/* What a cmdline instance stands for. */
+struct inst_info {
+	int nwords;                    /* fixed words before the options */
+	bool rest;                     /* the options token */
+	char *syntax;                  /* the tokens' strings point into it */
+};
+
+static struct {
+	int (*run)(const char *line, void *arg);
+	void *arg;
+	bool quit;
+} shell;
+
+static void
+on_line(void *parsed, struct cmdline *cl, void *data)
+{
+	const struct cli_result *r = parsed;
+	const struct inst_info *ii = data;
+	char line[NC_CLI_MAX_LINE];
+	size_t len = 0;
+
+	line[0] = '\0';
+	/* The words as cmdline parsed them, joined again: the line run() parses. */
+	for (int i = 0; i < ii->nwords; i++)
+		len += (size_t)snprintf(line + len, sizeof(line) - len, "%s%s", i ? " " : "", r->w[i]);
+	if (ii->rest && len + 1 + strnlen(r->rest, sizeof(r->rest)) < sizeof(line)) {
+		line[len++] = ' ';
+		strcpy(line + len, r->rest);
+	}
+	if (shell.run(line, shell.arg) == 1) {
+		shell.quit = true;
+		cmdline_quit(cl);
+	}
+}
+
+/* A string token: fixed words ("a#b"), any word (NULL), or the rest of the line (""). */
+static cmdline_parse_token_hdr_t *
+token(const char *str, size_t offset)
+{
+	cmdline_parse_token_string_t *t = calloc(1, sizeof(*t));
+
+	if (t == NULL)
+		return NULL;
+	t->hdr.ops = &cmdline_token_string_ops;
+	t->hdr.offset = (unsigned int)offset;
+	t->string_data.str = str;
+	return &t->hdr;
+}
+
+/* One cmdline instance per command (two where options may follow: with and without). */
+static cmdline_parse_ctx_t *
+build_ctx(void)
+{
+	cmdline_parse_ctx_t *ctx = calloc(2 * NC_CLI_NCMDS + 1, sizeof(*ctx));
+	unsigned int k = 0;
+
+	if (ctx == NULL)
+		return NULL;
+	for (unsigned int i = 0; i < NC_CLI_NCMDS; i++) {
+		for (int with_rest = 0; with_rest < 2; with_rest++) {
+			cmdline_parse_inst_t *in = calloc(1, sizeof(*in) + 10 * sizeof(void *));
+			struct inst_info *ii = calloc(1, sizeof(*ii));
+			char *syn = strdup(nc_cli_cmds[i].syntax), *save = NULL, *w;
+			int n = 0;
+			bool has_rest = strchr(syn, '[') != NULL;
+
+			if (with_rest && !has_rest) {
+				free(in);
+				free(ii);
+				free(syn);
+				continue;
+			}
+			for (w = strtok_r(syn, " ", &save); w != NULL; w = strtok_r(NULL, " ", &save)) {
+				if (w[0] == '[') {
+					if (with_rest)
+						in->tokens[n++] = token("", offsetof(struct cli_result, rest));
+					break;
+				}
+				for (char *p = w; *p; p++)
+					if (*p == '|')
+						*p = '#';
+				/* The syntax string lives as long as the prompt: tokens point into it. */
+				in->tokens[n] = token(w[0] == '<' ? NULL : w,
+						      offsetof(struct cli_result, w) + (size_t)n *
+						      sizeof(cmdline_fixed_string_t));
+				n++;
+				ii->nwords = n;
+			}
+			ii->rest = with_rest;
+			ii->syntax = syn;
+			in->f = on_line;
+			in->data = ii;
+			in->help_str = nc_cli_cmds[i].help;
+			ctx[k++] = in;
+		}
+	}
+	return ctx;
+}
+
+static void
+free_ctx(cmdline_parse_ctx_t *ctx)
+{
+	for (unsigned int k = 0; ctx[k] != NULL; k++) {
+		struct inst_info *ii = ctx[k]->data;
+
+		for (unsigned int t = 0; ctx[k]->tokens[t] != NULL; t++)
+			free(ctx[k]->tokens[t]);
+		free(ii->syntax);
+		free(ii);
+		free(ctx[k]);
+	}
+	free(ctx);
+}
+
+void
+nc_cli_shell(const char *prompt, int (*run)(const char *line, void *arg), void *arg,
+	     void (*poll_fn)(void *arg), volatile bool *stop)
+{
+	cmdline_parse_ctx_t *ctx = build_ctx();
+	struct cmdline *cl;
+
+	if (ctx == NULL)
+		return;
+	shell.run = run;
+	shell.arg = arg;
+	shell.quit = false;
+	cl = cmdline_stdin_new(ctx, prompt);
+	if (cl == NULL) {
+		free_ctx(ctx);
+		return;
+	}
+	while (!shell.quit && !(stop && *stop)) {
+		struct pollfd p = { .fd = STDIN_FILENO, .events = POLLIN };
+		int avail = 0;
+
+		if (poll(&p, 1, poll_fn ? 10 : 100) > 0) {
+			if (p.revents & (POLLHUP | POLLERR) && !(p.revents & POLLIN))
+				break;
+			/* cmdline_poll() takes one character: as many calls as there are. */
+			if (ioctl(STDIN_FILENO, FIONREAD, &avail) != 0 || avail == 0)
+				break;         /* end of input */
+			while (avail-- > 0 && !shell.quit)
+				if (cmdline_poll(cl) == RDLINE_EXITED)
+					shell.quit = true;
+		}
+		if (poll_fn != NULL)
+			poll_fn(arg);
+	}
+	cmdline_stdin_exit(cl);
+	free_ctx(ctx);
+}
