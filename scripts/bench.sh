@@ -40,7 +40,7 @@ cd "$top"
 mode=${1:-}
 quick=${2:-}
 out=bench/results
-cb=${NC_CLASSBENCH_DIR:-$top/../shared/data/classbench}
+cb=${NC_CLASSBENCH_DIR:-$top/tests/data/classbench}
 
 usage() { echo "usage: scripts/bench.sh classifier [--quick|--report] | testbed [--quick] | datapath [--quick]" >&2; exit 2; }
 

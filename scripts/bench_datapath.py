@@ -252,7 +252,7 @@ def main():
     flows = [{"name": "all", "match": {"proto": "udp", "dport": f"{FLOW_BASE}/0xffc0"},
               "ring_size": 4096}]
     # Busy-polling for up to 1 ms before sleeping: a client that sleeps whenever its ring is
-    # empty has the worker write its eventfd about every burst (see the README's nc-dump).
+    # empty has the worker write its eventfd about every burst (see docs/protocol.md, nc-dump).
     dump = [DUMP, "-s", "{sock}", "--channel", "all", "-q", "-b", "1000", "-t", "60"]
     checker = [CLIENT, "{sock}", "attach", "all", "0", str(FLOW_BASE), "soak"]
     many = {"deliver-1k": (1024, 64), "deliver-10k": (10000, 32), "deliver-100k": (100000, 32)}

@@ -281,7 +281,7 @@ class Soak:
             rc = "killed after 60 s"
         self.log.close()
         # A client SIGKILLed inside its rte_eal_init() can leave a lock of DPDK's shared
-        # memory held: the daemon's teardown watchdog then ends it (README, "Hardening").
+        # memory held: the daemon's teardown watchdog then ends it (docs/hardening.md).
         with open(self.log.name) as f:
             for line in f:
                 if line.startswith("netchanneld: shutdown: "):

@@ -144,7 +144,7 @@ usage(FILE *f)
 		"                   [-- EAL-ARGS]\n"
 		"       netchanneld --default-config\n"
 		"\n"
-		"  -c, --config FILE   the JSON config (see README.md, \"Config\"); without it, the\n"
+		"  -c, --config FILE   the JSON config (docs/config.md, netchanneld(8)); without it, the\n"
 		"                      embedded default: scripts/testbed.sh's host (net_af_xdp on\n"
 		"                      veth0, the kernel behind a TAP named wire0)\n"
 		"      --default-config  print the embedded default config and exit\n"

@@ -304,7 +304,7 @@ class Tx(T.DaemonCase):
         start, never grows or shrinks, which needs the lock), and SIGTERM still ends it: its
         teardown, which needs the lock, is cut short by a watchdog that names the step, after
         the counters were written. (The new client's own rte_eal_cleanup() needs the lock too,
-        and waits for ever: DPDK's limitation, README "Hardening".)"""
+        and waits for ever: DPDK's limitation, docs/hardening.md.)"""
         self.pcap_daemon(self.frames([("203.0.113.1", "192.0.2.1", 2000 + i, 5000)
                                       for i in range(8)]))
         p = self.client([CLIENT, self.sock, "lock"])
