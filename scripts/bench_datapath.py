@@ -51,6 +51,7 @@ import threading
 import time
 
 from eal_prefix import cleanup
+from pcapfile import write_pcap
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.path.join(TOP, "build")
@@ -82,21 +83,19 @@ def make_flow_pcap(path):
 def make_socket_pcap(path, n):
     """n UDP flows of 64-byte frames to 192.0.2.1:5000, flow i from 198.18.0.0 + i, port
     1024 + i % 60000 (written directly: scapy takes minutes for 100,000 frames)."""
-    hdr = struct.pack("<IHHiIII", 0xa1b2c3d4, 2, 4, 0, 0, 65535, 1)
     eth = bytes.fromhex(MAC.replace(":", "")) + bytes.fromhex("020000000001") + b"\x08\x00"
     dst = bytes([192, 0, 2, 1])
-    with open(path, "wb") as f:
-        f.write(hdr)
-        for i in range(n):
-            src = struct.pack(">I", (198 << 24 | 18 << 16) + i)
-            ip = bytearray(struct.pack(">BBHHHBBH4s4s", 0x45, 0, 50, 0, 0, 64, 17, 0, src, dst))
-            csum = sum(struct.unpack(">10H", ip))
-            csum = (csum & 0xffff) + (csum >> 16)
-            csum = (csum & 0xffff) + (csum >> 16)
-            ip[10:12] = struct.pack(">H", ~csum & 0xffff)
-            udp = struct.pack(">HHHH", 1024 + i % 60000, 5000, 30, 0)    # checksum 0: none
-            frame = eth + bytes(ip) + udp + b"x" * 22                   # 64 bytes, as make_pcap's
-            f.write(struct.pack("<IIII", 0, 0, len(frame), len(frame)) + frame)
+
+    def frame(i):
+        src = struct.pack(">I", (198 << 24 | 18 << 16) + i)
+        ip = bytearray(struct.pack(">BBHHHBBH4s4s", 0x45, 0, 50, 0, 0, 64, 17, 0, src, dst))
+        csum = sum(struct.unpack(">10H", ip))
+        csum = (csum & 0xffff) + (csum >> 16)
+        csum = (csum & 0xffff) + (csum >> 16)
+        ip[10:12] = struct.pack(">H", ~csum & 0xffff)
+        udp = struct.pack(">HHHH", 1024 + i % 60000, 5000, 30, 0)    # checksum 0: none
+        return eth + bytes(ip) + udp + b"x" * 22                    # 64 bytes, as make_pcap's
+    write_pcap(path, (frame(i) for i in range(n)))
 
 
 def socket_channels(n, ring_size):

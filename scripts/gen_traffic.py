@@ -19,23 +19,14 @@ own, where each frame must go.
 """
 import argparse
 import json
-import struct
+
+from pcapfile import write_pcap
 
 from scapy.all import (ARP, ICMP, IP, TCP, UDP, Dot1Q, Ether, ICMPv6EchoRequest, IPv6,
                        IPv6ExtHdrDestOpt, IPv6ExtHdrFragment, IPv6ExtHdrHopByHop, Raw)
 
 PEER_MAC = "02:00:00:00:00:01"
 OTHER_MAC = "02:00:00:00:00:99"
-
-
-def write_pcap(path, frames):
-    """Exact bytes, malformed ones included (scapy would rebuild them)."""
-    with open(path, "wb") as f:
-        f.write(struct.pack("<IHHiIII", 0xa1b2c3d4, 2, 4, 0, 0, 65535, 1))
-        for i, data in enumerate(frames):
-            f.write(struct.pack("<IIII", 1700000000 + i // 1000, (i % 1000) * 1000,
-                                len(data), len(data)))
-            f.write(data)
 
 
 def main():

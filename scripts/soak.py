@@ -26,7 +26,6 @@ import random
 import shutil
 import signal
 import socket
-import struct
 import subprocess
 import sys
 import tempfile
@@ -34,13 +33,13 @@ import threading
 import time
 
 from eal_prefix import cleanup
+import nc_wire as W
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.environ.get("NCD_BUILD_DIR", os.path.join(TOP, "build"))
 DAEMON = os.path.join(BUILD, "app/netchanneld/netchanneld")
 NCCTL = os.path.join(BUILD, "app/ncctl/ncctl")
 CLIENT = os.path.join(BUILD, "tests/integration/nc_client_test")
-CTL_VERSION = 2                        # NC_CTL_VERSION (include/nc_proto.h): the HELLO that passes
 BASE, NFLOWS, SLOTS = 20000, 64, 3
 EAL = ["-l", "0-1", "--no-pci", "--log-level", "lib.eal:error", "--no-telemetry",
        "--base-virtaddr", "0x200000000000"]
@@ -196,18 +195,16 @@ class Soak:
                     if kind == 0:
                         msg = rnd.randbytes(rnd.randrange(0, 200))
                     elif kind == 1:      # a header that lies about its length
-                        msg = struct.pack("<HHIII", 0x6e63, rnd.randrange(0, 12), 1,
-                                          rnd.randrange(0, 5000), 0) + rnd.randbytes(8)
+                        msg = W.REQ.pack(W.MAGIC, rnd.randrange(0, 12), 1, rnd.randrange(0, 5000),
+                                         0) + rnd.randbytes(8)
                     elif kind == 2:      # HELLO, then a truncated CREATE
-                        msg = struct.pack("<HHIII", 0x6e63, 1, 2, 8, 0) + struct.pack("<II", CTL_VERSION, 0)
-                        s.send(msg)
-                        msg = struct.pack("<HHIII", 0x6e63, 2, 3, 20, 0) + rnd.randbytes(20)
+                        s.send(W.request(W.HELLO, W.HELLO_BODY.pack(W.VERSION, 0), 2))
+                        msg = W.request(W.CREATE, rnd.randbytes(20), 3)
                     elif kind == 3:      # oversized
                         msg = rnd.randbytes(70000)
                     else:                # a CLI line of junk
                         line = rnd.randbytes(rnd.randrange(1, 60))
-                        msg = struct.pack("<HHIII", 0x6e63, 7, 4, 4 + len(line), 0) + \
-                            struct.pack("<I", 0) + line
+                        msg = W.request(W.CLI, W.CLI_HEAD.pack(0) + line, 4)
                     try:
                         s.send(msg)
                         with self.lock:

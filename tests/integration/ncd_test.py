@@ -16,6 +16,7 @@ BUILD = os.environ.get("NCD_BUILD_DIR", "build")
 SRC = os.environ.get("NCD_SOURCE_DIR", ".")
 sys.path.insert(0, os.path.join(SRC, "scripts"))
 from eal_prefix import cleanup as cleanup_prefix  # noqa: E402
+from pcapfile import read_pcap, write_pcap  # noqa: E402,F401
 DAEMON = os.path.join(BUILD, "app/netchanneld/netchanneld")
 CONSUMER = os.path.join(BUILD, "tests/integration/nc_consumer")
 GEN = os.path.join(SRC, "scripts/gen_traffic.py")
@@ -28,19 +29,6 @@ def _terminated(signum, frame):
 
 
 signal.signal(signal.SIGTERM, _terminated)
-
-
-def read_pcap(path):
-    with open(path, "rb") as f:
-        data = f.read()
-    magic = struct.unpack("<I", data[:4])[0]
-    endian = "<" if magic in (0xa1b2c3d4, 0xa1b23c4d) else ">"
-    off, frames = 24, []
-    while off + 16 <= len(data):
-        _, _, caplen, _ = struct.unpack(endian + "IIII", data[off:off + 16])
-        frames.append(data[off + 16:off + 16 + caplen])
-        off += 16 + caplen
-    return frames
 
 
 class Daemon:
@@ -214,13 +202,6 @@ def trimmed(frame):
     if etype == 0x86dd:
         return frame[:off + 40 + struct.unpack("!H", frame[off + 4:off + 6])[0]]
     return frame
-
-
-def write_pcap(path, frames):
-    with open(path, "wb") as f:
-        f.write(struct.pack("<IHHiIII", 0xa1b2c3d4, 2, 4, 0, 0, 65535, 1))
-        for i, data in enumerate(frames):
-            f.write(struct.pack("<IIII", 1700000000, i, len(data), len(data)) + data)
 
 
 def sh(*cmd):

@@ -7,7 +7,6 @@ import os
 import re
 import random
 import signal
-import socket
 import struct
 import subprocess
 import sys
@@ -16,78 +15,15 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ncd_test as T  # noqa: E402
+import nc_wire as W  # noqa: E402
 from test_datapath import EAL  # noqa: E402
 
-MAGIC, VERSION = 0x6e63, 2
-HELLO, CREATE, ATTACH, DESTROY, LIST, STATS, CLI, CHAN_STATS, EVENTFD = range(1, 10)
-REQ, REP = struct.Struct("<HHIII"), struct.Struct("<HHIiI")
+from nc_wire import (MAGIC, VERSION, HELLO, CREATE, ATTACH, DESTROY, LIST, STATS,  # noqa: E402
+                     CLI, CHAN_STATS, EVENTFD, REQ, ID, NAME, CHANNEL, Ctl, create_body)
 
 
 def wire_rule(proto=17, dport=None, dport_mask=None, priority=0):
-    kind, lo, hi = 0, 0, 0
-    if dport is not None:
-        kind, lo, hi = (2, dport, dport_mask) if dport_mask is not None else (1, dport, dport)
-    return struct.pack("<BBBBBBBB16s16sHHHHI", 0, proto, 0xff, 0, 0, kind, 0, 0, b"", b"",
-                       lo, hi, 0, 0, priority)
-
-
-class Ctl:
-    def __init__(self, path):
-        self.s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        self.s.settimeout(10)
-        self.s.connect(path)
-        self.next_id = 1
-
-    def send(self, type_, body=b"", raw=None):
-        self.next_id += 1
-        self.s.send(raw if raw is not None else REQ.pack(MAGIC, type_, self.next_id, len(body), 0) + body)
-
-    def recv(self):
-        data = self.s.recv(1 << 20)
-        if not data:
-            raise ConnectionError("closed")
-        magic, type_, for_id, status, length = REP.unpack(data[:16])
-        assert magic == MAGIC and length == len(data) - 16, data[:16]
-        return status, for_id, data[16:]
-
-    def call(self, type_, body=b""):
-        self.send(type_, body)
-        status, for_id, body = self.recv()
-        assert for_id == self.next_id, (for_id, self.next_id)
-        return status, body
-
-    def call_fds(self, type_, body=b""):
-        """A request whose reply may carry file descriptors: (status, body, fds)."""
-        self.send(type_, body)
-        data, fds, _, _ = socket.recv_fds(self.s, 1 << 20, 4)
-        magic, _, for_id, status, length = REP.unpack(data[:16])
-        assert magic == MAGIC and for_id == self.next_id and length == len(data) - 16
-        return status, data[16:], fds
-
-    def hello(self, version=VERSION):
-        status, body = self.call(HELLO, struct.pack("<II", version, os.getpid()))
-        if status == 0:
-            v, lcore, prefix, pool, self.slot, _ = struct.unpack("<II64s32sII", body)
-            return status, (v, lcore, prefix.rstrip(b"\0").decode(), pool.rstrip(b"\0").decode())
-        return status, None
-
-    def create(self, name, rule, action=0, ring_size=0, queue_bytes=0, order=0, flags=0, port=0,
-               reserved=0):
-        body = struct.pack("<32s52sIIIQIHH", name.encode(), rule, action, ring_size, order,
-                           queue_bytes, flags, port, reserved)
-        status, rep = self.call(CREATE, body)
-        if status == 0:
-            cid, act, gen, nm, ring, txring = struct.unpack("<IIQ32s32s32s", rep)
-            return status, (cid, ring.rstrip(b"\0").decode())
-        return status, None
-
-    def json(self, type_):
-        status, body = self.call(type_)
-        assert status == 0, status
-        return json.loads(body)
-
-    def close(self):
-        self.s.close()
+    return W.rule(proto=proto, dport=dport, dport_mask=dport_mask, priority=priority)
 
 
 class Control(T.DaemonCase):
@@ -135,13 +71,13 @@ class Control(T.DaemonCase):
         st = c.json(STATS)
         self.assertGreater(st["ports"][0]["rx"], 0)
         self.assertEqual(c.call(CLI)[0], -errno.EINVAL)            # no flags word
-        status, body = c.call(CLI, struct.pack("<I", 1) + b"show channel dns")
+        status, body = c.cli("show channel dns", 1)
         self.assertEqual((status, json.loads(body)["name"]), (0, "dns"))
-        status, body = c.call(CLI, struct.pack("<I", 0) + b"show nothing")
+        status, body = c.cli("show nothing")
         self.assertEqual(status, -errno.EINVAL)
         self.assertIn(b"expected one of", body)
-        self.assertEqual(c.call(CLI, struct.pack("<I", 4) + b"help")[0], -errno.EINVAL)
-        self.assertEqual(c.call(CLI, struct.pack("<I", 0) + b"x" * 1024)[0], -errno.EINVAL)
+        self.assertEqual(c.cli("help", 4)[0], -errno.EINVAL)
+        self.assertEqual(c.cli("x" * 1024)[0], -errno.EINVAL)
         # A second connection at the same time gets its own lcore id.
         c2 = Ctl(self.sock)
         self.assertNotEqual(c2.hello()[1][1], lcore)
@@ -182,29 +118,28 @@ class Control(T.DaemonCase):
                              -errno.EINVAL, kw)
         status, (tcid, _) = other.create("txok", wire_rule(dport=5003), flags=1)
         self.assertEqual(status, 0)
-        st_status, body = other.call(CHAN_STATS, struct.pack("<I", tcid))
+        st_status, body = other.call(CHAN_STATS, ID.pack(tcid))
         self.assertEqual((st_status, len(body)), (0, 120))
-        self.assertEqual(other.call(CHAN_STATS, struct.pack("<I", cid))[0], -errno.EPERM)
-        self.assertEqual(other.call(CHAN_STATS, struct.pack("<I", 4000))[0], -errno.ENOENT)
+        self.assertEqual(other.call(CHAN_STATS, ID.pack(cid))[0], -errno.EPERM)
+        self.assertEqual(other.call(CHAN_STATS, ID.pack(4000))[0], -errno.ENOENT)
         self.assertEqual(other.call(CHAN_STATS, b"\0" * 3)[0], -errno.EINVAL)
-        self.assertEqual(other.call(DESTROY, struct.pack("<I", cid))[0], -errno.EPERM)
-        self.assertEqual(other.call(DESTROY, struct.pack("<I", 4000))[0], -errno.ENOENT)
+        self.assertEqual(other.call(DESTROY, ID.pack(cid))[0], -errno.EPERM)
+        self.assertEqual(other.call(DESTROY, ID.pack(4000))[0], -errno.ENOENT)
         # No eventfd with the reply to a create: one on request, made once, the same each time.
-        status, _, fds = other.call_fds(CREATE, struct.pack(
-            "<32s52sIIIQIHH", b"nofd", wire_rule(dport=5004), 0, 0, 0, 0, 0, 0, 0))
+        status, _, fds = other.call_fds(CREATE, create_body("nofd", wire_rule(dport=5004)))
         self.assertEqual((status, fds), (0, []))
-        status, body, fds = c.call_fds(EVENTFD, struct.pack("<I", cid))
+        status, body, fds = c.call_fds(EVENTFD, ID.pack(cid))
         self.assertEqual((status, body, len(fds)), (0, b"", 1))
-        status, _, again = c.call_fds(EVENTFD, struct.pack("<I", cid))
+        status, _, again = c.call_fds(EVENTFD, ID.pack(cid))
         self.assertEqual(status, 0)
         self.assertEqual(os.fstat(fds[0]).st_ino, os.fstat(again[0]).st_ino)
         for fd in fds + again:
             os.close(fd)
-        self.assertEqual(other.call(EVENTFD, struct.pack("<I", cid))[0], -errno.EPERM)
-        self.assertEqual(other.call(EVENTFD, struct.pack("<I", 4000))[0], -errno.ENOENT)
+        self.assertEqual(other.call(EVENTFD, ID.pack(cid))[0], -errno.EPERM)
+        self.assertEqual(other.call(EVENTFD, ID.pack(4000))[0], -errno.ENOENT)
         self.assertEqual(other.call(EVENTFD, b"\0" * 3)[0], -errno.EINVAL)
         # Its owner may destroy it; then the name and the rule are free again.
-        self.assertEqual(c.call(DESTROY, struct.pack("<I", cid))[0], 0)
+        self.assertEqual(c.call(DESTROY, ID.pack(cid))[0], 0)
         self.assertEqual(other.create("c5000", wire_rule(dport=5000))[0], 0)
         # A connection that goes away takes its channels with it.
         other.close()
@@ -260,11 +195,11 @@ class Control(T.DaemonCase):
         self.assertEqual(c.create("low", wire_rule(dport=53))[0], -errno.EPERM)
         self.assertEqual(c.create("anyport", wire_rule())[0], -errno.EPERM)
         self.assertEqual(c.create("high", wire_rule(dport=5000))[0], 0)
-        self.assertEqual(c.call(ATTACH, struct.pack("<32s", b"dns"))[0], -errno.EPERM)
-        status, body = c.call(ATTACH, struct.pack("<32s", b"hi"))
+        self.assertEqual(c.call(ATTACH, NAME.pack(b"dns"))[0], -errno.EPERM)
+        status, body = c.call(ATTACH, NAME.pack(b"hi"))
         self.assertEqual(status, 0)
-        self.assertEqual(struct.unpack("<IIQ32s32s32s", body)[3].rstrip(b"\0"), b"hi")
-        self.assertEqual(c.call(ATTACH, struct.pack("<32s", b"nope"))[0], -errno.ENOENT)
+        self.assertEqual(CHANNEL.unpack(body)[3].rstrip(b"\0"), b"hi")
+        self.assertEqual(c.call(ATTACH, NAME.pack(b"nope"))[0], -errno.ENOENT)
         c.close()
         self.stop_ok()
 
@@ -402,7 +337,7 @@ class Control(T.DaemonCase):
         self.assertEqual(sorted(ids), list(range(n, most)))
         self.assertEqual(c.create("over", wire_rule(dport=21000))[0], -errno.ENOSPC)
         # A destroyed channel's id and name are free again.
-        self.assertEqual(c.call(DESTROY, struct.pack("<I", ids[0]))[0], 0)
+        self.assertEqual(c.call(DESTROY, ID.pack(ids[0]))[0], 0)
         status, info = c.create("x0", wire_rule(dport=21000), ring_size=64)
         self.assertEqual((status, info[0]), (0, ids[0]))
         self.assertEqual(c.create(f"m{n - 1}", wire_rule(dport=21001))[0], -errno.EEXIST)

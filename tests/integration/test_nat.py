@@ -9,7 +9,7 @@ incremental updates (RFC 1624) must give exactly the full computation's result.
 import errno
 import json
 import os
-import struct
+import shutil
 import subprocess
 import sys
 import time
@@ -17,6 +17,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ncd_test as T  # noqa: E402
+import nc_wire as W  # noqa: E402
 
 EAL = ["-l", "0-1", "--no-pci", "--log-level", "lib.eal:error", "--no-telemetry",
        "--base-virtaddr", "0x200000000000"]
@@ -323,8 +324,6 @@ class Nat(T.DaemonCase):
         """NAT channels from the CLI (errors named, the translation shown), from the control
         protocol (malformed NAT bodies refused, NAT needs a privileged user), and from the
         library (the channel lives as long as its client)."""
-        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-        import test_control as C
         T.write_pcap(os.path.join(self.w, "in.pcap"), [])
         T.write_pcap(os.path.join(self.w, "in1.pcap"), [])
         cfg = config(self.w, [])
@@ -356,15 +355,13 @@ class Nat(T.DaemonCase):
         self.assertEqual(self.ncctl("show nat")["reverse_channels"], 0)
 
         # The control protocol: struct nc_ctl_nat after nc_ctl_create.
-        def nat_body(flags=0x3, family=4, dst=bytes([198, 51, 100, 1]), dport=5353, port=0,
+        def nat_body(flags=W.NAT_F_DST | W.NAT_F_DPORT, family=4, dport=5353, port=0,
                      reserved=0):
-            return struct.pack("<IB6sBHHHH16s16s", flags, family, b"", reserved, dport, 0, port,
-                               0, dst, b"")
-        rule = struct.pack("<BBBBBBBB16s16sHHHHI", 4, 17, 0xff, 32, 0, 1, 0, 0,
-                           bytes([192, 0, 2, 1]), b"", 53, 53, 0, 0, 0)
-        head = lambda name, action=2: struct.pack("<32s52sIIIQIHH", name.encode(), rule,
-                                                  action, 0, 0, 0, 0, 0, 0)
-        c = C.Ctl(os.path.join(self.w, "ncd.sock"))
+            return W.nat_body(flags=flags, family=family, dst=bytes([198, 51, 100, 1]),
+                              dport=dport, port=port, reserved=reserved)
+        rule = W.rule(family=4, dst=bytes([192, 0, 2, 1]), dst_len=32, dport=53)
+        head = lambda name, action=W.NAT: W.create_body(name, rule, action=action)
+        c = W.Ctl(os.path.join(self.w, "ncd.sock"))
         c.hello()
         for body in (head("n1"),                                  # NAT without its body
                      head("n2", action=0) + nat_body(),            # a body for a deliver channel
@@ -374,10 +371,10 @@ class Nat(T.DaemonCase):
                      head("n6") + nat_body(reserved=1),
                      head("n7") + nat_body(dport=0),
                      head("n8") + nat_body()[:-1]):                # one byte short
-            self.assertEqual(c.call(C.CREATE, body)[0], -errno.EINVAL, body.hex())
-        status, rep = c.call(C.CREATE, head("n9") + nat_body())
+            self.assertEqual(c.call(W.CREATE, body)[0], -errno.EINVAL, body.hex())
+        status, rep = c.call(W.CREATE, head("n9") + nat_body())
         self.assertEqual(status, 0)
-        self.assertEqual(struct.unpack("<II", rep[:8])[1], 2)     # NC_ACTION_NAT
+        self.assertEqual(W.CHANNEL.unpack(rep)[1], W.NAT)
         self.assertEqual(self.ncctl("show channel n9")["nat"]["dst"], "198.51.100.1")
         c.close()
         deadline = time.time() + 5
@@ -388,21 +385,22 @@ class Nat(T.DaemonCase):
         # An unprivileged user the allow list names may claim a port, but not NAT it.
         os.chmod(os.path.join(self.w, "ncd.sock"), 0o666)
         os.chmod(self.w, 0o755)
-        probe = ("import socket, struct, sys\n"
-                 "s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)\n"
-                 "s.connect(sys.argv[1])\n"
-                 "def call(t, body):\n"
-                 "    s.send(struct.pack('<HHIII', 0x6e63, t, 1, len(body), 0) + body)\n"
-                 "    return struct.unpack('<HHIiI', s.recv(65536)[:16])[3]\n"
-                 f"call(1, struct.pack('<II', {C.VERSION}, 0))\n"
-                 "print(call(2, bytes.fromhex(sys.argv[2])), call(2, bytes.fromhex(sys.argv[3])))\n")
-        rule5000 = struct.pack("<BBBBBBBB16s16sHHHHI", 4, 17, 0xff, 32, 0, 1, 0, 0,
-                               bytes([192, 0, 2, 1]), b"", 5000, 5000, 0, 0, 0)
-        deliver = struct.pack("<32s52sIIIQIHH", b"mine", rule5000, 0, 0, 0, 0, 0, 0, 0)
-        natted = struct.pack("<32s52sIIIQIHH", b"theirs", rule5000, 2, 0, 0, 0, 0, 0, 0) + nat_body()
+        # The work directory is the one place uid 65534 can surely read.
+        shutil.copy(W.__file__, self.w)
+        probe = ("import sys\n"
+                 "sys.path.insert(0, sys.argv[4])\n"
+                 "import nc_wire as W\n"
+                 "c = W.Ctl(sys.argv[1])\n"
+                 "c.hello()\n"
+                 "print(c.call(W.CREATE, bytes.fromhex(sys.argv[2]))[0],\n"
+                 "      c.call(W.CREATE, bytes.fromhex(sys.argv[3]))[0])\n")
+        rule5000 = W.rule(family=4, dst=bytes([192, 0, 2, 1]), dst_len=32, dport=5000)
+        deliver = W.create_body("mine", rule5000)
+        natted = W.create_body("theirs", rule5000, action=W.NAT) + nat_body()
         r = subprocess.run(["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups",
                             "/usr/bin/python3", "-c", probe, os.path.join(self.w, "ncd.sock"),
-                            deliver.hex(), natted.hex()], capture_output=True, text=True,
+                            deliver.hex(), natted.hex(), self.w],
+                           capture_output=True, text=True,
                            timeout=30)
         self.assertEqual(r.stdout.split(), ["0", str(-errno.EPERM)], r.stderr)
         # The library: a NAT channel that goes with its client.

@@ -13,7 +13,7 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ncd_test as T  # noqa: E402
 from test_datapath import EAL  # noqa: E402
-from test_control import Ctl, LIST, STATS  # noqa: E402
+from nc_wire import Ctl, LIST, STATS  # noqa: E402
 
 ECHO = os.path.join(T.BUILD, "app/examples/nc-echo")
 CLIENT = os.path.join(T.BUILD, "tests/integration/nc_client_test")

@@ -11,10 +11,11 @@
 
 #include <check.h>
 
+#include "frames.h"
 #include "nat/nat_rewrite.h"
 #include "datapath/parse.h"
 
-static const uint8_t MAC[6] = { 0x02, 0x70, 0x63, 0x61, 0x70, 0x00 };
+#define MAC tf_port_mac
 
 struct pkt {
 	uint8_t b[2048];
@@ -22,39 +23,6 @@ struct pkt {
 	uint32_t l3, l4;               /* offsets */
 	uint8_t family, proto;
 };
-
-static uint16_t
-rd16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] << 8 | p[1]);
-}
-
-static void
-wr16(uint8_t *p, uint16_t v)
-{
-	p[0] = (uint8_t)(v >> 8);
-	p[1] = (uint8_t)v;
-}
-
-static uint32_t
-sum(const uint8_t *p, uint32_t n)
-{
-	uint32_t s = 0;
-
-	for (uint32_t i = 0; i + 1 < n; i += 2)
-		s += rd16(p + i);
-	if (n & 1)
-		s += (uint32_t)p[n - 1] << 8;
-	return s;
-}
-
-static uint16_t
-fold_not(uint32_t s)
-{
-	while (s >> 16)
-		s = (s & 0xffff) + (s >> 16);
-	return (uint16_t)~s;
-}
 
 static int
 csum_at(uint8_t proto)
@@ -72,17 +40,17 @@ l4_full(const struct pkt *p, const uint8_t *ip, const uint8_t *l4, uint32_t l4le
 	int at = csum_at(p->proto);
 
 	memcpy(tmp, l4, l4len);
-	wr16(tmp + at, 0);
-	if (p->proto == IPPROTO_UDPLITE && rd16(l4 + 4) != 0)
-		cover = rd16(l4 + 4);
+	tf_wr16(tmp + at, 0);
+	if (p->proto == IPPROTO_UDPLITE && tf_rd16(l4 + 4) != 0)
+		cover = tf_rd16(l4 + 4);
 	if (p->proto != IPPROTO_ICMP) {
 		if (p->family == 4)
-			s = sum(ip + 12, 8);
+			s = tf_sum(ip + 12, 8);
 		else
-			s = sum(ip + 8, 32);
+			s = tf_sum(ip + 8, 32);
 		s += (l4len >> 16) + (l4len & 0xffff) + p->proto;
 	}
-	return fold_not(s + sum(tmp, cover));
+	return tf_fold_not(s + tf_sum(tmp, cover));
 }
 
 /* A random packet with valid checksums: Ethernet (maybe a tag), IPv4 (maybe options) or IPv6. */
@@ -98,11 +66,11 @@ build(struct pkt *p, uint8_t family, uint8_t proto, uint32_t paylen, bool udp_ze
 	p->b[11] = 1;
 	p->l3 = 14;
 	if (rand() & 1) {
-		wr16(p->b + 12, 0x8100);
-		wr16(p->b + 14, 42);
+		tf_wr16(p->b + 12, 0x8100);
+		tf_wr16(p->b + 14, 42);
 		p->l3 = 18;
 	}
-	wr16(p->b + p->l3 - 2, family == 4 ? 0x0800 : 0x86dd);
+	tf_wr16(p->b + p->l3 - 2, family == 4 ? 0x0800 : 0x86dd);
 	ip = p->b + p->l3;
 	p->family = family;
 	p->proto = proto;
@@ -132,18 +100,18 @@ build(struct pkt *p, uint8_t family, uint8_t proto, uint32_t paylen, bool udp_ze
 	for (uint32_t i = 0; i < l4len; i++)
 		l4[i] = (uint8_t)rand();
 	if (proto == IPPROTO_UDP)
-		wr16(l4 + 4, (uint16_t)l4len);
+		tf_wr16(l4 + 4, (uint16_t)l4len);
 	if (proto == IPPROTO_UDPLITE)
-		wr16(l4 + 4, rand() & 1 ? 0 : 8);      /* coverage: all, or the header only */
+		tf_wr16(l4 + 4, rand() & 1 ? 0 : 8);      /* coverage: all, or the header only */
 	if (proto == IPPROTO_TCP)
 		l4[12] = 0x50;
 	if (family == 4) {
-		wr16(ip + 2, (uint16_t)(p->l4 - p->l3 + l4len));
-		wr16(ip + 6, 0);
-		wr16(ip + 10, 0);
-		wr16(ip + 10, fold_not(sum(ip, p->l4 - p->l3)));
+		tf_wr16(ip + 2, (uint16_t)(p->l4 - p->l3 + l4len));
+		tf_wr16(ip + 6, 0);
+		tf_wr16(ip + 10, 0);
+		tf_wr16(ip + 10, tf_fold_not(tf_sum(ip, p->l4 - p->l3)));
 	} else {
-		wr16(ip + 4, (uint16_t)l4len);
+		tf_wr16(ip + 4, (uint16_t)l4len);
 	}
 	if (proto == IPPROTO_TCP || proto == IPPROTO_UDP || proto == IPPROTO_UDPLITE ||
 	    proto == IPPROTO_ICMPV6 || proto == IPPROTO_ICMP) {
@@ -151,7 +119,7 @@ build(struct pkt *p, uint8_t family, uint8_t proto, uint32_t paylen, bool udp_ze
 
 		if ((proto == IPPROTO_UDP || proto == IPPROTO_UDPLITE) && c == 0)
 			c = 0xffff;
-		wr16(l4 + csum_at(proto), udp_zero ? 0 : c);
+		tf_wr16(l4 + csum_at(proto), udp_zero ? 0 : c);
 	}
 	p->len = p->l4 + l4len;
 }
@@ -190,9 +158,9 @@ check_translated(const struct pkt *in, const struct pkt *out, const struct ncd_n
 	if (x->flags & NCD_NAT_DST)
 		memcpy(expect.b + in->l3 + src + alen, x->dst, alen);
 	if (x->flags & NCD_NAT_SPORT)
-		wr16(expect.b + in->l4, x->sport);
+		tf_wr16(expect.b + in->l4, x->sport);
 	if (x->flags & NCD_NAT_DPORT)
-		wr16(expect.b + in->l4 + 2, x->dport);
+		tf_wr16(expect.b + in->l4 + 2, x->dport);
 	/* Checksums compared below: take them from the output. */
 	if (in->family == 4)
 		memcpy(expect.b + in->l3 + 10, ip + 10, 2);
@@ -200,15 +168,15 @@ check_translated(const struct pkt *in, const struct pkt *out, const struct ncd_n
 		memcpy(expect.b + in->l4 + at, l4 + at, 2);
 	ck_assert_mem_eq(expect.b, out->b, in->len);
 	if (in->family == 4)
-		ck_assert_uint_eq(fold_not(sum(ip, in->l4 - in->l3)), 0);
+		ck_assert_uint_eq(tf_fold_not(tf_sum(ip, in->l4 - in->l3)), 0);
 	if (!has_csum)
 		return;
 	if (udp_zero && in->family == 4 && in->proto == IPPROTO_UDP) {
-		ck_assert_uint_eq(rd16(l4 + at), 0);
+		ck_assert_uint_eq(tf_rd16(l4 + at), 0);
 		return;
 	}
 	{
-		uint16_t want = l4_full(out, ip, l4, l4len), got = rd16(l4 + at);
+		uint16_t want = l4_full(out, ip, l4, l4len), got = tf_rd16(l4 + at);
 
 		if (in->proto == IPPROTO_UDP || in->proto == IPPROTO_UDPLITE) {
 			ck_assert_uint_ne(got, 0);
@@ -258,7 +226,7 @@ refresh_l4(struct pkt *p)
 	uint8_t *ip = p->b + p->l3, *l4 = p->b + p->l4;
 	uint16_t c = l4_full(p, ip, l4, p->len - p->l4);
 
-	wr16(l4 + csum_at(p->proto), c == 0 ? 0xffff : c);
+	tf_wr16(l4 + csum_at(p->proto), c == 0 ? 0xffff : c);
 }
 
 /* UDP (and UDP-Lite) whose new checksum sums to 0: written 0xffff, as 0 means "none". */
@@ -276,12 +244,12 @@ START_TEST(udp_checksum_never_becomes_zero)
 
 		build(&in, k & 1 ? 6 : 4, protos[k / 2], 30, false);
 		if (in.proto == IPPROTO_UDPLITE)
-			wr16(in.b + in.l4 + 4, 0);     /* coverage: all, so the last word counts */
+			tf_wr16(in.b + in.l4 + 4, 0);     /* coverage: all, so the last word counts */
 		random_xlate(&x, true);
 		last = in.b + in.len - 2;
 		/* The payload word that makes the translated packet's checksum 0. */
 		for (w = 0; w <= 0xffff; w++) {
-			wr16(last, (uint16_t)w);
+			tf_wr16(last, (uint16_t)w);
 			refresh_l4(&in);
 			out = in;
 			ck_assert_int_eq(ncd_parse(out.b, out.len, out.len, MAC, 0, &pp), NCD_PKT_OK);
@@ -290,7 +258,7 @@ START_TEST(udp_checksum_never_becomes_zero)
 				break;
 		}
 		ck_assert_uint_le(w, 0xffff);
-		ck_assert_uint_eq(rd16(out.b + out.l4 + 6), 0xffff);
+		ck_assert_uint_eq(tf_rd16(out.b + out.l4 + 6), 0xffff);
 	}
 }
 END_TEST
@@ -345,10 +313,10 @@ START_TEST(fragments)
 		cut = whole.l4 + 64;
 		first = whole;
 		first.len = cut;
-		wr16(first.b + first.l3 + 6, 0x2000);
-		wr16(first.b + first.l3 + 2, (uint16_t)(cut - first.l3));
-		wr16(first.b + first.l3 + 10, 0);
-		wr16(first.b + first.l3 + 10, fold_not(sum(first.b + first.l3, first.l4 - first.l3)));
+		tf_wr16(first.b + first.l3 + 6, 0x2000);
+		tf_wr16(first.b + first.l3 + 2, (uint16_t)(cut - first.l3));
+		tf_wr16(first.b + first.l3 + 10, 0);
+		tf_wr16(first.b + first.l3 + 10, tf_fold_not(tf_sum(first.b + first.l3, first.l4 - first.l3)));
 		ck_assert_int_eq(ncd_parse(first.b, first.len, first.len, MAC, 0, &pp), NCD_PKT_OK);
 		ck_assert_uint_eq(pp.frag, NCD_FRAG_FIRST);
 		memset(&x, 0, sizeof(x));
@@ -361,24 +329,24 @@ START_TEST(fragments)
 		memset(x.dst, 7, 4);
 		memset(x.src, 9, 4);
 		ck_assert_int_eq(ncd_nat_rewrite(out.b, out.len, &pp, &x, 0), NCD_NAT_OK);
-		ck_assert_uint_eq(fold_not(sum(out.b + out.l3, out.l4 - out.l3)), 0);
+		ck_assert_uint_eq(tf_fold_not(tf_sum(out.b + out.l3, out.l4 - out.l3)), 0);
 		/* Reassembled with the rest of the datagram, the checksum is right. */
 		memcpy(whole.b + whole.l3 + 12, out.b + out.l3 + 12, 8);
 		memcpy(whole.b + whole.l4, out.b + out.l4, 8);
-		ck_assert_uint_eq(rd16(whole.b + whole.l4 + 6),
+		ck_assert_uint_eq(tf_rd16(whole.b + whole.l4 + 6),
 				  l4_full(&whole, whole.b + whole.l3, whole.b + whole.l4,
 					  whole.len - whole.l4));
 		/* A later fragment: only the IP header changes. */
 		later = first;
-		wr16(later.b + later.l3 + 6, 8);       /* offset 64 bytes, no MF */
-		wr16(later.b + later.l3 + 10, 0);
-		wr16(later.b + later.l3 + 10, fold_not(sum(later.b + later.l3, later.l4 - later.l3)));
+		tf_wr16(later.b + later.l3 + 6, 8);       /* offset 64 bytes, no MF */
+		tf_wr16(later.b + later.l3 + 10, 0);
+		tf_wr16(later.b + later.l3 + 10, tf_fold_not(tf_sum(later.b + later.l3, later.l4 - later.l3)));
 		ck_assert_int_eq(ncd_parse(later.b, later.len, later.len, MAC, 0, &pp), NCD_PKT_OK);
 		ck_assert_uint_eq(pp.frag, NCD_FRAG_LATER);
 		out = later;
 		ck_assert_int_eq(ncd_nat_rewrite(out.b, out.len, &pp, &x, 0), NCD_NAT_OK);
 		ck_assert_mem_eq(out.b + out.l4, later.b + later.l4, later.len - later.l4);
-		ck_assert_uint_eq(fold_not(sum(out.b + out.l3, out.l4 - out.l3)), 0);
+		ck_assert_uint_eq(tf_fold_not(tf_sum(out.b + out.l3, out.l4 - out.l3)), 0);
 	}
 }
 END_TEST
@@ -407,12 +375,12 @@ START_TEST(reverse_undoes)
 		reply = out;
 		memcpy(reply.b + reply.l3 + src, out.b + out.l3 + src + alen, alen);
 		memcpy(reply.b + reply.l3 + src + alen, out.b + out.l3 + src, alen);
-		wr16(reply.b + reply.l4, rd16(out.b + out.l4 + 2));
-		wr16(reply.b + reply.l4 + 2, rd16(out.b + out.l4));
+		tf_wr16(reply.b + reply.l4, tf_rd16(out.b + out.l4 + 2));
+		tf_wr16(reply.b + reply.l4 + 2, tf_rd16(out.b + out.l4));
 		if (family == 4) {
-			wr16(reply.b + reply.l3 + 10, 0);
-			wr16(reply.b + reply.l3 + 10,
-			     fold_not(sum(reply.b + reply.l3, reply.l4 - reply.l3)));
+			tf_wr16(reply.b + reply.l3 + 10, 0);
+			tf_wr16(reply.b + reply.l3 + 10,
+			     tf_fold_not(tf_sum(reply.b + reply.l3, reply.l4 - reply.l3)));
 		}
 		ck_assert_int_eq(ncd_parse(reply.b, reply.len, reply.len, MAC, 0, &rp), NCD_PKT_OK);
 		ncd_nat_reply_key(&pp.key, &x, &rk);
@@ -422,8 +390,8 @@ START_TEST(reverse_undoes)
 		/* Back at the client: from what it sent to, to where it sent from. */
 		ck_assert_mem_eq(reply.b + reply.l3 + src, in.b + in.l3 + src + alen, alen);
 		ck_assert_mem_eq(reply.b + reply.l3 + src + alen, in.b + in.l3 + src, alen);
-		ck_assert_uint_eq(rd16(reply.b + reply.l4), rd16(in.b + in.l4 + 2));
-		ck_assert_uint_eq(rd16(reply.b + reply.l4 + 2), rd16(in.b + in.l4));
+		ck_assert_uint_eq(tf_rd16(reply.b + reply.l4), tf_rd16(in.b + in.l4 + 2));
+		ck_assert_uint_eq(tf_rd16(reply.b + reply.l4 + 2), tf_rd16(in.b + in.l4));
 	}
 }
 END_TEST

@@ -18,6 +18,7 @@
 #include "core/config.h"
 #include "core/match.h"
 #include "offload/flow_pattern.h"
+#include "frames.h"
 #include "nc_trie_tools.h"
 #include "datapath/parse.h"
 
@@ -204,57 +205,25 @@ END_TEST
 
 /* ---- frames -------------------------------------------------------------- */
 
-struct frame {
-	uint8_t b[256];
-	uint32_t len;
-};
-
+/* 24 bytes of transport: the ports (TCP's data offset, UDP's length) and a payload. */
 static void
-build(struct frame *f, const struct nc_trie_key *k, uint16_t frag, bool v6frag)
+build(struct tf_frame *f, const struct nc_trie_key *k, uint16_t frag, bool v6frag)
 {
-	uint8_t *p = f->b;
-	uint32_t l3 = 14, l4, plen = 24;
+	const uint32_t l4len = 24;
 
-	memset(f, 0, sizeof(*f));
-	memcpy(p, "\x02\x70\x63\x61\x70\x00\x02\x00\x00\x00\x00\x01", 12);
+	tf_eth(f, tf_port_mac, 0, k->family == NC_TRIE_AF_INET ? 0x0800 : 0x86dd);
 	if (k->family == NC_TRIE_AF_INET) {
-		p[12] = 0x08;
-		p[l3] = 0x45;
-		p[l3 + 2] = (uint8_t)((20 + plen) >> 8);
-		p[l3 + 3] = (uint8_t)(20 + plen);
-		p[l3 + 6] = (uint8_t)(frag >> 8);
-		p[l3 + 7] = (uint8_t)frag;
-		p[l3 + 8] = 64;
-		p[l3 + 9] = k->proto;
-		memcpy(p + l3 + 12, k->src.a, 4);
-		memcpy(p + l3 + 16, k->dst.a, 4);
-		l4 = l3 + 20;
+		tf_ipv4(f, k->proto, frag, k->src.a, k->dst.a, l4len, 0);
 	} else {
-		p[12] = 0x86;
-		p[13] = 0xdd;
-		p[l3] = 0x60;
-		p[l3 + 4] = 0;
-		p[l3 + 5] = (uint8_t)(plen + (v6frag ? 8 : 0));
-		p[l3 + 6] = v6frag ? IPPROTO_FRAGMENT : k->proto;
-		p[l3 + 7] = 64;
-		memcpy(p + l3 + 8, k->src.a, 16);
-		memcpy(p + l3 + 24, k->dst.a, 16);
-		l4 = l3 + 40;
-		if (v6frag) {
-			p[l4] = k->proto;
-			p[l4 + 3] = 1;      /* M flag: the first fragment */
-			l4 += 8;
-		}
+		/* A fragment header's M flag: the first fragment. */
+		const uint8_t fh[8] = { k->proto, 0, 0, 1 };
+
+		tf_ipv6(f, v6frag ? IPPROTO_FRAGMENT : k->proto, l4len + (v6frag ? 8 : 0), k->src.a,
+			k->dst.a);
+		if (v6frag)
+			tf_put(f, fh, sizeof(fh));
 	}
-	p[l4] = (uint8_t)(k->sport >> 8);
-	p[l4 + 1] = (uint8_t)k->sport;
-	p[l4 + 2] = (uint8_t)(k->dport >> 8);
-	p[l4 + 3] = (uint8_t)k->dport;
-	if (k->proto == IPPROTO_TCP)
-		p[l4 + 12] = 0x50;
-	if (k->proto == IPPROTO_UDP)
-		p[l4 + 5] = (uint8_t)plen;
-	f->len = l4 + plen;
+	tf_l4(f, k->proto, k->sport, k->dport, l4len - (k->proto == IPPROTO_TCP ? 20 : 8));
 }
 
 static struct nc_trie_rule
@@ -323,7 +292,7 @@ START_TEST(nic_reading_agrees)
 		for (int j = 0; j < 40; j++) {
 			struct nc_trie_key k;
 			struct ncd_parsed parsed;
-			struct frame f;
+			struct tf_frame f;
 			uint64_t x = nc_rand(&seed);
 			uint16_t frag = (x & 7) == 0 ? 0x2000 : (x & 7) == 1 ? 0x0010 : 0;
 			bool v6frag = (x & 7) == 2, nic = false, trie;

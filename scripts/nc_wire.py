@@ -1,0 +1,127 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""The control protocol's messages (include/nc_proto.h), for every Python test and script.
+
+Only the layouts and constants live here: each struct mirrors one of nc_proto.h, whose
+_Static_asserts fix the sizes checked below. Ctl speaks the protocol over a connection.
+"""
+import json
+import os
+import socket
+import struct
+
+MAGIC = 0x6e63                          # NC_CTL_MAGIC
+VERSION = 2                             # NC_CTL_VERSION
+(HELLO, CREATE, ATTACH, DESTROY, LIST, STATS, CLI, CHAN_STATS,
+ EVENTFD) = range(1, 10)                # enum nc_ctl_type
+DELIVER, DROP, NAT = 0, 1, 2            # enum nc_dir_action
+CREATE_F_TX = 0x1                       # NC_CREATE_F_TX
+CLI_F_JSON = 0x1                        # NC_CLI_F_JSON
+NAT_F_DST, NAT_F_DPORT, NAT_F_SRC, NAT_F_SPORT = 0x1, 0x2, 0x4, 0x8
+NAT_F_PORT, NAT_F_VIA, NAT_F_REVERSE = 0x10, 0x20, 0x40
+PORT_ANY, PORT_RANGE, PORT_MASK = 0, 1, 2  # nc_trie_port kinds
+
+REQ = struct.Struct("<HHIII")           # struct nc_ctl_req: magic, type, id, len, reserved
+REP = struct.Struct("<HHIiI")           # struct nc_ctl_rep: magic, type, for_id, status, len
+HELLO_BODY = struct.Struct("<II")       # struct nc_ctl_hello: version, pid
+HELLO_REPLY = struct.Struct("<II64s32sII")  # version, lcore, file_prefix, pool, slot, pad
+RULE = struct.Struct("<BBBBBBBB16s16sHHHHI")  # struct nc_ctl_rule
+CREATE_BODY = struct.Struct("<32s52sIIIQIHH")  # struct nc_ctl_create
+NAT_BODY = struct.Struct("<IB6sBHHHH16s16s")   # struct nc_ctl_nat
+CHANNEL = struct.Struct("<IIQ32s32s32s")       # struct nc_ctl_channel
+NAME = struct.Struct("<32s")                   # struct nc_ctl_name
+ID = struct.Struct("<I")                       # struct nc_ctl_id
+CLI_HEAD = struct.Struct("<I")                 # struct nc_ctl_cli: flags, then the line
+
+assert (REQ.size, REP.size, RULE.size, CREATE_BODY.size, NAT_BODY.size, CHANNEL.size) == \
+    (16, 16, 52, 112, 52, 112), "nc_proto.h's layouts"
+
+
+def request(type_, body=b"", id_=1):
+    """One request datagram."""
+    return REQ.pack(MAGIC, type_, id_, len(body), 0) + body
+
+
+def rule(family=0, proto=17, proto_mask=0xff, dst=b"", dst_len=0, src=b"", src_len=0,
+         dport=None, dport_mask=None, sport=None, priority=0):
+    """A struct nc_ctl_rule: dport exact (or value/mask with dport_mask), sport exact."""
+    dk, dlo, dhi = PORT_ANY, 0, 0
+    if dport is not None:
+        dk, dlo, dhi = (PORT_MASK, dport, dport_mask) if dport_mask is not None else \
+            (PORT_RANGE, dport, dport)
+    sk, slo, shi = (PORT_RANGE, sport, sport) if sport is not None else (PORT_ANY, 0, 0)
+    return RULE.pack(family, proto, proto_mask, dst_len, src_len, dk, sk, 0, dst, src,
+                     dlo, dhi, slo, shi, priority)
+
+
+def create_body(name, rule_, action=DELIVER, ring_size=0, order=0, queue_bytes=0, flags=0,
+                port=0, reserved=0):
+    """A CHANNEL_CREATE body, without the NAT part."""
+    return CREATE_BODY.pack(name.encode(), rule_, action, ring_size, order, queue_bytes, flags,
+                            port, reserved)
+
+
+def nat_body(flags=NAT_F_DST | NAT_F_DPORT, family=4, dst=b"", src=b"", dport=0, sport=0,
+             port=0, via=b"", reserved=0, reserved2=0):
+    """The struct nc_ctl_nat that follows a NAT channel's CHANNEL_CREATE body."""
+    return NAT_BODY.pack(flags, family, via, reserved, dport, sport, port, reserved2, dst, src)
+
+
+class Ctl:
+    """A connection to the control socket."""
+
+    def __init__(self, path, timeout=10):
+        self.s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.s.settimeout(timeout)
+        self.s.connect(path)
+        self.next_id = 1
+
+    def send(self, type_, body=b"", raw=None):
+        self.next_id += 1
+        self.s.send(raw if raw is not None else request(type_, body, self.next_id))
+
+    def recv(self):
+        data = self.s.recv(1 << 20)
+        if not data:
+            raise ConnectionError("closed")
+        magic, _, for_id, status, length = REP.unpack(data[:REP.size])
+        assert magic == MAGIC and length == len(data) - REP.size, data[:REP.size]
+        return status, for_id, data[REP.size:]
+
+    def call(self, type_, body=b""):
+        self.send(type_, body)
+        status, for_id, body = self.recv()
+        assert for_id == self.next_id, (for_id, self.next_id)
+        return status, body
+
+    def call_fds(self, type_, body=b""):
+        """A request whose reply may carry file descriptors: (status, body, fds)."""
+        self.send(type_, body)
+        data, fds, _, _ = socket.recv_fds(self.s, 1 << 20, 4)
+        magic, _, for_id, status, length = REP.unpack(data[:REP.size])
+        assert magic == MAGIC and for_id == self.next_id and length == len(data) - REP.size
+        return status, data[REP.size:], fds
+
+    def hello(self, version=VERSION):
+        status, body = self.call(HELLO, HELLO_BODY.pack(version, os.getpid()))
+        if status == 0:
+            v, lcore, prefix, pool, self.slot, _ = HELLO_REPLY.unpack(body)
+            return status, (v, lcore, prefix.rstrip(b"\0").decode(), pool.rstrip(b"\0").decode())
+        return status, None
+
+    def create(self, name, rule_, **kw):
+        status, rep = self.call(CREATE, create_body(name, rule_, **kw))
+        if status == 0:
+            cid, _, _, _, ring, _ = CHANNEL.unpack(rep)
+            return status, (cid, ring.rstrip(b"\0").decode())
+        return status, None
+
+    def cli(self, line, flags=0):
+        return self.call(CLI, CLI_HEAD.pack(flags) + line.encode())
+
+    def json(self, type_):
+        status, body = self.call(type_)
+        assert status == 0, status
+        return json.loads(body)
+
+    def close(self):
+        self.s.close()
