@@ -11,12 +11,12 @@ build=${1:-build}
 shift || true
 
 # Build: DPDK 22.11 (libraries, PMDs, testpmd and tools), meson/ninja, jansson,
-# Check, libnuma, libpcap. Tests and benchmarks: scapy (traffic generator),
+# Check, libnuma, libpcap, libmnl (netlink). Tests and benchmarks: scapy (traffic generator),
 # gnuplot (charts), iproute2 (namespaces); the test bed's peer: ping, iperf3 (a
 # bounded TCP throughput run), ethtool (its veth computes its own checksums).
 # Fuzzing: clang and its libFuzzer runtime (scripts/fuzz.sh, build-fuzz).
 packages=(
-	libdpdk-dev dpdk dpdk-dev meson ninja-build pkg-config gcc libc6-dev
+	libdpdk-dev dpdk dpdk-dev meson ninja-build pkg-config gcc libc6-dev libmnl-dev
 	libjansson-dev check libnuma-dev libpcap-dev
 	python3 python3-scapy gnuplot-nox iproute2 gawk
 	iputils-ping iperf3 ethtool

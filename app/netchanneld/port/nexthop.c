@@ -25,6 +25,8 @@
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 
+#include <libmnl/libmnl.h>
+
 #include <rte_cycles.h>
 #include <rte_ethdev.h>
 #include <rte_jhash.h>
@@ -39,9 +41,11 @@
 #include "port/port.h"
 
 #define NL_TIMEOUT_MS 200
+#define NL_BUF 8192                    /* a request, or an answer: one route or neighbour */
 #define NH_REQ_RING 1024
 
-static int nl_fd = -1;
+static struct mnl_socket *nl;
+static unsigned int nl_portid;
 static uint32_t nl_seq;
 
 static inline uint32_t
@@ -92,145 +96,167 @@ nh_put(struct ncd_nh_cache *c, uint8_t family, const uint8_t *addr, int status,
 	__atomic_store_n(&s->seq, seq + 2, __ATOMIC_RELEASE);
 }
 
-static void
-nl_attr(struct nlmsghdr *n, size_t max, uint16_t type, const void *data, size_t len)
-{
-	struct rtattr *a = (struct rtattr *)((char *)n + NLMSG_ALIGN(n->nlmsg_len));
-
-	if (NLMSG_ALIGN(n->nlmsg_len) + RTA_SPACE(len) > max)
-		return;
-	a->rta_type = type;
-	a->rta_len = (uint16_t)RTA_LENGTH(len);
-	memcpy(RTA_DATA(a), data, len);
-	n->nlmsg_len = (uint32_t)(NLMSG_ALIGN(n->nlmsg_len) + RTA_SPACE(len));
-}
-
-/* Send a request and wait for its answer. Returns the answer's length, or -errno. */
+/*
+ * Send a request and run cb on each message of its answer (libmnl checks the
+ * sequence number and turns an error message into errno). A late answer to an
+ * earlier request, one that timed out, is skipped.
+ * @return 0, or -errno: the kernel's, -ETIMEDOUT, or cb's
+ */
 static int
-nl_call(struct nlmsghdr *req, void *buf, size_t size)
+nl_call(struct nlmsghdr *req, mnl_cb_t cb, void *data)
 {
-	struct sockaddr_nl sa = { .nl_family = AF_NETLINK };
+	uint8_t buf[NL_BUF];
+	uint32_t seq = ++nl_seq;
 
-	req->nlmsg_seq = ++nl_seq;
-	if (sendto(nl_fd, req, req->nlmsg_len, 0, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+	req->nlmsg_seq = seq;
+	if (mnl_socket_sendto(nl, req, req->nlmsg_len) < 0)
 		return -errno;
 	for (;;) {
-		ssize_t n = recv(nl_fd, buf, size, 0);
-		struct nlmsghdr *h = buf;
+		ssize_t n = mnl_socket_recvfrom(nl, buf, sizeof(buf));
 
 		if (n < 0)
 			return errno == EAGAIN ? -ETIMEDOUT : -errno;
-		if (n < (ssize_t)sizeof(*h) || !NLMSG_OK(h, (uint32_t)n))
-			return -EBADMSG;
-		if (h->nlmsg_seq != nl_seq)
-			continue;              /* a late answer to an earlier request */
-		if (h->nlmsg_type == NLMSG_ERROR) {
-			const struct nlmsgerr *e = NLMSG_DATA(h);
-
-			return e->error;       /* 0: an ACK */
-		}
-		return (int)n;
+		if (mnl_cb_run(buf, (size_t)n, seq, nl_portid, cb, data) >= 0)
+			return 0;
+		if (errno != EILSEQ)
+			return -errno;
 	}
+}
+
+/* A request of type, with a family header of hlen bytes, in buf. */
+static struct nlmsghdr *
+nl_request(uint8_t *buf, uint16_t type, uint16_t flags, size_t hlen, void **hdr)
+{
+	struct nlmsghdr *n = mnl_nlmsg_put_header(buf);
+
+	n->nlmsg_type = type;
+	n->nlmsg_flags = NLM_F_REQUEST | flags;
+	*hdr = mnl_nlmsg_put_extra_header(n, hlen);
+	return n;
+}
+
+/* What a route answer says. */
+struct route {
+	size_t alen;                   /* the family's address length */
+	int oif;
+	uint8_t *gw;
+	bool has_gw;
+};
+
+static int
+route_attr(const struct nlattr *a, void *data)
+{
+	struct route *r = data;
+
+	if (mnl_attr_get_type(a) == RTA_OIF && mnl_attr_get_payload_len(a) >= sizeof(int)) {
+		memcpy(&r->oif, mnl_attr_get_payload(a), sizeof(int));
+	} else if (mnl_attr_get_type(a) == RTA_GATEWAY && mnl_attr_get_payload_len(a) == r->alen) {
+		memcpy(r->gw, mnl_attr_get_payload(a), r->alen);
+		r->has_gw = true;
+	}
+	return MNL_CB_OK;
+}
+
+static int
+route_answer(const struct nlmsghdr *h, void *data)
+{
+	if (h->nlmsg_type != RTM_NEWROUTE) {
+		errno = EBADMSG;
+		return MNL_CB_ERROR;
+	}
+	return mnl_attr_parse(h, sizeof(struct rtmsg), route_attr, data);
 }
 
 /* The kernel's route to dst: its interface, and the gateway if there is one. */
 static int
 route_get(uint8_t family, const uint8_t *dst, int *oif, uint8_t *gw, bool *has_gw)
 {
-	struct {
-		struct nlmsghdr n;
-		struct rtmsg r;
-		char attrs[64];
-	} req = { .n = { .nlmsg_len = NLMSG_LENGTH(sizeof(struct rtmsg)),
-			 .nlmsg_type = RTM_GETROUTE, .nlmsg_flags = NLM_F_REQUEST } };
-	size_t alen = family == 4 ? 4 : 16;
-	uint8_t buf[4096];
-	struct nlmsghdr *h = (struct nlmsghdr *)buf;
-	struct rtattr *a;
-	int n, len;
+	uint8_t buf[NL_BUF];
+	struct route r = { .alen = family == 4 ? 4 : 16, .gw = gw };
+	struct rtmsg *rt;
+	struct nlmsghdr *n = nl_request(buf, RTM_GETROUTE, 0, sizeof(*rt), (void **)&rt);
+	int ret;
 
-	req.r.rtm_family = family == 4 ? AF_INET : AF_INET6;
-	req.r.rtm_dst_len = (uint8_t)(alen * 8);
-	nl_attr(&req.n, sizeof(req), RTA_DST, dst, alen);
-	n = nl_call(&req.n, buf, sizeof(buf));
-	if (n < 0)
-		return n;
-	if (h->nlmsg_type != RTM_NEWROUTE)
-		return -EBADMSG;
-	*oif = 0;
-	*has_gw = false;
-	len = (int)RTM_PAYLOAD(h);
-	for (a = RTM_RTA(NLMSG_DATA(h)); RTA_OK(a, len); a = RTA_NEXT(a, len)) {
-		if (a->rta_type == RTA_OIF && RTA_PAYLOAD(a) >= sizeof(int))
-			memcpy(oif, RTA_DATA(a), sizeof(int));
-		else if (a->rta_type == RTA_GATEWAY && RTA_PAYLOAD(a) == alen) {
-			memcpy(gw, RTA_DATA(a), alen);
-			*has_gw = true;
-		}
+	rt->rtm_family = family == 4 ? AF_INET : AF_INET6;
+	rt->rtm_dst_len = (uint8_t)(r.alen * 8);
+	mnl_attr_put(n, RTA_DST, r.alen, dst);
+	ret = nl_call(n, route_answer, &r);
+	*oif = r.oif;
+	*has_gw = r.has_gw;
+	return ret;
+}
+
+/* What a neighbour answer says. */
+struct neigh {
+	uint8_t *mac;
+	bool has_mac;
+	uint16_t state;
+};
+
+static int
+neigh_attr(const struct nlattr *a, void *data)
+{
+	struct neigh *nb = data;
+
+	if (mnl_attr_get_type(a) == NDA_LLADDR && mnl_attr_get_payload_len(a) == 6) {
+		memcpy(nb->mac, mnl_attr_get_payload(a), 6);
+		nb->has_mac = true;
 	}
-	return 0;
+	return MNL_CB_OK;
+}
+
+static int
+neigh_answer(const struct nlmsghdr *h, void *data)
+{
+	struct neigh *nb = data;
+
+	if (h->nlmsg_type != RTM_NEWNEIGH) {
+		errno = EBADMSG;
+		return MNL_CB_ERROR;
+	}
+	nb->state = ((const struct ndmsg *)mnl_nlmsg_get_payload(h))->ndm_state;
+	return mnl_attr_parse(h, sizeof(struct ndmsg), neigh_attr, data);
 }
 
 /* The neighbour entry of addr on ifindex: 1 usable (mac set), 0 unresolved, or -errno. */
 static int
 neigh_get(uint8_t family, int ifindex, const uint8_t *addr, uint8_t mac[6])
 {
-	struct {
-		struct nlmsghdr n;
-		struct ndmsg nd;
-		char attrs[64];
-	} req = { .n = { .nlmsg_len = NLMSG_LENGTH(sizeof(struct ndmsg)),
-			 .nlmsg_type = RTM_GETNEIGH, .nlmsg_flags = NLM_F_REQUEST } };
-	size_t alen = family == 4 ? 4 : 16;
-	uint8_t buf[1024];
-	struct nlmsghdr *h = (struct nlmsghdr *)buf;
-	const struct ndmsg *nd;
-	struct rtattr *a;
-	bool has_mac = false;
-	int n, len;
+	uint8_t buf[NL_BUF];
+	struct neigh nb = { .mac = mac };
+	struct ndmsg *nd;
+	struct nlmsghdr *n = nl_request(buf, RTM_GETNEIGH, 0, sizeof(*nd), (void **)&nd);
+	int ret;
 
-	req.nd.ndm_family = family == 4 ? AF_INET : AF_INET6;
-	req.nd.ndm_ifindex = ifindex;
-	nl_attr(&req.n, sizeof(req), NDA_DST, addr, alen);
-	n = nl_call(&req.n, buf, sizeof(buf));
-	if (n == -ENOENT)
+	nd->ndm_family = family == 4 ? AF_INET : AF_INET6;
+	nd->ndm_ifindex = ifindex;
+	mnl_attr_put(n, NDA_DST, family == 4 ? 4 : 16, addr);
+	ret = nl_call(n, neigh_answer, &nb);
+	if (ret == -ENOENT)
 		return 0;
-	if (n < 0)
-		return n;
-	if (h->nlmsg_type != RTM_NEWNEIGH)
-		return -EBADMSG;
-	nd = NLMSG_DATA(h);
-	len = (int)(h->nlmsg_len - NLMSG_LENGTH(sizeof(*nd)));
-	for (a = (struct rtattr *)((char *)nd + NLMSG_ALIGN(sizeof(*nd))); RTA_OK(a, len);
-	     a = RTA_NEXT(a, len))
-		if (a->rta_type == NDA_LLADDR && RTA_PAYLOAD(a) == 6) {
-			memcpy(mac, RTA_DATA(a), 6);
-			has_mac = true;
-		}
+	if (ret < 0)
+		return ret;
 	/* What the kernel itself would send to: confirmed, or stale but not failed. */
-	return has_mac && (nd->ndm_state & (NUD_REACHABLE | NUD_STALE | NUD_DELAY | NUD_PROBE |
-					    NUD_PERMANENT | NUD_NOARP)) ? 1 : 0;
+	return nb.has_mac && (nb.state & (NUD_REACHABLE | NUD_STALE | NUD_DELAY | NUD_PROBE |
+					  NUD_PERMANENT | NUD_NOARP)) ? 1 : 0;
 }
 
 /* Ask the kernel to resolve addr (as `ip neigh replace ADDR dev IF use` does). */
 static void
 neigh_use(uint8_t family, int ifindex, const uint8_t *addr)
 {
-	struct {
-		struct nlmsghdr n;
-		struct ndmsg nd;
-		char attrs[64];
-	} req = { .n = { .nlmsg_len = NLMSG_LENGTH(sizeof(struct ndmsg)),
-			 .nlmsg_type = RTM_NEWNEIGH,
-			 .nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_REPLACE } };
-	uint8_t buf[1024];
+	uint8_t buf[NL_BUF];
+	struct ndmsg *nd;
+	struct nlmsghdr *n = nl_request(buf, RTM_NEWNEIGH,
+					NLM_F_ACK | NLM_F_CREATE | NLM_F_REPLACE, sizeof(*nd),
+					(void **)&nd);
 
-	req.nd.ndm_family = family == 4 ? AF_INET : AF_INET6;
-	req.nd.ndm_ifindex = ifindex;
-	req.nd.ndm_state = NUD_NONE;
-	req.nd.ndm_flags = NTF_USE;
-	nl_attr(&req.n, sizeof(req), NDA_DST, addr, family == 4 ? 4 : 16);
-	nl_call(&req.n, buf, sizeof(buf));
+	nd->ndm_family = family == 4 ? AF_INET : AF_INET6;
+	nd->ndm_ifindex = ifindex;
+	nd->ndm_state = NUD_NONE;
+	nd->ndm_flags = NTF_USE;
+	mnl_attr_put(n, NDA_DST, family == 4 ? 4 : 16, addr);
+	nl_call(n, NULL, NULL);
 }
 
 /* Ask the kernel for dst's next hop out of port p: 1 (mac set), -ENETUNREACH, -EHOSTUNREACH. */
@@ -241,7 +267,7 @@ ask_kernel(struct ncd_port *p, uint8_t family, const uint8_t *dst, uint8_t mac[6
 	bool has_gw;
 	int oif, ret;
 
-	if (p->nh_ifindex == 0 || nl_fd < 0)
+	if (p->nh_ifindex == 0 || nl == NULL)
 		return -ENETUNREACH;
 	memset(hop, 0, sizeof(hop));
 	ret = route_get(family, dst, &oif, gw, &has_gw);
@@ -284,7 +310,6 @@ int
 ncd_nh_init(struct ncd *d)
 {
 	struct timeval tv = { .tv_usec = NL_TIMEOUT_MS * 1000 };
-	struct sockaddr_nl sa = { .nl_family = AF_NETLINK };
 
 	for (unsigned int i = 0; i < d->cfg.nports; i++) {
 		struct ncd_port *p = &d->ports[i];
@@ -321,17 +346,18 @@ ncd_nh_init(struct ncd *d)
 			return -1;
 		}
 	}
-	nl_fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
-	if (nl_fd < 0 || bind(nl_fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+	nl = mnl_socket_open2(NETLINK_ROUTE, SOCK_CLOEXEC);
+	if (nl == NULL || mnl_socket_bind(nl, 0, MNL_SOCKET_AUTOPID) != 0) {
 		/* Frames still go out; IP packets will find no route. */
 		NCD_LOG(WARNING, "netlink socket: %s: clients' IP packets cannot be routed",
 			strerror(errno));
-		if (nl_fd >= 0)
-			close(nl_fd);
-		nl_fd = -1;
+		if (nl != NULL)
+			mnl_socket_close(nl);
+		nl = NULL;
 		return 0;
 	}
-	setsockopt(nl_fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	nl_portid = mnl_socket_get_portid(nl);
+	setsockopt(mnl_socket_get_fd(nl), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	return 0;
 }
 
@@ -438,9 +464,9 @@ ncd_nh_close(struct ncd *d)
 	if (d->nh_efd >= 0)
 		close(d->nh_efd);
 	d->nh_efd = -1;
-	if (nl_fd >= 0)
-		close(nl_fd);
-	nl_fd = -1;
+	if (nl != NULL)
+		mnl_socket_close(nl);
+	nl = NULL;
 	for (unsigned int i = 0; i < d->cfg.nports; i++) {
 		rte_free(d->ports[i].nh);
 		d->ports[i].nh = NULL;
