@@ -27,6 +27,16 @@
  * If the daemon goes away, every call fails with EPIPE instead of hanging.
  * A process cannot initialise EAL twice, so to reconnect to a new daemon it
  * starts again (for example by exec()ing itself, as nc-echo --reconnect does).
+ *
+ * Errors, one convention: a call that makes an object (nc_connect(),
+ * nc_channel_create(), nc_channel_attach(), nc_mbuf_alloc()) returns NULL and
+ * sets errno; a burst call (nc_rx_burst(), nc_tx_burst(), nc_tx_burst_ip())
+ * returns how many packets it handled, and sets errno when that is 0 for a
+ * reason other than an empty ring; every other call returns a negative errno
+ * on failure. nc_strerror() describes any of them.
+ *
+ * This header is the whole API: the wire format (nc_proto.h) is the
+ * library's business.
  */
 #ifndef NETCHANNEL_H
 #define NETCHANNEL_H
@@ -35,7 +45,6 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "nc_proto.h"
 #include "nc_trie.h"
 
 #ifdef __cplusplus
@@ -50,12 +59,54 @@ struct nc_client;
 /** A channel of a connection. */
 struct nc_channel;
 
+/** A channel name's bytes, with its NUL: names are 1-31 letters, digits, '_', '-' or '.'. */
+#define NC_CHANNEL_NAME_SIZE 32
+
 /** The daemon's default control socket. */
 #define NC_DEFAULT_SOCKET "/run/netchanneld/netchanneld.sock"
 
 /** nc_connect() flags. */
 #define NC_CONNECT_NO_EAL 0x1   /**< the application has initialised EAL as the daemon's secondary */
 #define NC_CONNECT_CONTROL 0x2  /**< the control protocol only: no EAL, no channels (nc_cli()) */
+
+/** nc_nat_opts flags: which of its fields are given. */
+#define NC_NAT_OPT_DST 0x1      /**< rewrite the destination address to dst */
+#define NC_NAT_OPT_DPORT 0x2    /**< rewrite the destination port to dport */
+#define NC_NAT_OPT_SRC 0x4      /**< rewrite the source address to src */
+#define NC_NAT_OPT_SPORT 0x8    /**< rewrite the source port to sport */
+#define NC_NAT_OPT_PORT 0x10    /**< send out of the daemon's port `port`, not the one it came in on */
+#define NC_NAT_OPT_VIA 0x20     /**< send to the MAC `via`, not the kernel's next hop */
+#define NC_NAT_OPT_REVERSE 0x40 /**< map each flow, and translate its replies back */
+
+/** What a NAT channel writes (nc_channel_opts.nat). */
+struct nc_nat_opts {
+	uint32_t flags;             /**< NC_NAT_OPT_* */
+	uint8_t family;             /**< of dst and src: NC_TRIE_AF_INET or _INET6; 0 if neither */
+	uint8_t dst[16], src[16];   /**< network order; IPv4 in the first 4 bytes */
+	uint16_t dport, sport;      /**< host order */
+	uint16_t port;              /**< the daemon's port (index in its config) */
+	uint8_t via[6];             /**< the next hop's MAC */
+};
+
+/** A channel's counters (nc_channel_stats()). */
+struct nc_channel_stats {
+	uint64_t hits;             /**< packets that matched its rule */
+	uint64_t delivered;        /**< enqueued on its receive ring */
+	uint64_t bytes;            /**< bytes of those */
+	uint64_t drop_ring_full;   /**< dropped: receive ring full */
+	uint64_t drop_queue_bytes; /**< dropped: over its byte budget (queue_bytes) */
+	uint64_t dropped;          /**< matched a drop channel */
+	uint64_t tx;               /**< sent out of the port */
+	uint64_t tx_bytes;         /**< bytes of those */
+	uint64_t tx_dropped;       /**< the port did not take them */
+	uint64_t tx_spoofed;       /**< dropped: source not in the channel's destination */
+	uint64_t tx_malformed;     /**< dropped: not a well-formed IP packet or frame */
+	uint64_t tx_no_route;      /**< dropped: no route out of the channel's port */
+	uint64_t tx_no_neigh;      /**< dropped: next hop not resolved (yet) */
+	uint64_t tx_ring_full;     /**< dropped: resolved, but the transmit ring was full */
+	uint32_t rx_count;         /**< packets in the receive ring now */
+	uint32_t tx_count;         /**< packets in the transmit ring now */
+};
 
 /** Channel options (nc_channel_create()); pass NULL for the defaults. */
 struct nc_channel_opts {
@@ -70,7 +121,7 @@ struct nc_channel_opts {
 	 * says and sends them on; the channel has no rings. Takes uid 0 or the
 	 * daemon's uid.
 	 */
-	const struct nc_ctl_nat *nat;
+	const struct nc_nat_opts *nat;
 };
 
 /**
@@ -96,7 +147,7 @@ struct nc_client *nc_connect(const char *socket_path, unsigned int flags);
  * again in this process: an application that wants to reconnect initialises
  * EAL itself and passes NC_CONNECT_NO_EAL. rte_eal_cleanup() waits for
  * DPDK's memory hotplug lock, which another client killed inside its own
- * rte_eal_init() leaves held for ever (README, "Hardening").
+ * rte_eal_init() leaves held for ever (docs/hardening.md).
  *
  * @param c
  *   The client; NULL is a no-op.
@@ -179,8 +230,8 @@ uint16_t nc_tx_burst_ip(struct nc_channel *ch, struct rte_mbuf **pkts, uint16_t 
  * Copy a frame into an mbuf and transmit it, like the seed's write().
  *
  * @return
- *   len, or -1 with errno: EMSGSIZE (larger than an mbuf), ENOBUFS (no mbuf,
- *   or the quota), EAGAIN (the transmit ring is full), EINVAL, EPIPE.
+ *   len, or a negative errno: -EMSGSIZE (larger than an mbuf), -ENOBUFS (no
+ *   mbuf, or the quota), -EAGAIN (the transmit ring is full), -EINVAL, -EPIPE.
  */
 ssize_t nc_send(struct nc_channel *ch, const void *buf, size_t len);
 
@@ -260,8 +311,9 @@ uint64_t nc_mbuf_rx_tsc(const struct nc_client *c, const struct rte_mbuf *m);
  *   0: do not wait; -1: wait for ever; otherwise at most this long. Waiting
  *   sleeps on the channel's eventfd: an idle client uses no CPU.
  * @return
- *   The frame's length, or -1 with errno EAGAIN (nothing in time), EPIPE
- *   (the daemon is gone) or that of nc_channel_fd() (it could not sleep).
+ *   The frame's length, or a negative errno: -EAGAIN (nothing in time), -EPIPE
+ *   (the daemon is gone), or that of nc_channel_fd() or poll() (it could not
+ *   sleep).
  */
 ssize_t nc_recv(struct nc_channel *ch, void *buf, size_t len, int timeout_ms);
 
@@ -274,9 +326,9 @@ ssize_t nc_recv(struct nc_channel *ch, void *buf, size_t len, int timeout_ms);
  * polls holds no fd for the channel, and neither does the daemon.
  *
  * @return
- *   The fd (owned by the channel: do not close it), or -1 with errno EINVAL
- *   (a channel without a receive ring), EMFILE (no fd left, here or in the
- *   daemon) or another error of the request.
+ *   The fd (owned by the channel: do not close it), or a negative errno:
+ *   -EINVAL (a channel without a receive ring), -EMFILE (no fd left, here or
+ *   in the daemon) or another error of the request.
  */
 int nc_channel_fd(struct nc_channel *ch);
 

@@ -274,13 +274,14 @@ main(int argc, char **argv)
 		}
 		idle = 0;
 		if (n == 0) {
-			struct pollfd p = { .fd = nc_channel_fd(ch), .events = POLLIN };
+			struct pollfd p = { .events = POLLIN };
 			uint64_t v;
 
 			if (errno == EPIPE) {
 				fprintf(stderr, "nc-dump: receive: %s\n", nc_strerror(errno));
 				break;
 			}
+			p.fd = nc_channel_fd(ch);
 			if (nc_channel_arm(ch) == 0 && poll(&p, 1, 100) > 0 && read(p.fd, &v, sizeof(v)) < 0)
 				break;
 			continue;
@@ -295,9 +296,9 @@ main(int argc, char **argv)
 		struct pcap_pkthdr h;
 
 		if (n < 0) {
-			if (errno == EAGAIN)
+			if (n == -EAGAIN)
 				continue;
-			fprintf(stderr, "nc-dump: receive: %s\n", nc_strerror(errno));
+			fprintf(stderr, "nc-dump: receive: %s\n", nc_strerror((int)n));
 			break;
 		}
 		got++;

@@ -215,13 +215,14 @@ main(int argc, char **argv)
 		n = nc_rx_burst(ch, m, count && count - echoed < 32 ? (uint16_t)(count - echoed) : 32);
 
 		if (n == 0) {
-			struct pollfd p = { .fd = nc_channel_fd(ch), .events = POLLIN };
+			struct pollfd p = { .events = POLLIN };
 			uint64_t v;
 
 			if (errno == EPIPE) {
 				gone = 1;
 				break;
 			}
+			p.fd = nc_channel_fd(ch);
 			/* Ask to be woken, look once more, then sleep (100 ms at most, for signals). */
 			if (nc_channel_arm(ch) == 0 && poll(&p, 1, 100) > 0 &&
 			    read(p.fd, &v, sizeof(v)) < 0)

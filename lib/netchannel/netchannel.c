@@ -28,6 +28,8 @@
 #include "nc_proto.h"
 #include "netchannel.h"
 
+_Static_assert(NC_CHANNEL_NAME_SIZE == NC_NAME_SIZE, "the API's name size is the wire's");
+
 #define NC_EXPORT __attribute__((visibility("default")))
 #define REPLY_TIMEOUT_S 10
 
@@ -318,6 +320,40 @@ out_free:
 	return NULL;
 }
 
+/* The API's NAT flags, and the wire's that say the same. */
+static const struct {
+	uint32_t opt, wire;
+} nat_flags[] = {
+	{ NC_NAT_OPT_DST, NC_NAT_F_DST }, { NC_NAT_OPT_DPORT, NC_NAT_F_DPORT },
+	{ NC_NAT_OPT_SRC, NC_NAT_F_SRC }, { NC_NAT_OPT_SPORT, NC_NAT_F_SPORT },
+	{ NC_NAT_OPT_PORT, NC_NAT_F_PORT }, { NC_NAT_OPT_VIA, NC_NAT_F_VIA },
+	{ NC_NAT_OPT_REVERSE, NC_NAT_F_REVERSE },
+};
+
+/* A NAT channel's options as struct nc_ctl_nat has them. Unknown flags go on as a bit the
+ * daemon refuses (EINVAL), not dropped in silence. */
+static void
+nat_to_wire(const struct nc_nat_opts *o, struct nc_ctl_nat *n)
+{
+	uint32_t known = 0;
+
+	memset(n, 0, sizeof(*n));
+	for (size_t i = 0; i < RTE_DIM(nat_flags); i++) {
+		known |= nat_flags[i].opt;
+		if (o->flags & nat_flags[i].opt)
+			n->flags |= nat_flags[i].wire;
+	}
+	if (o->flags & ~known)
+		n->flags |= UINT32_C(1) << 31;
+	n->family = o->family;
+	memcpy(n->dst, o->dst, sizeof(n->dst));
+	memcpy(n->src, o->src, sizeof(n->src));
+	n->dport = o->dport;
+	n->sport = o->sport;
+	n->port = o->port;
+	memcpy(n->via, o->via, sizeof(n->via));
+}
+
 NC_EXPORT struct nc_channel *
 nc_channel_create(struct nc_client *c, const char *name, const struct nc_trie_rule *r,
 		  const struct nc_channel_opts *opts)
@@ -350,9 +386,12 @@ nc_channel_create(struct nc_client *c, const char *name, const struct nc_trie_ru
 		m.flags = opts->tx ? NC_CREATE_F_TX : 0;
 		m.port = opts->port;
 		if (opts->nat != NULL) {
+			struct nc_ctl_nat n;
+
+			nat_to_wire(opts->nat, &n);
 			m.action = NC_ACTION_NAT;
-			memcpy(body + sizeof(m), opts->nat, sizeof(*opts->nat));
-			len += sizeof(*opts->nat);
+			memcpy(body + sizeof(m), &n, sizeof(n));
+			len += sizeof(n);
 		}
 	}
 	memcpy(body, &m, sizeof(m));
@@ -671,25 +710,23 @@ send_copy(struct nc_channel *ch, const void *buf, size_t len, int ip)
 	struct rte_mbuf *m;
 	char *p;
 
-	if (ch->tx == NULL) {
-		errno = EINVAL;
-		return -1;
-	}
+	int err;
+
+	if (ch->tx == NULL)
+		return -EINVAL;
 	m = nc_mbuf_alloc(c);
 	if (m == NULL)
-		return -1;
+		return -errno;
 	if (len > rte_pktmbuf_tailroom(m) || (p = rte_pktmbuf_append(m, (uint16_t)len)) == NULL) {
 		nc_mbuf_free(c, m);
-		errno = EMSGSIZE;
-		return -1;
+		return -EMSGSIZE;
 	}
 	memcpy(p, buf, len);
 	if ((ip ? nc_tx_burst_ip(ch, &m, 1) : nc_tx_burst(ch, &m, 1)) == 1)
 		return (ssize_t)len;
-	if (errno != EPIPE)
-		errno = EAGAIN;
+	err = errno == EPIPE ? -EPIPE : -EAGAIN;
 	nc_mbuf_free(c, m);
-	return -1;
+	return err;
 }
 
 NC_EXPORT ssize_t
@@ -730,8 +767,20 @@ NC_EXPORT int
 nc_channel_stats(const struct nc_channel *ch, struct nc_channel_stats *st)
 {
 	struct nc_ctl_id m = { .id = ch->id };
+	struct nc_ctl_channel_stats w;
+	int ret = call(ch->client, NC_CTL_CHANNEL_STATS, &m, sizeof(m), &w, sizeof(w));
 
-	return call(ch->client, NC_CTL_CHANNEL_STATS, &m, sizeof(m), st, sizeof(*st));
+	if (ret != 0)
+		return ret;
+	*st = (struct nc_channel_stats){
+		.hits = w.hits, .delivered = w.delivered, .bytes = w.bytes,
+		.drop_ring_full = w.drop_ring_full, .drop_queue_bytes = w.drop_queue_bytes,
+		.dropped = w.dropped, .tx = w.tx, .tx_bytes = w.tx_bytes, .tx_dropped = w.tx_dropped,
+		.tx_spoofed = w.tx_spoofed, .tx_malformed = w.tx_malformed,
+		.tx_no_route = w.tx_no_route, .tx_no_neigh = w.tx_no_neigh,
+		.tx_ring_full = w.tx_ring_full, .rx_count = w.rx_count, .tx_count = w.tx_count,
+	};
+	return 0;
 }
 
 NC_EXPORT int
@@ -739,10 +788,8 @@ nc_channel_fd(struct nc_channel *ch)
 {
 	int fd, ret;
 
-	if (ch == NULL || ch->rx == NULL) {
-		errno = EINVAL;
-		return -1;
-	}
+	if (ch == NULL || ch->rx == NULL)
+		return -EINVAL;
 	if (ch->efd >= 0)
 		return ch->efd;
 	/* Asked for on first use: a client that only polls holds no fd, nor does the daemon. */
@@ -753,8 +800,7 @@ nc_channel_fd(struct nc_channel *ch)
 	if (ret != 0) {
 		if (fd >= 0)
 			close(fd);
-		errno = -ret;
-		return -1;
+		return ret;
 	}
 	ch->efd = fd;
 	return fd;
@@ -763,10 +809,13 @@ nc_channel_fd(struct nc_channel *ch)
 NC_EXPORT int
 nc_channel_arm(struct nc_channel *ch)
 {
+	int fd;
+
 	if (ch == NULL || ch->rx == NULL)
 		return -EINVAL;
-	if (nc_channel_fd(ch) < 0)
-		return -errno;
+	fd = nc_channel_fd(ch);
+	if (fd < 0)
+		return fd;
 	__atomic_store_n(&ch->dir->want_wakeup, 1, __ATOMIC_RELAXED);
 	/* Full fence: the worker has one between its enqueue and its look at the flag. */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
@@ -803,37 +852,28 @@ nc_recv(struct nc_channel *ch, void *buf, size_t len, int timeout_ms)
 			nc_mbuf_free(ch->client, m);
 			return n;
 		}
-		if (ch->client->gone) {
-			errno = EPIPE;
-			return -1;
-		}
-		if (timeout_ms == 0) {
-			errno = EAGAIN;
-			return -1;
-		}
+		if (ch->client->gone)
+			return -EPIPE;
+		if (timeout_ms == 0)
+			return -EAGAIN;
 		ret = nc_channel_arm(ch);
-		if (ret < 0) {
-			errno = -ret;
-			return -1;
-		}
+		if (ret < 0)
+			return ret;
 		if (ret > 0)
 			continue;              /* a packet came in meanwhile */
 		wait = timeout_ms < 0 ? -1 : (int)(deadline > now_ms() ? deadline - now_ms() : 0);
-		if (wait == 0 && timeout_ms > 0) {
-			errno = EAGAIN;
-			return -1;
-		}
+		if (wait == 0 && timeout_ms > 0)
+			return -EAGAIN;
 		/* Asleep until the worker signals, the timeout, or the daemon hangs up. */
 		p[0].fd = ch->efd;         /* the first arm may just have asked for it */
 		if (poll(p, 2, wait) < 0 && errno != EINTR)
-			return -1;
+			return -errno;
 		if (p[1].revents & (POLLHUP | POLLERR | POLLIN)) {
 			ch->client->gone = 1;
-			errno = EPIPE;
-			return -1;
+			return -EPIPE;
 		}
 		if (p[0].revents & POLLIN && read(ch->efd, &v, sizeof(v)) < 0 && errno != EAGAIN)
-			return -1;
+			return -errno;
 	}
 }
 

@@ -13,7 +13,7 @@
  * Receives COUNT packets of its channel, checks that each is UDP to DPORT,
  * prints "received N held H" (H: the mbufs the library still counts as held,
  * 0 once all are freed), and exits 0. Exits 1 on a short count (printing the
- * errno of nc_recv), 2 when the channel cannot be had (printing nc_strerror).
+ * error of nc_recv), 2 when the channel cannot be had (printing nc_strerror).
  * TIMEOUT_MS -1 waits for ever: the test of a daemon that dies.
  *
  * bulk: as zerocopy, and frees each burst with one nc_mbuf_free_bulk(), as
@@ -116,9 +116,11 @@ static int
 send_one(struct nc_channel *ch, const uint8_t *f, size_t n, int ip)
 {
 	for (int i = 0; i < 1000; i++) {
-		if ((ip ? nc_send_ip(ch, f, n) : nc_send(ch, f, n)) == (ssize_t)n)
+		ssize_t r = ip ? nc_send_ip(ch, f, n) : nc_send(ch, f, n);
+
+		if (r == (ssize_t)n)
 			return 1;
-		if (errno != EAGAIN)
+		if (r != -EAGAIN)
 			break;
 		usleep(1000);
 	}
@@ -328,7 +330,7 @@ drain(struct nc_client *c, const char *prefix, long n)
 	if (ch == NULL || n <= 0)
 		return 2;
 	for (long i = 0; i < n; i++) {
-		char name[NC_NAME_SIZE];
+		char name[NC_CHANNEL_NAME_SIZE];
 
 		snprintf(name, sizeof(name), "%s%ld", prefix, i);
 		ch[i] = nc_channel_attach(c, name);
@@ -412,7 +414,7 @@ static int
 nat(struct nc_client *c, const char *name, int dport, const char *target, int tport)
 {
 	struct nc_channel_opts o = { 0 };
-	struct nc_ctl_nat n = { 0 };
+	struct nc_nat_opts n = { 0 };
 	struct nc_trie_rule rule;
 	struct nc_channel *ch;
 	char b;
@@ -422,8 +424,8 @@ nat(struct nc_client *c, const char *name, int dport, const char *target, int tp
 	rule.proto = 17;
 	rule.proto_mask = 0xff;
 	rule.dport = (struct nc_trie_port){ (uint16_t)dport, (uint16_t)dport, NC_TRIE_PORT_RANGE };
-	n.flags = NC_NAT_F_DST | NC_NAT_F_DPORT | NC_NAT_F_REVERSE;
-	n.family = 4;
+	n.flags = NC_NAT_OPT_DST | NC_NAT_OPT_DPORT | NC_NAT_OPT_REVERSE;
+	n.family = NC_TRIE_AF_INET;
 	n.dport = (uint16_t)tport;
 	if (inet_pton(AF_INET, target, n.dst) != 1) {
 		printf("%s: not an IPv4 address\n", target);
@@ -569,7 +571,7 @@ main(int argc, char **argv)
 			ssize_t n = nc_recv(ch, buf, sizeof(buf), (int)timeout);
 
 			if (n < 0) {
-				printf("nc_recv: %s\n", nc_strerror(errno));
+				printf("nc_recv: %s\n", nc_strerror((int)n));
 				break;
 			}
 			bad = udp_dport(buf, (size_t)n) != dport;

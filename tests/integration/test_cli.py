@@ -277,8 +277,12 @@ class Install(unittest.TestCase):
         libdir = os.path.join(root, opt["libdir"])
         for f in ("bin/netchanneld", "bin/ncctl", "bin/nc-echo", "bin/nc-dump",
                   "include/netchannel.h", "include/nc_proto.h", "include/nc_trie.h",
+                  "include/nc_shm.h", "include/nc_ctl.h",
                   "etc/netchanneld/netchanneld.json", "lib/systemd/system/netchanneld.service",
-                  "share/doc/netchanneld/examples/nc_echo.c"):
+                  "share/doc/netchanneld/examples/nc_echo.c",
+                  "share/doc/netchanneld/docs/design.md", "share/man/man8/netchanneld.8",
+                  "share/man/man8/ncctl.8", "share/man/man1/nc-dump.1",
+                  "share/man/man1/nc-echo.1"):
             self.assertTrue(os.path.exists(os.path.join(root, f)), f)
         self.assertTrue(os.path.exists(os.path.join(libdir, "libnetchannel.so.0")))
         unit = open(os.path.join(root, "lib/systemd/system/netchanneld.service")).read()

@@ -476,14 +476,14 @@ do_chan_stats(struct ncd *d, struct ncd_conn *c, const struct nc_ctl_req *req, c
 {
 	const struct nc_ctl_id *m = body;
 	struct ncd_channel *ch;
-	struct nc_channel_stats st;
+	struct nc_ctl_channel_stats st;
 	struct ncd_chan_stats s;
 	int ret = usable_channel(d, c, m->id, &ch);
 
 	if (ret != 0)
 		return reply(c, req, ret, NULL, 0);
 	ncd_chan_stats_sum(d, m->id, &s);
-	st = (struct nc_channel_stats){
+	st = (struct nc_ctl_channel_stats){
 		.hits = s.hits, .delivered = s.delivered, .bytes = s.bytes,
 		.drop_ring_full = s.drop_ring_full, .drop_queue_bytes = s.drop_queue_bytes,
 		.dropped = s.dropped, .tx = s.tx, .tx_bytes = s.tx_bytes, .tx_dropped = s.tx_dropped,

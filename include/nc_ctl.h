@@ -1,0 +1,199 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * netchanneld's control protocol: the messages of its control socket.
+ *
+ * Control: a Unix SOCK_SEQPACKET socket (the config's control.socket). One
+ * message is one request or one reply; every request carries an id that its
+ * reply repeats, with a status (0 or -errno). The first request must be
+ * HELLO with NC_CTL_VERSION. A message that is truncated, oversized, of an
+ * unknown type, of the wrong length, or out of order gets a reply with
+ * -EBADMSG, -EMSGSIZE, -EOPNOTSUPP, -EINVAL or -EPROTO; a connection that sends
+ * NC_CTL_MAX_ERRORS bad messages is closed. Neither affects other clients.
+ * Channels a connection created live as long as it does. The reply to
+ * CHANNEL_EVENTFD carries the channel's eventfd (SCM_RIGHTS), which the
+ * daemon makes on the first such request: a client that only polls never
+ * costs the daemon (or itself) a file descriptor, so a daemon can have more
+ * channels than its open-file limit.
+ */
+#ifndef NC_CTL_H
+#define NC_CTL_H
+
+#include <stdint.h>
+
+#include "nc_shm.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define NC_CTL_MAGIC 0x6e63u          /* "nc" */
+#define NC_CTL_VERSION 2
+#define NC_CTL_MAX_MSG 65536          /**< largest message either side sends */
+#define NC_CTL_MAX_ERRORS 16          /**< bad messages before the daemon hangs up */
+
+/** Request types. */
+enum nc_ctl_type {
+	NC_CTL_HELLO = 1,          /**< struct nc_ctl_hello -> struct nc_ctl_hello_reply */
+	NC_CTL_CHANNEL_CREATE = 2, /**< struct nc_ctl_create [+ nc_ctl_nat] -> struct nc_ctl_channel */
+	NC_CTL_CHANNEL_ATTACH = 3, /**< struct nc_ctl_name -> struct nc_ctl_channel */
+	NC_CTL_CHANNEL_DESTROY = 4,/**< struct nc_ctl_id -> nothing */
+	NC_CTL_CHANNEL_LIST = 5,   /**< nothing -> JSON text: every channel */
+	NC_CTL_STATS = 6,          /**< nothing -> JSON text: every counter */
+	NC_CTL_CLI = 7,            /**< struct nc_ctl_cli -> the command's output (text or JSON) */
+	NC_CTL_CHANNEL_STATS = 8,  /**< struct nc_ctl_id -> struct nc_channel_stats */
+	NC_CTL_CHANNEL_EVENTFD = 9,/**< struct nc_ctl_id -> nothing + the channel's eventfd */
+	NC_CTL_TYPE_MAX
+};
+
+/** Every request starts with this. */
+struct nc_ctl_req {
+	uint16_t magic;            /**< NC_CTL_MAGIC */
+	uint16_t type;             /**< enum nc_ctl_type */
+	uint32_t id;               /**< chosen by the client, repeated in the reply */
+	uint32_t len;              /**< bytes of body that follow */
+	uint32_t reserved;         /**< 0 */
+};
+
+/** Every reply starts with this. */
+struct nc_ctl_rep {
+	uint16_t magic;            /**< NC_CTL_MAGIC */
+	uint16_t type;             /**< the request's type */
+	uint32_t for_id;           /**< the request's id */
+	int32_t status;            /**< 0, or -errno */
+	uint32_t len;              /**< bytes of body that follow */
+};
+
+struct nc_ctl_hello {
+	uint32_t version;          /**< NC_CTL_VERSION */
+	uint32_t pid;              /**< informational; the daemon trusts SO_PEERCRED */
+};
+
+struct nc_ctl_hello_reply {
+	uint32_t version;          /**< the daemon's NC_CTL_VERSION */
+	uint32_t lcore_id;         /**< the lcore id a client's EAL must use (--lcores ID@cpu) */
+	char file_prefix[64];      /**< the daemon's --file-prefix */
+	char mbuf_pool[NC_NAME_SIZE]; /**< the pool to allocate transmit mbufs from */
+	uint32_t slot;             /**< this connection's entry in the client table */
+	uint32_t reserved;
+};
+
+/** A rule on the wire: addresses in network order, ports in host order. */
+struct nc_ctl_rule {
+	uint8_t family;            /**< 0 any, 4 IPv4, 6 IPv6 */
+	uint8_t proto;
+	uint8_t proto_mask;        /**< 0 any, 0xff exact */
+	uint8_t dst_len, src_len;
+	uint8_t dport_kind, sport_kind; /**< 0 any, 1 range lo..hi, 2 value lo / mask hi */
+	uint8_t reserved;
+	uint8_t dst[16], src[16];
+	uint16_t dport_lo, dport_hi, sport_lo, sport_hi;
+	uint32_t priority;
+};
+
+struct nc_ctl_create {
+	char name[NC_NAME_SIZE];   /**< unique channel name */
+	struct nc_ctl_rule rule;
+	uint32_t action;           /**< enum nc_dir_action */
+	uint32_t ring_size;        /**< packets; 0: 1024 */
+	uint32_t memory_limit_order; /**< the seed's: 12..31, or 0 */
+	uint64_t queue_bytes;      /**< byte budget; 0: 2^memory_limit_order, or 1 MiB */
+	uint32_t flags;            /**< NC_CREATE_F_* */
+	uint16_t port;             /**< the port it transmits on (index in the config) */
+	uint16_t reserved;         /**< 0 */
+};
+
+/** nc_ctl_create flags. */
+#define NC_CREATE_F_TX 0x1         /**< give the channel a transmit ring */
+
+/**
+ * What a NAT channel writes. It follows struct nc_ctl_create in the same
+ * CHANNEL_CREATE body when the action is NC_ACTION_NAT (and only then).
+ * Creating a NAT channel takes uid 0 or the daemon's uid, besides
+ * control.allow: it sends traffic on to any address.
+ */
+struct nc_ctl_nat {
+	uint32_t flags;            /**< NC_NAT_F_*: which fields are given */
+	uint8_t family;            /**< of dst and src: 4 or 6; 0 if neither is given */
+	uint8_t via[6];            /**< the next hop's MAC, with NC_NAT_F_VIA */
+	uint8_t reserved;          /**< 0 */
+	uint16_t dport, sport;     /**< host order */
+	uint16_t port;             /**< send out of this port (index in the config), with NC_NAT_F_PORT */
+	uint16_t reserved2;        /**< 0 */
+	uint8_t dst[16], src[16];  /**< network order; IPv4 in the first 4 bytes, the rest 0 */
+};
+
+/** nc_ctl_nat flags. */
+#define NC_NAT_F_DST 0x1           /**< rewrite the destination address */
+#define NC_NAT_F_DPORT 0x2         /**< rewrite the destination port */
+#define NC_NAT_F_SRC 0x4           /**< rewrite the source address */
+#define NC_NAT_F_SPORT 0x8         /**< rewrite the source port */
+#define NC_NAT_F_PORT 0x10         /**< out of port `port`, not the one the packet came in on */
+#define NC_NAT_F_VIA 0x20          /**< to MAC `via`, not the kernel's next hop */
+#define NC_NAT_F_REVERSE 0x40      /**< map each flow, and translate its replies back */
+
+/**
+ * A CLI command line (the commands of netchanneld -i). The reply's body is
+ * the output; on error the status is -errno and the body says what was
+ * wrong. Commands that change the daemon need uid 0 or the daemon's uid.
+ */
+struct nc_ctl_cli {
+	uint32_t flags;            /**< NC_CLI_F_* */
+	char line[];               /**< the command, not NUL terminated, at most 1023 bytes */
+};
+
+#define NC_CLI_F_JSON 0x1          /**< answer in JSON */
+#define NC_CLI_MAX_LINE 1024       /**< a command line's bytes, with a NUL: 1023 on the wire */
+
+struct nc_ctl_name {
+	char name[NC_NAME_SIZE];
+};
+
+struct nc_ctl_id {
+	uint32_t id;
+};
+
+/** A channel, as CREATE and ATTACH return it. */
+struct nc_ctl_channel {
+	uint32_t id;               /**< index in the directory */
+	uint32_t action;
+	uint64_t generation;       /**< the directory entry's */
+	char name[NC_NAME_SIZE];
+	char rx_ring[NC_NAME_SIZE];
+	char tx_ring[NC_NAME_SIZE];    /**< "" without NC_CREATE_F_TX */
+};
+
+/** A channel's counters, the reply to CHANNEL_STATS (nc_channel_stats() copies them). */
+struct nc_ctl_channel_stats {
+	uint64_t hits;             /**< packets that matched its rule */
+	uint64_t delivered;        /**< enqueued on its receive ring */
+	uint64_t bytes;            /**< bytes of those */
+	uint64_t drop_ring_full;   /**< dropped: receive ring full */
+	uint64_t drop_queue_bytes; /**< dropped: over its byte budget (queue_bytes) */
+	uint64_t dropped;          /**< matched a drop channel */
+	uint64_t tx;               /**< sent out of the port */
+	uint64_t tx_bytes;         /**< bytes of those */
+	uint64_t tx_dropped;       /**< the port did not take them */
+	uint64_t tx_spoofed;       /**< dropped: source not in the channel's destination */
+	uint64_t tx_malformed;     /**< dropped: not a well-formed IP packet or frame */
+	uint64_t tx_no_route;      /**< dropped: no route out of the channel's port */
+	uint64_t tx_no_neigh;      /**< dropped: next hop not resolved (yet) */
+	uint64_t tx_ring_full;     /**< dropped: resolved, but the transmit ring was full */
+	uint32_t rx_count;         /**< packets in the receive ring now */
+	uint32_t tx_count;         /**< packets in the transmit ring now */
+};
+
+_Static_assert(sizeof(struct nc_ctl_channel_stats) == 120,
+	       "nc_ctl_channel_stats layout is part of the protocol");
+_Static_assert(sizeof(struct nc_ctl_req) == 16, "nc_ctl_req layout is part of the protocol");
+_Static_assert(sizeof(struct nc_ctl_rep) == 16, "nc_ctl_rep layout is part of the protocol");
+_Static_assert(sizeof(struct nc_ctl_rule) == 52, "nc_ctl_rule layout is part of the protocol");
+_Static_assert(sizeof(struct nc_ctl_create) == 112, "nc_ctl_create layout is part of the protocol");
+_Static_assert(sizeof(struct nc_ctl_nat) == 52, "nc_ctl_nat layout is part of the protocol");
+_Static_assert(sizeof(struct nc_ctl_channel) == 112, "nc_ctl_channel layout is part of the protocol");
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* NC_CTL_H */
