@@ -9,9 +9,7 @@
 
 #include "channel/spec.h"
 #include "core/match.h"
-
-/* A NAT translation's family once its dst and src were of different ones. */
-#define NAT_FAMILIES_DIFFER 0xff
+#include "nat/nat_conf.h"
 
 const struct ncd_chan_limit ncd_chan_limits[NCD_OPT_N] = {
 	[NCD_OPT_PRIORITY] = { "priority", 0, NC_TRIE_PRIO_MAX, 0 },
@@ -69,99 +67,6 @@ ncd_channel_conf_init(struct ncd_channel_conf *cc)
 }
 
 int
-ncd_nat_option(struct ncd_nat_conf *nc, const char *key, const char *value, char *err,
-	       size_t errlen)
-{
-	if (strcmp(key, "reverse") == 0) {
-		nc->reverse = true;
-		return 0;
-	}
-	if (strcmp(key, "dst") == 0 || strcmp(key, "src") == 0) {
-		bool dst = key[0] == 'd';
-		union nc_trie_addr a;
-		uint8_t len, fam;
-		char e[128];
-
-		if (ncd_parse_prefix(value, &a, &len, &fam, e, sizeof(e)) != 0 || fam == 0 ||
-		    len != (fam == NC_TRIE_AF_INET ? 32 : 128)) {
-			snprintf(err, errlen, "'%s': expected one IPv4 or IPv6 address", value);
-			return -EINVAL;
-		}
-		memcpy(dst ? nc->x.dst : nc->x.src, a.a, 16);
-		nc->x.flags |= dst ? NCD_NAT_DST : NCD_NAT_SRC;
-		/* ncd_channel_conf_check() says if the two differ. */
-		nc->family = nc->family == 0 || nc->family == fam ? fam : NAT_FAMILIES_DIFFER;
-		return 0;
-	}
-	if (strcmp(key, "dport") == 0 || strcmp(key, "sport") == 0) {
-		int64_t v;
-
-		if (ncd_chan_opt_parse(NCD_OPT_NAT_PORT, value, &v, err, errlen) != 0)
-			return -EINVAL;
-		if (key[0] == 'd') {
-			nc->x.dport = (uint16_t)v;
-			nc->x.flags |= NCD_NAT_DPORT;
-		} else {
-			nc->x.sport = (uint16_t)v;
-			nc->x.flags |= NCD_NAT_SPORT;
-		}
-		return 0;
-	}
-	if (strcmp(key, "via") == 0) {
-		if (ncd_parse_mac(value, nc->via) != 0) {
-			snprintf(err, errlen, "'%s': expected a MAC address such as 02:00:00:00:00:01",
-				 value);
-			return -EINVAL;
-		}
-		nc->has_via = true;
-		return 0;
-	}
-	snprintf(err, errlen, "unknown nat option '%s' (dst, dport, src, sport, port, via, reverse)",
-		 key);
-	return -EINVAL;
-}
-
-/* A NAT channel's translation against its rule. */
-static int
-nat_check(const struct nc_trie_rule *r, const struct ncd_nat_conf *nc, unsigned int nports,
-	  const char **field, char *err, size_t len)
-{
-	*field = "action.nat";
-	if (nc->family == NAT_FAMILIES_DIFFER) {
-		snprintf(err, len, "dst and src are of different families");
-		return -EINVAL;
-	}
-	if (!(nc->x.flags & (NCD_NAT_ADDRS | NCD_NAT_PORTS))) {
-		snprintf(err, len, "nothing to translate: give dst, dport, src or sport");
-		return -EINVAL;
-	}
-	if (((nc->x.flags & NCD_NAT_DPORT) && nc->x.dport == 0) ||
-	    ((nc->x.flags & NCD_NAT_SPORT) && nc->x.sport == 0)) {
-		snprintf(err, len, "a port to write is 1..65535");
-		return -EINVAL;
-	}
-	if (nc->has_port && nc->port >= nports) {
-		*field = "action.nat.port";
-		snprintf(err, len, "no port %u", nc->port);
-		return -EINVAL;
-	}
-	if (nc->family != 0 && r->family != nc->family) {
-		snprintf(err, len, "its addresses are %s, but the match %s: give the match's dst, "
-			 "src or family", nc->family == NC_TRIE_AF_INET ? "IPv4" : "IPv6",
-			 r->family == NC_TRIE_AF_ANY ? "takes both families" :
-			 nc->family == NC_TRIE_AF_INET ? "is IPv6" : "is IPv4");
-		return -EINVAL;
-	}
-	if ((nc->x.flags & NCD_NAT_PORTS) &&
-	    (r->proto_mask != 0xff || (r->proto != IPPROTO_TCP && r->proto != IPPROTO_UDP &&
-				       r->proto != IPPROTO_UDPLITE))) {
-		snprintf(err, len, "rewriting ports needs a match with proto tcp, udp or udplite");
-		return -EINVAL;
-	}
-	return 0;
-}
-
-int
 ncd_channel_conf_check(const struct ncd_channel_conf *cc, unsigned int nports, const char **field,
 		       char *err, size_t errlen)
 {
@@ -185,8 +90,8 @@ ncd_channel_conf_check(const struct ncd_channel_conf *cc, unsigned int nports, c
 		snprintf(err, errlen, "the rule is not valid (a mask or range, or a family)");
 		return -EINVAL;
 	}
-	if (cc->action == NC_ACTION_NAT && nat_check(&cc->rule, &cc->nat, nports, field, err,
-						      errlen) != 0)
+	if (cc->action == NC_ACTION_NAT &&
+	    ncd_nat_conf_check(&cc->rule, &cc->nat, nports, field, err, errlen) != 0)
 		return -EINVAL;
 	*field = "tx";
 	if (cc->tx && cc->action != NC_ACTION_DELIVER) {

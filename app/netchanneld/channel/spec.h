@@ -2,8 +2,8 @@
 /*
  * A channel's spec, as the config, the CLI ("channel create") and the
  * control socket (CHANNEL_CREATE) give it: one table of limits and
- * defaults, one parser of a NAT translation's words, one check of the
- * whole. Each front end only turns its own syntax into a struct
+ * defaults, one check of the whole (with nat_conf.h for a NAT
+ * translation). Each front end only turns its own syntax into a struct
  * ncd_channel_conf. No daemon state: the unit tests and fuzzers call it.
  */
 #ifndef NCD_CHANNEL_SPEC_H
@@ -48,15 +48,6 @@ int ncd_channel_name_check(const char *name, char *err, size_t errlen);
 
 /** A spec with every default: deliver, no match constraint, the default limits. */
 void ncd_channel_conf_init(struct ncd_channel_conf *cc);
-
-/**
- * One word of a NAT translation and its value: dst or src (one address),
- * dport or sport (1..65535), via (a MAC), reverse (no value: pass NULL).
- * The out port ("port") is the front end's: it names ports its own way.
- * @return 0, or -EINVAL with err saying why (it names the value, not the key)
- */
-int ncd_nat_option(struct ncd_nat_conf *nc, const char *key, const char *value, char *err,
-		   size_t errlen);
 
 /**
  * Check a whole spec, as any front end filled it in. Every channel the

@@ -26,6 +26,7 @@
 #include "control/ctl_decode.h"
 #include "control/views.h"
 #include "channel/spec.h"
+#include "nat/nat_conf.h"
 #include "core/match.h"
 #include "core/stats.h"
 #include "nat/nat.h"

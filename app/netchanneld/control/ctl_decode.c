@@ -6,6 +6,7 @@
 
 #include "control/ctl_decode.h"
 #include "channel/spec.h"
+#include "nat/nat_conf.h"
 
 /* Body sizes: exact for fixed requests; CLI's is bounded instead. */
 static const uint32_t body_size[NC_CTL_TYPE_MAX] = {
@@ -42,53 +43,6 @@ ncd_ctl_check(const uint8_t *msg, size_t n, bool truncated, uint32_t *body_len)
 		    req.len != body_size[req.type])
 		return -EINVAL;
 	*body_len = req.len;
-	return 0;
-}
-
-/* The wire's flags of a NAT translation, and the rewrite's that they stand for. */
-static const struct {
-	uint32_t wire, nat;
-} nat_flags[] = {
-	{ NC_NAT_F_DST, NCD_NAT_DST }, { NC_NAT_F_DPORT, NCD_NAT_DPORT },
-	{ NC_NAT_F_SRC, NCD_NAT_SRC }, { NC_NAT_F_SPORT, NCD_NAT_SPORT },
-};
-
-/* A NAT channel's translation: its framing here, its meaning in ncd_channel_conf_check(). */
-static int
-decode_nat(const struct nc_ctl_nat *n, struct ncd_nat_conf *nc)
-{
-	if ((n->flags & ~(NC_NAT_F_DST | NC_NAT_F_DPORT | NC_NAT_F_SRC | NC_NAT_F_SPORT |
-			  NC_NAT_F_PORT | NC_NAT_F_VIA | NC_NAT_F_REVERSE)) ||
-	    n->reserved != 0 || n->reserved2 != 0)
-		return -EINVAL;
-	/* Addresses: of the family given, and nothing beyond an IPv4 address's 4 bytes. */
-	if (n->flags & (NC_NAT_F_DST | NC_NAT_F_SRC)) {
-		static const uint8_t zero[12];
-
-		if ((n->family != NC_TRIE_AF_INET && n->family != NC_TRIE_AF_INET6) ||
-		    (n->family == NC_TRIE_AF_INET &&
-		     (memcmp(n->dst + 4, zero, 12) || memcmp(n->src + 4, zero, 12))))
-			return -EINVAL;
-	} else if (n->family != 0) {
-		return -EINVAL;
-	}
-	memset(nc, 0, sizeof(*nc));
-	for (size_t i = 0; i < sizeof(nat_flags) / sizeof(nat_flags[0]); i++)
-		if (n->flags & nat_flags[i].wire)
-			nc->x.flags |= nat_flags[i].nat;
-	if (n->flags & NC_NAT_F_DST)
-		memcpy(nc->x.dst, n->dst, 16);
-	if (n->flags & NC_NAT_F_SRC)
-		memcpy(nc->x.src, n->src, 16);
-	nc->x.dport = n->flags & NC_NAT_F_DPORT ? n->dport : 0;
-	nc->x.sport = n->flags & NC_NAT_F_SPORT ? n->sport : 0;
-	nc->family = n->family;
-	nc->has_port = n->flags & NC_NAT_F_PORT;
-	nc->port = nc->has_port ? n->port : 0;
-	nc->has_via = n->flags & NC_NAT_F_VIA;
-	if (nc->has_via)
-		memcpy(nc->via, n->via, 6);
-	nc->reverse = n->flags & NC_NAT_F_REVERSE;
 	return 0;
 }
 
@@ -131,7 +85,7 @@ ncd_ctl_decode_create(const struct nc_ctl_create *m, size_t len, unsigned int np
 
 		/* The body may not be aligned for it. */
 		memcpy(&n, (const uint8_t *)m + sizeof(*m), sizeof(n));
-		if (decode_nat(&n, &cc->nat) != 0)
+		if (ncd_nat_from_wire(&n, &cc->nat) != 0)
 			return -EINVAL;
 	}
 	cc->tx = m->flags & NC_CREATE_F_TX;

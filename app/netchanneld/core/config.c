@@ -21,6 +21,7 @@
 #include "core/config.h"
 #include "core/match.h"
 #include "channel/spec.h"
+#include "nat/nat_conf.h"
 
 struct ctx {
 	struct ncd_config *cfg;
