@@ -25,13 +25,6 @@ struct ncd_batch {
 	uint32_t sent;                 /* how many were enqueued */
 };
 
-/**
- * Enqueue each batch on its channel's ring within the channel's byte
- * budget, drop and count the rest, then wake the consumers that sleep.
- */
-void ncd_dp_deliver(struct ncd_worker *w, struct ncd_port_stats *ps, struct ncd_batch *b,
-		    uint16_t nb);
-
 /** Send misses to the port's exception device (the kernel); count what it does not take. */
 void ncd_dp_to_kernel(const struct ncd_port *p, uint16_t txq, struct ncd_port_stats *ps,
 		      struct rte_mbuf **m, uint16_t n);

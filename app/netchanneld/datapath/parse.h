@@ -10,9 +10,6 @@
 
 #include <stdint.h>
 
-#include <rte_byteorder.h>
-#include <rte_ip.h>
-
 #include "nc_trie.h"
 
 /* What the parser decided; every value but OK goes to the exception path. */
@@ -87,11 +84,21 @@ ncd_csum_fold(uint32_t s)
 	return s;
 }
 
-/** RFC 1071 sum of n bytes as big-endian 16-bit words, an odd last byte padded with zero; folded. */
+/**
+ * RFC 1071 sum of n bytes as big-endian 16-bit words, an odd last byte padded with zero;
+ * folded. Not rte_raw_cksum(): with it, the miss path (every packet's IPv4 header checked)
+ * ran 4-5% slower (scripts/bench.sh datapath, miss, interleaved, 2026-12-04).
+ */
 static inline uint32_t
 ncd_csum_sum(const uint8_t *p, uint32_t n)
 {
-	return rte_be_to_cpu_16(rte_raw_cksum(p, n));
+	uint32_t s = 0;
+
+	for (uint32_t i = 0; i + 1 < n; i += 2)
+		s += ncd_rd16(p + i);
+	if (n & 1)
+		s += (uint32_t)p[n - 1] << 8;
+	return ncd_csum_fold(s);
 }
 
 #endif

@@ -20,6 +20,7 @@
 #define NCD_LOGTYPE ncd_logtype_worker
 #include "channel/channel.h"
 #include "datapath/datapath.h"
+#include "datapath/deliver.h"
 #include "datapath/dp.h"
 #include "nat/nat.h"
 #include "ncd.h"
@@ -65,15 +66,16 @@ static inline void
 parse_burst(const struct ncd_port *p, struct ncd_port_stats *ps, struct rte_mbuf **pkts,
 	    struct burst *b)
 {
+	const uint16_t n = b->n;
 	uint8_t buf[NCD_PARSE_BYTES];
 
-	for (uint16_t i = 0; i < b->n; i++) {
+	for (uint16_t i = 0; i < n; i++) {
 		struct rte_mbuf *m = pkts[i];
 		uint32_t want = m->pkt_len < NCD_PARSE_BYTES ? m->pkt_len : NCD_PARSE_BYTES;
 		const uint8_t *f = rte_pktmbuf_read(m, 0, want, buf);
 		enum ncd_verdict v;
 
-		if (i + 1 < b->n)
+		if (i + 1 < n)
 			rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 1], void *));
 		v = ncd_parse(f, want, m->pkt_len, p->mac.addr_bytes, csum_flags(m), &b->parsed[i]);
 		b->ch[i] = NULL;
@@ -95,9 +97,10 @@ mark_burst(const struct ncd *d, unsigned int pi, struct ncd_port_stats *ps,
 	   struct rte_mbuf **pkts, struct burst *b, struct nc_trie_key *keys)
 {
 	const bool marks = d->ports[pi].marks;
+	const uint16_t n = b->n;
+	uint16_t nk = 0;
 
-	b->nk = 0;
-	for (uint16_t i = 0; i < b->n; i++) {
+	for (uint16_t i = 0; i < n; i++) {
 		struct rte_mbuf *m = pkts[i];
 
 		if (!b->ok[i] || b->rev[i] != NULL)
@@ -115,9 +118,10 @@ mark_burst(const struct ncd *d, unsigned int pi, struct ncd_port_stats *ps,
 			}
 			ps->mark_ignored++;
 		}
-		b->kpkt[b->nk] = i;
-		keys[b->nk++] = b->parsed[i].key;
+		b->kpkt[nk] = i;
+		keys[nk++] = b->parsed[i].key;
 	}
+	b->nk = nk;
 }
 
 /* The trie, in one bulk lookup, for the keys the marks left. */
@@ -125,12 +129,13 @@ static inline void
 classify_burst(const struct ncd *d, struct ncd_port_stats *ps, struct burst *b,
 	       const struct nc_trie_key *keys)
 {
+	const uint16_t nk = b->nk;
 	uint32_t res[NCD_BURST];
 
-	if (b->nk == 0)
+	if (nk == 0)
 		return;
-	nc_trie_lookup_bulk(d->trie, keys, res, b->nk);
-	for (uint16_t k = 0; k < b->nk; k++) {
+	nc_trie_lookup_bulk(d->trie, keys, res, nk);
+	for (uint16_t k = 0; k < nk; k++) {
 		/* Acquire: pairs with the control thread's publication of the channel. */
 		b->ch[b->kpkt[k]] = res[k] != NC_TRIE_NOMATCH ?
 			__atomic_load_n(&d->channels[res[k]], __ATOMIC_ACQUIRE) : NULL;
@@ -152,10 +157,11 @@ dispatch_burst(struct ncd *d, struct ncd_worker *w, unsigned int pi, struct rte_
 	struct rte_mbuf *exc[NCD_BURST], *drop[NCD_BURST];
 	struct ncd_batch batches[NCD_BURST];
 	struct ncd_nat_burst nat;
+	const uint16_t n = b->n;
 	uint16_t nexc = 0, ndrop = 0, nb = 0;
 
 	nat.n = 0;
-	for (uint16_t i = 0; i < b->n; i++) {
+	for (uint16_t i = 0; i < n; i++) {
 		struct rte_mbuf *m = pkts[i];
 		struct ncd_channel *ch = b->ch[i];
 		uint16_t j;

@@ -2,10 +2,14 @@
 /*
  * Delivery: a burst's matches onto their channels' rings, one enqueue per
  * channel per burst, within each channel's byte budget; then the wake-ups
- * of consumers that sleep.
+ * of consumers that sleep. Only worker.c includes it: the per-burst path.
  */
+#ifndef NCD_DATAPATH_DELIVER_H
+#define NCD_DATAPATH_DELIVER_H
+
 #include <unistd.h>
 
+#include <rte_branch_prediction.h>
 #include <rte_mbuf.h>
 #include <rte_ring.h>
 
@@ -17,7 +21,7 @@
  * Bytes enqueued on a channel's ring. A single-producer ring (one worker
  * runs) has one writer of its budget too: no atomic read-modify-write.
  */
-static inline void
+static __rte_always_inline void
 bytes_in_add(struct ncd_channel *ch, uint64_t bytes)
 {
 	if (ch->rx->prod.sync_type == RTE_RING_SYNC_ST)
@@ -31,7 +35,7 @@ bytes_in_add(struct ncd_channel *ch, uint64_t bytes)
  * and out dequeued; their bytes. Another worker's newer look at out may
  * pass this one's in: nothing is queued then.
  */
-static inline uint32_t
+static __rte_always_inline uint32_t
 budget_fit(const struct ncd_batch *b, uint64_t in, uint64_t out, uint64_t limit, uint64_t *bytes)
 {
 	uint64_t queued = in > out ? in - out : 0;
@@ -52,7 +56,7 @@ budget_fit(const struct ncd_batch *b, uint64_t in, uint64_t out, uint64_t limit,
  * much, never too little), and the consumer's line is read again only when
  * that says the budget is spent: a busy consumer writes it all the time.
  */
-static void
+static __rte_always_inline void
 deliver_one(struct ncd_worker *w, struct ncd_port_stats *ps, struct ncd_batch *b)
 {
 	struct ncd_channel *ch = b->ch;
@@ -95,7 +99,7 @@ deliver_one(struct ncd_worker *w, struct ncd_port_stats *ps, struct ncd_batch *b
  * no wake-up is lost. Busy consumers never set the flag, so they cost no
  * syscall.
  */
-static void
+static __rte_always_inline void
 wake_consumers(struct ncd_worker *w, const struct ncd_batch *batches, uint16_t nb)
 {
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
@@ -116,7 +120,12 @@ wake_consumers(struct ncd_worker *w, const struct ncd_batch *batches, uint16_t n
 	}
 }
 
-void
+/**
+ * Enqueue each batch on its channel's ring within the channel's byte
+ * budget, drop and count the rest, then wake the consumers that sleep.
+ * Inline: the worker calls it for every burst.
+ */
+static __rte_always_inline void
 ncd_dp_deliver(struct ncd_worker *w, struct ncd_port_stats *ps, struct ncd_batch *b, uint16_t nb)
 {
 	for (uint16_t j = 0; j < nb; j++)
@@ -124,3 +133,5 @@ ncd_dp_deliver(struct ncd_worker *w, struct ncd_port_stats *ps, struct ncd_batch
 	if (nb > 0)
 		wake_consumers(w, b, nb);
 }
+
+#endif
