@@ -382,6 +382,12 @@ int nc_cli(struct nc_client *c, const char *line, int json, char **out);
 int nc_rule_flow(struct nc_trie_rule *r, const char *proto, const char *dst, long dport);
 
 /**
+ * The library's version: the release and the git describe of its build, as
+ * "0.1.0 (v0.1.0-12-g1234abc)". Every tool's --version prints it.
+ */
+const char *nc_version(void);
+
+/**
  * A description of an error this library or the daemon returned (positive or
  * negative errno). Thread-safe.
  */

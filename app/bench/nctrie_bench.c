@@ -12,7 +12,10 @@
 #include <string.h>
 #include <arpa/inet.h>
 
+#include <rte_version.h>
+
 #include "nc_trie.h"
+#include "nc_version.h"
 #include "nc_trie_tools.h"
 #include "bench.h"
 
@@ -25,6 +28,7 @@ usage(FILE *f)
 		"       nctrie-bench perf [--rules FILE | --synthetic socket:N] [--trace FILE | --packets N]\n"
 		"                         [--burst 1|32|64] [--updates N] [--acl-rebuilds N] [--seed S] [--json]\n"
 		"                         [--classifiers nctrie,rte_acl,linear]\n"
+		"       nctrie-bench --version\n"
 		"\n"
 		"classify: one line per trace line, the 0-based index of the matching rule\n"
 		"          (ClassBench priority: first line highest), or -1.\n"
@@ -235,6 +239,11 @@ main(int argc, char **argv)
 		return cmd_gen_trace(argc - 1, argv + 1);
 	if (strcmp(argv[1], "perf") == 0)
 		return bench_perf(argc - 1, argv + 1);
+	if (strcmp(argv[1], "--version") == 0) {
+		printf("nctrie-bench (netchanneld) %s (%s), %s\n", NC_PROJECT_VERSION, NC_GIT_DESCRIBE,
+		       rte_version());
+		return 0;
+	}
 	if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
 		usage(stdout);
 		return 0;

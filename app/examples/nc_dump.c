@@ -25,6 +25,7 @@
 #include <pcap/pcap.h>
 #include <rte_cycles.h>
 #include <rte_mbuf.h>
+#include <rte_version.h>
 
 #include "netchannel.h"
 
@@ -56,7 +57,8 @@ usage(FILE *f)
 		   "                  costs the daemon's worker a system call)\n"
 		   "  -L, --latency   with -q: the time from the daemon's rx burst to this dequeue,\n"
 		   "                  median and 99th percentile (the daemon's config must set\n"
-		   "                  rx_timestamps)\n");
+		   "                  rx_timestamps)\n"
+		   "      --version   the version\n");
 }
 
 /* Latencies in LAT_STEP_NS steps up to LAT_BUCKETS of them; the rest in the last. */
@@ -163,6 +165,7 @@ main(int argc, char **argv)
 		{ "busy-poll", required_argument, NULL, 'b' },
 		{ "latency", no_argument, NULL, 'L' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *sock = NULL, *channel = NULL, *dst = NULL, *proto = "udp", *out = NULL;
@@ -192,6 +195,7 @@ main(int argc, char **argv)
 		case 'b': busy_us = strtol(optarg, NULL, 0); break;
 		case 'L': want_latency = 1; break;
 		case 'h': usage(stdout); return 0;
+		case 'V': printf("%s (netchanneld) %s, %s\n", "nc-dump", nc_version(), rte_version()); return 0;
 		default: usage(stderr); return 2;
 		}
 	}

@@ -31,6 +31,7 @@
 #include <rte_ip.h>
 #include <rte_mbuf.h>
 #include <rte_udp.h>
+#include <rte_version.h>
 
 #include "netchannel.h"
 
@@ -55,7 +56,8 @@ usage(FILE *f)
 		   "      --ip         send IP packets: the daemon adds the next hop's Ethernet header\n"
 		   "  -c, --count      stop after echoing this many datagrams\n"
 		   "  -t, --time       stop after this many seconds\n"
-		   "      --reconnect  if the daemon goes away, wait for a new one and start again\n");
+		   "      --reconnect  if the daemon goes away, wait for a new one and start again\n"
+		   "      --version    the version\n");
 }
 
 /*
@@ -148,6 +150,7 @@ main(int argc, char **argv)
 		{ "time", required_argument, NULL, 't' },
 		{ "reconnect", no_argument, NULL, 'r' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *sock = NC_DEFAULT_SOCKET, *dst = NULL, *proto = "udp";
@@ -172,6 +175,7 @@ main(int argc, char **argv)
 		case 't': seconds = strtol(optarg, NULL, 0); break;
 		case 'r': reconnect = 1; break;
 		case 'h': usage(stdout); return 0;
+		case 'V': printf("%s (netchanneld) %s, %s\n", "nc-echo", nc_version(), rte_version()); return 0;
 		default: usage(stderr); return 2;
 		}
 	}

@@ -18,6 +18,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <rte_version.h>
+
 #include "netchannel.h"
 /* cmdline (in cli_table.c) redefines dprintf: its users come first. */
 #include "nc_cli.h"
@@ -37,6 +39,7 @@ usage(FILE *f)
 		   "                 {\"error\": \"...\", \"errno\": N})\n"
 		   "  -c, --command  run this command and exit (may be given more than once)\n"
 		   "  -h, --help     this text, and the commands\n"
+		   "      --version  the version (the daemon's: the command \"show version\")\n"
 		   "\n"
 		   "Exit codes: 0, 1 (no daemon, or a command failed), 2 (usage).\n"
 		   "\n"
@@ -84,6 +87,7 @@ main(int argc, char **argv)
 		{ "json", no_argument, NULL, 'j' },
 		{ "command", required_argument, NULL, 'c' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *sock = NC_DEFAULT_SOCKET, *cmds[64];
@@ -102,6 +106,10 @@ main(int argc, char **argv)
 			cmds[ncmds++] = optarg;
 			break;
 		case 'h': usage(stdout); return 0;
+		case 'V':
+			printf("ncctl (netchanneld) %s, %s, control protocol %d\n", nc_version(),
+			       rte_version(), NC_CTL_VERSION);
+			return 0;
 		default: usage(stderr); return 2;
 		}
 	}

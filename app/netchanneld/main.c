@@ -25,6 +25,7 @@
 #include <rte_memory.h>
 
 #include <rte_pdump.h>
+#include <rte_version.h>
 
 #include "channel/channel.h"
 #include "control/cli.h"
@@ -36,6 +37,7 @@
 #include "default_config.h"
 #include "nat/nat.h"
 #include "nc_cli.h"
+#include "nc_version.h"
 #include "ncd.h"
 #include "offload/offload.h"
 #include "port/port.h"
@@ -158,6 +160,7 @@ usage(FILE *f)
 		"                      stale: a removed rule marks with its old mark once its\n"
 		"                      channel id is reused; noqueue: QUEUE is refused\n"
 		"  -h, --help          this text\n"
+		"      --version       the version, DPDK's, and the protocols'\n"
 		"  EAL-ARGS            appended to the config's \"eal\" list\n"
 		"\n"
 		"Log types: netchanneld.main, .control, .worker, .nexthop (EAL's --log-level\n"
@@ -218,6 +221,7 @@ main(int argc, char **argv)
 		{ "stats", required_argument, NULL, 's' },
 		{ "mark-mock", optional_argument, NULL, 'M' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *config = NULL, *stats = NULL;
@@ -237,6 +241,11 @@ main(int argc, char **argv)
 		case 's': stats = optarg; break;
 		case 'M': d->mark_mock = optarg != NULL ? optarg : "on"; break;
 		case 'h': usage(stdout); return 0;
+		case 'V':
+			printf("netchanneld %s (%s), %s, control protocol %d, shared memory %d\n",
+			       NC_PROJECT_VERSION, NC_GIT_DESCRIBE, rte_version(), NC_CTL_VERSION,
+			       NC_PROTO_VERSION);
+			return 0;
 		default: usage(stderr); return 2;
 		}
 	}

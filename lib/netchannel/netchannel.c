@@ -26,6 +26,7 @@
 #include <rte_ring.h>
 
 #include "nc_proto.h"
+#include "nc_version.h"
 #include "netchannel.h"
 
 _Static_assert(NC_CHANNEL_NAME_SIZE == NC_NAME_SIZE, "the API's name size is the wire's");
@@ -973,4 +974,10 @@ nc_strerror(int err)
 	}
 	s = strerrordesc_np(err);
 	return s ? s : "unknown error";
+}
+
+NC_EXPORT const char *
+nc_version(void)
+{
+	return NC_PROJECT_VERSION " (" NC_GIT_DESCRIBE ")";
 }

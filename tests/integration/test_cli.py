@@ -14,6 +14,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ncd_test as T  # noqa: E402
+import nc_wire as W  # noqa: E402
 from test_datapath import EAL  # noqa: E402
 
 NCCTL = os.path.join(T.BUILD, "app/ncctl/ncctl")
@@ -116,7 +117,37 @@ class Cli(T.DaemonCase):
         for cmd in ("show port info|stats|xstats <port>", "channel create <name> [options...]",
                     "set log level <type> <level>", "show nat", "action nat", "quit"):
             self.assertIn(cmd, help_)
-        self.assertEqual(len(self.js("help")), 12)
+        self.assertEqual(len(self.js("help")), 13)
+        self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
+
+    def test_versions(self):
+        """--version on every binary names the release, the build's git describe and DPDK's
+        version, and exits 0; "show version" gives the daemon's, DPDK's and the protocols'."""
+        project = json.loads(subprocess.run(["meson", "introspect", "--projectinfo", T.BUILD],
+                                            capture_output=True, text=True,
+                                            check=True).stdout)["version"]
+        dpdk = subprocess.run(["pkg-config", "--modversion", "libdpdk"], capture_output=True,
+                              text=True, check=True).stdout.strip()
+        described = set()
+        for name, path in (("netchanneld", T.DAEMON), ("ncctl", NCCTL),
+                           ("nc-dump", os.path.join(T.BUILD, "app/examples/nc-dump")),
+                           ("nc-echo", os.path.join(T.BUILD, "app/examples/nc-echo")),
+                           ("nctrie-bench", os.path.join(T.BUILD, "app/bench/nctrie-bench"))):
+            r = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=30)
+            self.assertEqual((r.returncode, r.stderr), (0, ""), name)
+            m = re.match(rf"{re.escape(name)} (\(netchanneld\) )?{re.escape(project)} \((\S+)\), "
+                         rf"DPDK {re.escape(dpdk)}\b", r.stdout)
+            self.assertIsNotNone(m, r.stdout)
+            described.add(m.group(2))
+        self.assertEqual(len(described), 1, "one build, one git describe")
+        shm = int(re.search(r"#define NC_PROTO_VERSION (\d+)",
+                            open(os.path.join(T.SRC, "include/nc_shm.h")).read()).group(1))
+        self.start()
+        v = self.js("show version")
+        self.assertEqual(v, {"netchanneld": project, "git": described.pop(),
+                             "dpdk": f"DPDK {dpdk}", "control_protocol": W.VERSION,
+                             "shared_memory": shm})
+        self.assertIn("control_protocol: 2\n", self.ncctl("show version").stdout)
         self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
 
     def test_changes_and_errors(self):

@@ -13,6 +13,7 @@
 #include <rte_ethdev.h>
 #include <rte_mempool.h>
 #include <rte_ring.h>
+#include <rte_version.h>
 
 #include "channel/channel.h"
 #include "control/control.h"
@@ -20,6 +21,7 @@
 #include "core/stats.h"
 #include "datapath/datapath.h"
 #include "nat/nat.h"
+#include "nc_version.h"
 #include "ncd.h"
 #include "offload/offload.h"
 
@@ -326,6 +328,14 @@ ncd_view_channel_list(const struct ncd *d)
 						   (json_int_t)nc_dir_bytes_queued(ch->dir)));
 	}
 	return a;
+}
+
+json_t *
+ncd_view_version(void)
+{
+	return json_pack("{s:s, s:s, s:s, s:i, s:i}", "netchanneld", NC_PROJECT_VERSION, "git",
+			 NC_GIT_DESCRIBE, "dpdk", rte_version(), "control_protocol", NC_CTL_VERSION,
+			 "shared_memory", NC_PROTO_VERSION);
 }
 
 json_t *

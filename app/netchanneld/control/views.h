@@ -41,6 +41,9 @@ json_t *ncd_view_classifier(const struct ncd *d);
 /** The mbuf pool: size, in use, available, reclaimed from dead clients. */
 json_t *ncd_view_mempool(const struct ncd *d);
 
+/** The daemon's version (and git describe), DPDK's, the control protocol's and the shared memory's. */
+json_t *ncd_view_version(void);
+
 /** Every counter: ports, channels, mempool, control socket, NAT (STATS, --stats). */
 json_t *ncd_view_stats(const struct ncd *d);
 
