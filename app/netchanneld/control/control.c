@@ -657,11 +657,7 @@ ncd_control_init(struct ncd *d)
 		if (d->free_rings[i] == NULL || d->alloc_rings[i] == NULL)
 			return -1;
 	}
-	if (strlen(d->cfg.control_socket) >= sizeof(sa.sun_path)) {
-		fprintf(stderr, "%s: control.socket: longer than %zu bytes\n", d->cfg.path,
-			sizeof(sa.sun_path) - 1);
-		return -1;
-	}
+	_Static_assert(sizeof(sa.sun_path) == NCD_SOCKET_PATH_MAX, "the config checks the path");
 	snprintf(ctl.path, sizeof(ctl.path), "%s", d->cfg.control_socket);
 	snprintf(dir, sizeof(dir), "%s", ctl.path);
 	if (mkdir(dirname(dir), 0755) != 0 && errno != EEXIST) {

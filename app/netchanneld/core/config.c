@@ -527,6 +527,12 @@ load_control(struct ctx *c, const json_t *root)
 		push(c, "socket", 0);
 		return fail(c, "'%s' is not an absolute path", sock);
 	}
+	/* Checked here, not at bind(): --check-config passes only what can start. */
+	if (sock != NULL && strlen(sock) >= NCD_SOCKET_PATH_MAX) {
+		push(c, "socket", 0);
+		return fail(c, "%zu bytes, longer than a Unix socket's path takes (%d)", strlen(sock),
+			    NCD_SOCKET_PATH_MAX - 1);
+	}
 	c->cfg->control_socket = strdup(sock ? sock : "/run/netchanneld/netchanneld.sock");
 	allow = ctl ? json_object_get(ctl, "allow") : NULL;
 	if (allow == NULL) {

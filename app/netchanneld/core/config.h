@@ -22,6 +22,7 @@
 #define NCD_DEFAULT_HEAP_RESERVE_MB 64
 #define NCD_MAX_HEAP_RESERVE_MB 65536
 #define NCD_MAX_EAL_ARGS 64
+#define NCD_SOCKET_PATH_MAX 108     /* sizeof(struct sockaddr_un.sun_path), with the NUL */
 #define NCD_BURST 32             /* packets a worker takes from a queue or ring at once */
 
 enum ncd_offload { NCD_OFFLOAD_AUTO, NCD_OFFLOAD_OFF, NCD_OFFLOAD_REQUIRED };
