@@ -279,6 +279,38 @@ load_exception(struct ctx *c, const json_t *e, struct ncd_port_conf *p)
 	return 0;
 }
 
+/*
+ * The largest frame an exception device of a known type takes, as its PMD
+ * reports it (max_rx_pktlen in DPDK 22.11): a port whose MTU gives larger
+ * frames cannot start, so --check-config says so. ethdev counts a frame as
+ * the MTU plus the Ethernet header and CRC.
+ */
+static const struct {
+	const char *prefix;
+	uint32_t max_frame;
+} exc_frame_max[] = {
+	{ "net_tap", 1522 },
+};
+
+static int
+exc_mtu_check(struct ctx *c, const struct ncd_port_conf *pc)
+{
+	uint32_t frame = pc->mtu + 18u;
+
+	for (size_t i = 0; pc->exc_device != NULL && i < sizeof(exc_frame_max) /
+							 sizeof(exc_frame_max[0]); i++)
+		if (strncmp(pc->exc_device, exc_frame_max[i].prefix,
+			    strlen(exc_frame_max[i].prefix)) == 0 &&
+		    frame > exc_frame_max[i].max_frame) {
+			push(c, "mtu", 0);
+			return fail(c, "%u: frames of %u bytes, but the exception device (%s) takes "
+				    "at most %u (an MTU of at most %u)", pc->mtu, frame,
+				    exc_frame_max[i].prefix, exc_frame_max[i].max_frame,
+				    exc_frame_max[i].max_frame - 18);
+		}
+	return 0;
+}
+
 static int
 load_ports(struct ctx *c, const json_t *root)
 {
@@ -334,7 +366,7 @@ load_ports(struct ctx *c, const json_t *root)
 			}
 		}
 		c->cfg->nports++;
-		if (load_exception(c, json_object_get(p, "exception"), pc))
+		if (load_exception(c, json_object_get(p, "exception"), pc) || exc_mtu_check(c, pc))
 			return -1;
 		pop(c, l2);
 	}
