@@ -6,7 +6,10 @@
  * 1 runtime failure. Start-up is a staged sequence; a failure unwinds what
  * was done, in reverse.
  */
+#include <dirent.h>
 #include <errno.h>
+#include <limits.h>
+#include <mntent.h>
 #include <getopt.h>
 #include <pthread.h>
 #include <signal.h>
@@ -170,6 +173,47 @@ usage(FILE *f)
 		"Exit codes: 0 clean shutdown, 2 bad usage or config, 1 runtime failure.\n");
 }
 
+/*
+ * After rte_eal_cleanup(): what EAL leaves of this primary's prefix, its
+ * hugepage files (without --huge-unlink, which clients could not attach to)
+ * and its runtime directory. They would hold the pages until someone removed
+ * them. Only this prefix's: "<prefix>map_*" in every hugetlbfs mount.
+ */
+static void
+remove_prefix_files(const char *prefix, const char *runtime_dir)
+{
+	char pat[256];
+	struct mntent *m;
+	FILE *mounts;
+	DIR *dir;
+	struct dirent *e;
+
+	snprintf(pat, sizeof(pat), "%smap_", prefix);
+	mounts = setmntent("/proc/mounts", "r");
+	while (mounts != NULL && (m = getmntent(mounts)) != NULL) {
+		if (strcmp(m->mnt_type, "hugetlbfs") != 0 || (dir = opendir(m->mnt_dir)) == NULL)
+			continue;
+		while ((e = readdir(dir)) != NULL)
+			if (strncmp(e->d_name, pat, strlen(pat)) == 0 &&
+			    unlinkat(dirfd(dir), e->d_name, 0) != 0)
+				fprintf(stderr, "netchanneld: unlink(%s/%s): %s\n", m->mnt_dir,
+					e->d_name, strerror(errno));
+		closedir(dir);
+	}
+	if (mounts != NULL)
+		endmntent(mounts);
+	/* The runtime directory holds only files (config, fbarrays, the mp socket). */
+	dir = runtime_dir[0] != '\0' ? opendir(runtime_dir) : NULL;
+	if (dir == NULL)
+		return;
+	while ((e = readdir(dir)) != NULL)
+		if (e->d_name[0] != '.')
+			unlinkat(dirfd(dir), e->d_name, 0);
+	closedir(dir);
+	if (rmdir(runtime_dir) != 0)
+		fprintf(stderr, "netchanneld: rmdir(%s): %s\n", runtime_dir, strerror(errno));
+}
+
 /* rte_memseg_walk(): one page of the heap, made one EAL never gives back. */
 static int
 pin_page(const struct rte_memseg_list *msl, const struct rte_memseg *ms, void *arg)
@@ -230,6 +274,7 @@ main(int argc, char **argv)
 	int eal_argc = 0, c, ret = 1;
 	struct ncd *d = &ncd;
 	unsigned int launched = 0;
+	char runtime_dir[PATH_MAX];
 
 
 	while ((c = getopt_long(argc, argv, "+c:ih", opts, NULL)) != -1) {
@@ -399,8 +444,11 @@ out_free_pool:
 	teardown_step("rte_mempool_free()");
 	rte_mempool_free(d->pool);
 out_eal:
+	snprintf(runtime_dir, sizeof(runtime_dir), "%s", rte_eal_get_runtime_dir());
 	teardown_step("rte_eal_cleanup()");
 	rte_eal_cleanup();
+	teardown_step("removing the prefix's files");
+	remove_prefix_files(d->file_prefix, runtime_dir);
 	teardown_end();
 	ncd_config_free(&d->cfg);
 	return ret;

@@ -139,15 +139,23 @@ class Datapath(T.DaemonCase):
         self.assertGreater(chans["tiny"]["bytes"], 0)
 
     def test_sigterm_during_traffic(self):
-        """Endless traffic: SIGTERM stops the daemon cleanly, and the counters add up."""
+        """Endless traffic: SIGTERM stops the daemon cleanly, the counters add up, and the
+        prefix's hugepage files and runtime directory are gone."""
         T.generate(self.w, no_jumbo="")
         cfg = pcap_config(self.w, CHANNELS, exc="net_null1")
         cfg["ports"][0]["device"] = f"net_pcap0,rx_pcap={self.w}/in.pcap,infinite_rx=1"
         d = self.run_daemon(cfg)
         time.sleep(1.5)
+        files = lambda: [f for f in os.listdir("/dev/hugepages") if f.startswith(self.prefix + "map_")]
+        runtime = f"/var/run/dpdk/{self.prefix}"
+        self.assertNotEqual(files(), [], "the running daemon's hugepage files")
+        self.assertTrue(os.path.isdir(runtime))
         t0 = time.time()
         self.assertEqual(d.stop(), 0, d.output())
         self.assertLess(time.time() - t0, 10)
+        # A clean exit leaves nothing of its prefix behind.
+        self.assertEqual(files(), [])
+        self.assertFalse(os.path.exists(runtime))
         port = d.read_stats()["ports"][0]
         self.assertGreater(port["rx"], 10000)
         self.assertTrue(T.accounting_ok(port), port)
