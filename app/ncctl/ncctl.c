@@ -11,6 +11,7 @@
  * (or, with stdin not a terminal, one command per input line).
  */
 #include <errno.h>
+#include <stdarg.h>
 #include <getopt.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -18,6 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <jansson.h>
 #include <rte_version.h>
 
 #include "netchannel.h"
@@ -47,6 +49,33 @@ usage(FILE *f)
 	nc_cli_help(f);
 }
 
+/*
+ * An error ncctl itself found (no daemon, a reply too large, the daemon gone):
+ * with --json, the same one-line object the daemon's errors are, on stdout;
+ * otherwise a line on stderr.
+ */
+static void __attribute__((format(printf, 3, 4)))
+client_error(bool json, int err, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (json) {
+		json_t *o = json_pack("{s:s, s:i}", "error", msg, "errno", err < 0 ? -err : err);
+		char *text = o != NULL ? json_dumps(o, 0) : NULL;
+
+		printf("%s\n", text != NULL ? text : "{\"error\": \"out of memory\", \"errno\": 12}");
+		fflush(stdout);
+		free(text);
+		json_decref(o);
+	} else {
+		fprintf(stderr, "ncctl: %s\n", msg);
+	}
+}
+
 /* One command: 0, 1 for quit, -1 for a failure (reported). */
 static int
 run(const char *line, void *arg)
@@ -70,10 +99,10 @@ run(const char *line, void *arg)
 		/* JSON errors are data too: {"error": "...", "errno": N} on stdout. */
 		if (s->json && out != NULL && out[0] == '{')
 			fputs(out, stdout);
-		else if (out != NULL && out[0] != '\0')
+		else if (!s->json && out != NULL && out[0] != '\0')
 			fprintf(stderr, "ncctl: %s", out);
 		else
-			fprintf(stderr, "ncctl: %s: %s\n", line, nc_strerror(ret));
+			client_error(s->json, ret, "%s: %s", line, nc_strerror(ret));
 	}
 	free(out);
 	return ret == -EPIPE ? 1 : ret == 0 ? 0 : -1;
@@ -120,7 +149,7 @@ main(int argc, char **argv)
 	}
 	s.c = nc_connect(sock, NC_CONNECT_CONTROL);
 	if (s.c == NULL) {
-		fprintf(stderr, "ncctl: connect to %s: %s\n", sock, nc_strerror(errno));
+		client_error(s.json, errno, "connect to %s: %s", sock, nc_strerror(errno));
 		return 1;
 	}
 	if (ncmds > 0) {

@@ -2,6 +2,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """Operators' tools: ncctl and netchanneld -i (the same commands, text and JSON), DPDK
 telemetry (dpdk-telemetry.py), packet capture (dpdk-dumpcap), and meson install."""
+import errno
 import json
 import os
 import re
@@ -206,6 +207,13 @@ class Cli(T.DaemonCase):
                            capture_output=True, text=True)
         self.assertEqual(r.returncode, 1)
         self.assertIn("connect to", r.stderr)
+        # Under --json, ncctl's own errors are JSON on stdout too, like the daemon's.
+        r = subprocess.run([NCCTL, "-s", os.path.join(self.w, "nosock"), "--json", "-c", "help"],
+                           capture_output=True, text=True)
+        self.assertEqual((r.returncode, r.stderr), (1, ""))
+        err = json.loads(r.stdout)
+        self.assertEqual(err["errno"], errno.ENOENT)
+        self.assertIn("connect to", err["error"])
         self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
 
     def test_concurrent_sessions(self):
