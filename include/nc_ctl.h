@@ -6,7 +6,8 @@
  * Control: a Unix SOCK_SEQPACKET socket (the config's control.socket). One
  * message is one request or one reply; every request carries an id that its
  * reply repeats, with a status (0 or -errno). The first request must be
- * HELLO with NC_CTL_VERSION. A message that is truncated, oversized, of an
+ * HELLO with NC_CTL_VERSION; an isolated client's reply carries its region
+ * (nc_region.h, SCM_RIGHTS). A message that is truncated, oversized, of an
  * unknown type, of the wrong length, or out of order gets a reply with
  * -EBADMSG, -EMSGSIZE, -EOPNOTSUPP, -EINVAL or -EPROTO; a connection that sends
  * NC_CTL_MAX_ERRORS bad messages is closed. Neither affects other clients.
@@ -28,7 +29,7 @@ extern "C" {
 #endif
 
 #define NC_CTL_MAGIC 0x6e63u          /* "nc" */
-#define NC_CTL_VERSION 2
+#define NC_CTL_VERSION 3
 #define NC_CTL_MAX_MSG 65536          /**< largest message either side sends */
 #define NC_CTL_MAX_ERRORS 16          /**< bad messages before the daemon hangs up */
 
@@ -67,7 +68,16 @@ struct nc_ctl_rep {
 struct nc_ctl_hello {
 	uint32_t version;          /**< NC_CTL_VERSION */
 	uint32_t pid;              /**< informational; the daemon trusts SO_PEERCRED */
+	uint32_t flags;            /**< NC_HELLO_F_*; 0: an isolated client */
+	uint32_t reserved;         /**< 0 */
 };
+
+/*
+ * nc_ctl_hello flags. Without either, the connection is an isolated client:
+ * the reply carries its region (nc_region.h) as an fd.
+ */
+#define NC_HELLO_F_ZEROCOPY 0x1    /**< a DPDK secondary process (nc_shm.h); control.allow's zero_copy */
+#define NC_HELLO_F_CONTROL 0x2     /**< requests only: no region, and no channels of its own */
 
 struct nc_ctl_hello_reply {
 	uint32_t version;          /**< the daemon's NC_CTL_VERSION */
@@ -75,7 +85,8 @@ struct nc_ctl_hello_reply {
 	char file_prefix[64];      /**< the daemon's --file-prefix */
 	char mbuf_pool[NC_NAME_SIZE]; /**< the pool to allocate transmit mbufs from */
 	uint32_t slot;             /**< this connection's entry in the client table */
-	uint32_t reserved;
+	uint32_t flags;            /**< the request's NC_HELLO_F_* */
+	uint64_t region_size;      /**< bytes of the region passed with the reply, or 0 */
 };
 
 /** A rule on the wire: addresses in network order, ports in host order. */
@@ -161,7 +172,13 @@ struct nc_ctl_channel {
 	char name[NC_NAME_SIZE];
 	char rx_ring[NC_NAME_SIZE];
 	char tx_ring[NC_NAME_SIZE];    /**< "" without NC_CREATE_F_TX */
+	uint32_t region_ring;          /**< an isolated client's deliver channel: its rx ring there */
+	uint32_t flags;                /**< NC_CHANNEL_F_* */
 };
+
+/** nc_ctl_channel flags. */
+#define NC_CHANNEL_F_REGION 0x1    /**< delivered into the client's region (region_ring) */
+#define NC_CHANNEL_F_TX 0x2        /**< it may transmit */
 
 /** A channel's counters, the reply to CHANNEL_STATS (nc_channel_stats() copies them). */
 struct nc_ctl_channel_stats {
@@ -181,16 +198,20 @@ struct nc_ctl_channel_stats {
 	uint64_t tx_ring_full;     /**< dropped: resolved, but the transmit ring was full */
 	uint32_t rx_count;         /**< packets in the receive ring now */
 	uint32_t tx_count;         /**< packets in the transmit ring now */
+	uint64_t drop_no_buf;      /**< dropped: an isolated client held every buffer of its region */
 };
 
-_Static_assert(sizeof(struct nc_ctl_channel_stats) == 120,
+_Static_assert(sizeof(struct nc_ctl_channel_stats) == 128,
 	       "nc_ctl_channel_stats layout is part of the protocol");
+_Static_assert(sizeof(struct nc_ctl_hello) == 16, "nc_ctl_hello layout is part of the protocol");
+_Static_assert(sizeof(struct nc_ctl_hello_reply) == 120,
+	       "nc_ctl_hello_reply layout is part of the protocol");
 _Static_assert(sizeof(struct nc_ctl_req) == 16, "nc_ctl_req layout is part of the protocol");
 _Static_assert(sizeof(struct nc_ctl_rep) == 16, "nc_ctl_rep layout is part of the protocol");
 _Static_assert(sizeof(struct nc_ctl_rule) == 52, "nc_ctl_rule layout is part of the protocol");
 _Static_assert(sizeof(struct nc_ctl_create) == 112, "nc_ctl_create layout is part of the protocol");
 _Static_assert(sizeof(struct nc_ctl_nat) == 52, "nc_ctl_nat layout is part of the protocol");
-_Static_assert(sizeof(struct nc_ctl_channel) == 112, "nc_ctl_channel layout is part of the protocol");
+_Static_assert(sizeof(struct nc_ctl_channel) == 120, "nc_ctl_channel layout is part of the protocol");
 
 #ifdef __cplusplus
 }

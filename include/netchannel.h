@@ -6,13 +6,23 @@
  * In the netchannels patch a process created a channel for a 5-tuple and
  * read() its packets. Here it connects to the daemon's control socket,
  * creates a channel (or attaches to a static one from the config), and
- * receives the channel's packets from shared memory: zero-copy as rte_mbufs,
- * or copied into a buffer. Closing the connection, or the process dying,
- * removes its channels.
+ * receives the channel's packets. Closing the connection, or the process
+ * dying, removes its channels.
  *
- * The process becomes a DPDK secondary process of the daemon: nc_connect()
- * initialises EAL with the daemon's file prefix and the lcore id it assigns,
- * unless NC_CONNECT_NO_EAL says the application did so itself.
+ * Two models:
+ * - Isolated (the default). The daemon gives the connection a region of its
+ *   own (nc_region.h) and copies each of its packets into a buffer there; the
+ *   client reads it in place (nc_rx_bufs()) or copied (nc_recv()), and sends
+ *   from its region (nc_tx_bufs_get() and nc_tx_bufs_send(), or nc_send()).
+ *   The client maps nothing else of the daemon's, needs no privilege and never
+ *   initialises DPDK; the daemon checks everything it reads from the region.
+ * - Zero-copy (NC_CONNECT_ZEROCOPY, for trusted clients: control.allow's
+ *   zero_copy, root by default). The process becomes a DPDK secondary process
+ *   of the daemon and receives rte_mbufs (nc_rx_burst()): nc_connect()
+ *   initialises EAL with the daemon's file prefix and the lcore id it assigns,
+ *   unless NC_CONNECT_NO_EAL says the application did so itself. Such a
+ *   process shares the daemon's memory: it can read every packet and corrupt
+ *   the daemon (docs/hardening.md).
  *
  * Calls on one client and its channels are not thread-safe; use one client
  * per thread, or lock.
@@ -25,8 +35,9 @@
  * charged for them, and could reach its quota.
  *
  * If the daemon goes away, every call fails with EPIPE instead of hanging.
- * A process cannot initialise EAL twice, so to reconnect to a new daemon it
- * starts again (for example by exec()ing itself, as nc-echo --reconnect does).
+ * An isolated client reconnects with nc_disconnect() and nc_connect(); a
+ * zero-copy one cannot initialise EAL twice, so it starts again (for example
+ * by exec()ing itself, as nc-echo --reconnect does).
  *
  * Errors, one convention: a call that makes an object (nc_connect(),
  * nc_channel_create(), nc_channel_attach(), nc_mbuf_alloc()) returns NULL and
@@ -66,8 +77,17 @@ struct nc_channel;
 #define NC_DEFAULT_SOCKET "/run/netchanneld/netchanneld.sock"
 
 /** nc_connect() flags. */
-#define NC_CONNECT_NO_EAL 0x1   /**< the application has initialised EAL as the daemon's secondary */
-#define NC_CONNECT_CONTROL 0x2  /**< the control protocol only: no EAL, no channels (nc_cli()) */
+#define NC_CONNECT_NO_EAL 0x1   /**< zero-copy, and the application initialised EAL as the daemon's secondary */
+#define NC_CONNECT_CONTROL 0x2  /**< the control protocol only: no region, no EAL, no channels (nc_cli()) */
+#define NC_CONNECT_ZEROCOPY 0x4 /**< a zero-copy client (rte_mbufs, DPDK secondary process) */
+
+/** A packet buffer in an isolated client's region (nc_rx_bufs(), nc_tx_bufs_get()). */
+struct nc_buf {
+	void *data;                 /**< the frame, in the region */
+	uint32_t len;               /**< its length (nc_tx_bufs_get(): the most it may be) */
+	uint32_t channel;           /**< received: the channel's id */
+	uint32_t offset;            /**< where it is in the region: the daemon's name for it */
+};
 
 /** nc_nat_opts flags: which of its fields are given. */
 #define NC_NAT_OPT_DST 0x1      /**< rewrite the destination address to dst */
@@ -106,6 +126,7 @@ struct nc_channel_stats {
 	uint64_t tx_ring_full;     /**< dropped: resolved, but the transmit ring was full */
 	uint32_t rx_count;         /**< packets in the receive ring now */
 	uint32_t tx_count;         /**< packets in the transmit ring now */
+	uint64_t drop_no_buf;      /**< dropped: this isolated client held every buffer of its region */
 };
 
 /** Channel options (nc_channel_create()); pass NULL for the defaults. */
@@ -125,8 +146,9 @@ struct nc_channel_opts {
 };
 
 /**
- * Connect to netchanneld and say HELLO; unless NC_CONNECT_NO_EAL, initialise
- * EAL as its secondary process.
+ * Connect to netchanneld and say HELLO: an isolated client maps the region
+ * the daemon passes; a zero-copy one (NC_CONNECT_ZEROCOPY) initialises EAL as
+ * its secondary process, unless NC_CONNECT_NO_EAL.
  *
  * @param socket_path
  *   The control socket, or NULL for NC_DEFAULT_SOCKET.
@@ -134,8 +156,9 @@ struct nc_channel_opts {
  *   NC_CONNECT_*.
  * @return
  *   The client, or NULL with errno set: ENOENT/ECONNREFUSED (no daemon),
- *   EPROTO (protocol version mismatch), or the error of socket, connect or
- *   rte_eal_init.
+ *   EPROTO (protocol version mismatch, or a region that does not hold up),
+ *   EPERM (zero-copy not allowed for this user), ENOMEM (the daemon could not
+ *   make a region), or the error of socket, connect, mmap or rte_eal_init.
  */
 struct nc_client *nc_connect(const char *socket_path, unsigned int flags);
 
@@ -194,13 +217,57 @@ struct nc_channel *nc_channel_attach(struct nc_client *c, const char *name);
 int nc_channel_destroy(struct nc_channel *ch);
 
 /**
- * Receive up to n packets, zero-copy. Give each back with nc_mbuf_free() or
- * nc_tx_burst().
+ * Isolated clients: receive up to n packets in place, in the region. Each
+ * buffer is the client's until it gives it back with nc_bufs_release(); a
+ * client that keeps them all makes the daemon drop (drop_no_buf) what comes
+ * for it, and nothing else.
+ *
+ * @return
+ *   The number of packets: 0 when none is waiting, or when the daemon is
+ *   gone (errno EPIPE), or for a zero-copy client (errno EOPNOTSUPP).
+ */
+uint16_t nc_rx_bufs(struct nc_channel *ch, struct nc_buf *bufs, uint16_t n);
+
+/**
+ * Give received buffers back to the daemon.
+ *
+ * @return
+ *   How many were given back (all of them, unless the client gives back
+ *   more than it holds), or -EOPNOTSUPP (not an isolated client).
+ */
+int nc_bufs_release(struct nc_client *c, const struct nc_buf *bufs, uint16_t n);
+
+/**
+ * Isolated clients: up to n free transmit buffers to fill (len says how
+ * much each takes). Send them with nc_tx_bufs_send(), in the order given.
+ *
+ * @return
+ *   How many: 0 with errno EAGAIN (every buffer is waiting for the daemon),
+ *   EPIPE or EOPNOTSUPP.
+ */
+uint16_t nc_tx_bufs_get(struct nc_client *c, struct nc_buf *bufs, uint16_t n);
+
+/**
+ * Send filled buffers from nc_tx_bufs_get() on a channel that may transmit,
+ * oldest first, with len set to each frame's length. The daemon copies each
+ * and checks it as nc_tx_burst() says; ip non-zero: IP packets, to which it
+ * adds the Ethernet header (as nc_tx_burst_ip()).
+ *
+ * @return
+ *   How many were sent; fewer than n with errno EINVAL when a buffer is not
+ *   the next one nc_tx_bufs_get() gave, or is too long, or the channel cannot
+ *   transmit.
+ */
+uint16_t nc_tx_bufs_send(struct nc_channel *ch, const struct nc_buf *bufs, uint16_t n, int ip);
+
+/**
+ * Zero-copy clients: receive up to n packets as mbufs. Give each back with
+ * nc_mbuf_free() or nc_tx_burst().
  *
  * @return
  *   The number of packets: 0 when none is waiting, or when the client holds
  *   its quota of mbufs (errno ENOBUFS), or when the daemon is gone (errno
- *   EPIPE).
+ *   EPIPE), or for an isolated client (errno EOPNOTSUPP).
  */
 uint16_t nc_rx_burst(struct nc_channel *ch, struct rte_mbuf **pkts, uint16_t n);
 

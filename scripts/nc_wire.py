@@ -10,11 +10,13 @@ import socket
 import struct
 
 MAGIC = 0x6e63                          # NC_CTL_MAGIC
-VERSION = 2                             # NC_CTL_VERSION
+VERSION = 3                             # NC_CTL_VERSION
 (HELLO, CREATE, ATTACH, DESTROY, LIST, STATS, CLI, CHAN_STATS,
  EVENTFD) = range(1, 10)                # enum nc_ctl_type
 DELIVER, DROP, NAT = 0, 1, 2            # enum nc_dir_action
 CREATE_F_TX = 0x1                       # NC_CREATE_F_TX
+HELLO_F_ZEROCOPY, HELLO_F_CONTROL = 0x1, 0x2  # NC_HELLO_F_*
+CHANNEL_F_REGION, CHANNEL_F_TX = 0x1, 0x2     # NC_CHANNEL_F_*
 CLI_F_JSON = 0x1                        # NC_CLI_F_JSON
 NAT_F_DST, NAT_F_DPORT, NAT_F_SRC, NAT_F_SPORT = 0x1, 0x2, 0x4, 0x8
 NAT_F_PORT, NAT_F_VIA, NAT_F_REVERSE = 0x10, 0x20, 0x40
@@ -22,18 +24,25 @@ PORT_ANY, PORT_RANGE, PORT_MASK = 0, 1, 2  # nc_trie_port kinds
 
 REQ = struct.Struct("<HHIII")           # struct nc_ctl_req: magic, type, id, len, reserved
 REP = struct.Struct("<HHIiI")           # struct nc_ctl_rep: magic, type, for_id, status, len
-HELLO_BODY = struct.Struct("<II")       # struct nc_ctl_hello: version, pid
-HELLO_REPLY = struct.Struct("<II64s32sII")  # version, lcore, file_prefix, pool, slot, pad
+HELLO_BODY = struct.Struct("<IIII")     # struct nc_ctl_hello: version, pid, flags, reserved
+HELLO_REPLY = struct.Struct("<II64s32sIIQ")  # version, lcore, file_prefix, pool, slot, flags,
+                                             # region_size
 RULE = struct.Struct("<BBBBBBBB16s16sHHHHI")  # struct nc_ctl_rule
 CREATE_BODY = struct.Struct("<32s52sIIIQIHH")  # struct nc_ctl_create
 NAT_BODY = struct.Struct("<IB6sBHHHH16s16s")   # struct nc_ctl_nat
-CHANNEL = struct.Struct("<IIQ32s32s32s")       # struct nc_ctl_channel
+CHANNEL = struct.Struct("<IIQ32s32s32sII")     # struct nc_ctl_channel
 NAME = struct.Struct("<32s")                   # struct nc_ctl_name
 ID = struct.Struct("<I")                       # struct nc_ctl_id
 CLI_HEAD = struct.Struct("<I")                 # struct nc_ctl_cli: flags, then the line
 
-assert (REQ.size, REP.size, RULE.size, CREATE_BODY.size, NAT_BODY.size, CHANNEL.size) == \
-    (16, 16, 52, 112, 52, 112), "nc_proto.h's layouts"
+assert (REQ.size, REP.size, RULE.size, CREATE_BODY.size, NAT_BODY.size, CHANNEL.size,
+        HELLO_BODY.size, HELLO_REPLY.size) == (16, 16, 52, 112, 52, 120, 16, 120), \
+    "nc_proto.h's layouts"
+
+
+def hello_body(version=VERSION, flags=0):
+    """A HELLO's body: flags 0 asks for an isolated client's region."""
+    return HELLO_BODY.pack(version, os.getpid(), flags, 0)
 
 
 def request(type_, body=b"", id_=1):
@@ -101,17 +110,20 @@ class Ctl:
         assert magic == MAGIC and for_id == self.next_id and length == len(data) - REP.size
         return status, data[REP.size:], fds
 
-    def hello(self, version=VERSION):
-        status, body = self.call(HELLO, HELLO_BODY.pack(version, os.getpid()))
+    def hello(self, version=VERSION, flags=None):
+        """HELLO; root is a zero-copy client unless flags say otherwise, others isolated."""
+        if flags is None:
+            flags = HELLO_F_ZEROCOPY if os.getuid() == 0 else 0
+        status, body = self.call(HELLO, hello_body(version, flags))
         if status == 0:
-            v, lcore, prefix, pool, self.slot, _ = HELLO_REPLY.unpack(body)
+            v, lcore, prefix, pool, self.slot, _, self.region_size = HELLO_REPLY.unpack(body)
             return status, (v, lcore, prefix.rstrip(b"\0").decode(), pool.rstrip(b"\0").decode())
         return status, None
 
     def create(self, name, rule_, **kw):
         status, rep = self.call(CREATE, create_body(name, rule_, **kw))
         if status == 0:
-            cid, _, _, _, ring, _ = CHANNEL.unpack(rep)
+            cid, _, _, _, ring, _, _, _ = CHANNEL.unpack(rep)
             return status, (cid, ring.rstrip(b"\0").decode())
         return status, None
 

@@ -198,7 +198,7 @@ class Soak:
                         msg = W.REQ.pack(W.MAGIC, rnd.randrange(0, 12), 1, rnd.randrange(0, 5000),
                                          0) + rnd.randbytes(8)
                     elif kind == 2:      # HELLO, then a truncated CREATE
-                        s.send(W.request(W.HELLO, W.HELLO_BODY.pack(W.VERSION, 0), 2))
+                        s.send(W.request(W.HELLO, W.hello_body(), 2))
                         msg = W.request(W.CREATE, rnd.randbytes(20), 3)
                     elif kind == 3:      # oversized
                         msg = rnd.randbytes(70000)

@@ -3,11 +3,13 @@
  * nc-dump: a channel's packets to a pcap file, or summarised on stdout.
  *
  *   nc-dump [-s SOCKET] (--channel NAME | --dport N [--dst ADDR] [--proto P])
- *           [-w FILE | -q [-b USEC] [-L]] [-c COUNT] [-t SECONDS]
+ *           [-w FILE | -q [-b USEC] [-L]] [-c COUNT] [-t SECONDS] [--zero-copy]
  *
  * With --channel it attaches to a static channel of the daemon's config;
  * with --dport it creates a channel of its own for that flow, which the
- * daemon removes when nc-dump exits. Only libnetchannel's API is used: copy
+ * daemon removes when nc-dump exits. It is an isolated client, unless it
+ * attaches to a static channel, measures latency (-L) or is told
+ * --zero-copy: those take a zero-copy client. Only libnetchannel's API is used: copy
  * from here.
  */
 #include <arpa/inet.h>
@@ -42,7 +44,7 @@ static void
 usage(FILE *f)
 {
 	fprintf(f, "usage: nc-dump [-s SOCKET] (--channel NAME | --dport N [--dst ADDR] [--proto P])\n"
-		   "               [-w FILE | -q [-b USEC] [-L]] [-c COUNT] [-t SECONDS]\n"
+		   "               [-w FILE | -q [-b USEC] [-L]] [-c COUNT] [-t SECONDS] [--zero-copy]\n"
 		   "  -s, --socket    the daemon's control socket (default " NC_DEFAULT_SOCKET ")\n"
 		   "      --channel   attach to this static channel\n"
 		   "      --dport     create a channel for this destination port (udp by default)\n"
@@ -51,13 +53,15 @@ usage(FILE *f)
 		   "  -w, --write     write the packets to this pcap file; else print a line each\n"
 		   "  -c, --count     stop after this many packets\n"
 		   "  -t, --time      stop after this many seconds\n"
-		   "  -q, --quiet     only count the packets (zero-copy; for benchmarks)\n"
+		   "  -q, --quiet     only count the packets (in bursts; for benchmarks)\n"
 		   "  -b, --busy-poll with -q: poll an empty channel this many microseconds before\n"
 		   "                  sleeping on its fd (default 0: sleep at once; each wake-up\n"
 		   "                  costs the daemon's worker a system call)\n"
 		   "  -L, --latency   with -q: the time from the daemon's rx burst to this dequeue,\n"
 		   "                  median and 99th percentile (the daemon's config must set\n"
-		   "                  rx_timestamps)\n"
+		   "                  rx_timestamps; a zero-copy client)\n"
+		   "      --zero-copy a zero-copy client (DPDK secondary process: root, or\n"
+		   "                  control.allow's zero_copy); --channel implies it\n"
 		   "      --version   the version\n");
 }
 
@@ -164,13 +168,14 @@ main(int argc, char **argv)
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "busy-poll", required_argument, NULL, 'b' },
 		{ "latency", no_argument, NULL, 'L' },
+		{ "zero-copy", no_argument, NULL, 'z' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *sock = NULL, *channel = NULL, *dst = NULL, *proto = "udp", *out = NULL;
 	long dport = -1, count = 0, seconds = 0, got = 0, busy_us = 0;
-	int quiet = 0, want_latency = 0, failed = 0;
+	int quiet = 0, want_latency = 0, failed = 0, zero_copy = 0;
 	struct latency lat = { 0 };
 	uint64_t idle_since = 0, idle = 0;
 	struct nc_trie_rule rule;
@@ -194,6 +199,7 @@ main(int argc, char **argv)
 		case 'q': quiet = 1; break;
 		case 'b': busy_us = strtol(optarg, NULL, 0); break;
 		case 'L': want_latency = 1; break;
+		case 'z': zero_copy = 1; break;
 		case 'h': usage(stdout); return 0;
 		case 'V': printf("%s (netchanneld) %s, %s\n", "nc-dump", nc_version(), rte_version()); return 0;
 		default: usage(stderr); return 2;
@@ -210,7 +216,9 @@ main(int argc, char **argv)
 			dst ? dst : "any");
 		return 2;
 	}
-	c = nc_connect(sock, 0);
+	/* A static channel's ring, and the rx timestamps, are in the daemon's memory. */
+	zero_copy |= channel != NULL || want_latency;
+	c = nc_connect(sock, zero_copy ? NC_CONNECT_ZEROCOPY : 0);
 	if (c == NULL) {
 		fprintf(stderr, "nc-dump: connect to %s: %s\n", sock ? sock : NC_DEFAULT_SOCKET,
 			nc_strerror(errno));
@@ -257,12 +265,13 @@ main(int argc, char **argv)
 		 * more than a poll (half a busy nc-dump's time went to it).
 		 */
 		struct rte_mbuf *m[32];
-		uint16_t n;
+		struct nc_buf b[32];
+		uint16_t n, want = count && count - got < 32 ? (uint16_t)(count - got) : 32;
 
 		if (round % 64 == 0 && end != 0 && time(NULL) >= end)
 			break;
 		errno = 0;
-		n = nc_rx_burst(ch, m, count && count - got < 32 ? (uint16_t)(count - got) : 32);
+		n = zero_copy ? nc_rx_burst(ch, m, want) : nc_rx_bufs(ch, b, want);
 		if (n > 0 && want_latency && latency_add(&lat, c, m, n, rte_rdtsc()) != 0) {
 			fprintf(stderr, "nc-dump: --latency: the daemon does not stamp packets "
 					"(its config's rx_timestamps is off)\n");
@@ -291,7 +300,10 @@ main(int argc, char **argv)
 			continue;
 		}
 		got += n;
-		nc_mbuf_free_bulk(c, m, n);
+		if (zero_copy)
+			nc_mbuf_free_bulk(c, m, n);
+		else
+			nc_bufs_release(c, b, n);
 	}
 	while (!quiet && !stop && (count == 0 || got < count) && (end == 0 || time(NULL) < end)) {
 		static uint8_t buf[65536];

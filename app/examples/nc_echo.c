@@ -4,7 +4,7 @@
  * zero-copy.
  *
  *   nc-echo [-s SOCKET] --dport N [--dst ADDR] [--proto udp] [--ip]
- *           [-c COUNT] [-t SECONDS] [--reconnect]
+ *           [-c COUNT] [-t SECONDS] [--reconnect] [--zero-copy]
  *
  * It claims the flows to a UDP port and sends each datagram back with its
  * addresses and ports swapped (the IP and UDP checksums do not change). By
@@ -48,7 +48,7 @@ static void
 usage(FILE *f)
 {
 	fprintf(f, "usage: nc-echo [-s SOCKET] --dport N [--dst ADDR] [--proto udp] [--ip]\n"
-		   "               [-c COUNT] [-t SECONDS] [--reconnect]\n"
+		   "               [-c COUNT] [-t SECONDS] [--reconnect] [--zero-copy]\n"
 		   "  -s, --socket     the daemon's control socket (default " NC_DEFAULT_SOCKET ")\n"
 		   "      --dport      the UDP port to claim and echo on\n"
 		   "      --dst        ... only for this local address or prefix\n"
@@ -57,6 +57,8 @@ usage(FILE *f)
 		   "  -c, --count      stop after echoing this many datagrams\n"
 		   "  -t, --time       stop after this many seconds\n"
 		   "      --reconnect  if the daemon goes away, wait for a new one and start again\n"
+		   "      --zero-copy  a zero-copy client (DPDK secondary process: root, or control.allow's\n"
+		   "                   zero_copy), not an isolated one\n"
 		   "      --version    the version\n");
 }
 
@@ -65,36 +67,36 @@ usage(FILE *f)
  * VLAN) header length, or -1 for what is not a UDP datagram to echo.
  */
 static int
-make_echo(struct rte_mbuf *m)
+make_echo(uint8_t *f, uint32_t len)
 {
-	struct rte_ether_hdr *eh = rte_pktmbuf_mtod(m, struct rte_ether_hdr *);
+	struct rte_ether_hdr *eh = (struct rte_ether_hdr *)f;
 	struct rte_ether_addr mac;
-	uint16_t type, l2 = sizeof(*eh);
+	uint16_t type;
+	uint32_t l2 = sizeof(*eh);
 	struct rte_udp_hdr *udp;
 	uint16_t port;
 
-	if (m->data_len < l2)
+	if (len < l2)
 		return -1;
 	type = rte_be_to_cpu_16(eh->ether_type);
 	while ((type == RTE_ETHER_TYPE_VLAN || type == RTE_ETHER_TYPE_QINQ) &&
-	       m->data_len >= l2 + sizeof(struct rte_vlan_hdr)) {
-		type = rte_be_to_cpu_16(rte_pktmbuf_mtod_offset(m, struct rte_vlan_hdr *,
-								  l2)->eth_proto);
+	       len >= l2 + sizeof(struct rte_vlan_hdr)) {
+		type = rte_be_to_cpu_16(((struct rte_vlan_hdr *)(f + l2))->eth_proto);
 		l2 += sizeof(struct rte_vlan_hdr);
 	}
-	if (type == RTE_ETHER_TYPE_IPV4 && m->data_len >= l2 + sizeof(struct rte_ipv4_hdr)) {
-		struct rte_ipv4_hdr *ip = rte_pktmbuf_mtod_offset(m, struct rte_ipv4_hdr *, l2);
+	if (type == RTE_ETHER_TYPE_IPV4 && len >= l2 + sizeof(struct rte_ipv4_hdr)) {
+		struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(f + l2);
 		uint32_t a = ip->src_addr;
 		uint16_t ihl = rte_ipv4_hdr_len(ip);
 
-		if (ip->next_proto_id != IPPROTO_UDP || m->data_len < l2 + ihl + sizeof(*udp))
+		if (ip->next_proto_id != IPPROTO_UDP || len < l2 + ihl + sizeof(*udp))
 			return -1;
 		ip->src_addr = ip->dst_addr;
 		ip->dst_addr = a;
-		udp = rte_pktmbuf_mtod_offset(m, struct rte_udp_hdr *, l2 + ihl);
+		udp = (struct rte_udp_hdr *)(f + l2 + ihl);
 	} else if (type == RTE_ETHER_TYPE_IPV6 &&
-		   m->data_len >= l2 + sizeof(struct rte_ipv6_hdr) + sizeof(*udp)) {
-		struct rte_ipv6_hdr *ip = rte_pktmbuf_mtod_offset(m, struct rte_ipv6_hdr *, l2);
+		   len >= l2 + sizeof(struct rte_ipv6_hdr) + sizeof(*udp)) {
+		struct rte_ipv6_hdr *ip = (struct rte_ipv6_hdr *)(f + l2);
 		uint8_t a[16];
 
 		/* Extension headers: not echoed (the daemon delivers them; this example keeps short). */
@@ -103,7 +105,7 @@ make_echo(struct rte_mbuf *m)
 		memcpy(a, ip->src_addr, 16);
 		memcpy(ip->src_addr, ip->dst_addr, 16);
 		memcpy(ip->dst_addr, a, 16);
-		udp = rte_pktmbuf_mtod_offset(m, struct rte_udp_hdr *, l2 + sizeof(*ip));
+		udp = (struct rte_udp_hdr *)(f + l2 + sizeof(*ip));
 	} else {
 		return -1;
 	}
@@ -114,7 +116,71 @@ make_echo(struct rte_mbuf *m)
 	rte_ether_addr_copy(&eh->src_addr, &mac);
 	rte_ether_addr_copy(&eh->dst_addr, &eh->src_addr);
 	rte_ether_addr_copy(&mac, &eh->dst_addr);
-	return l2;
+	return (int)l2;
+}
+
+/*
+ * One burst, zero-copy: the received mbufs, turned round, go back out.
+ * @return how many were echoed, or -1 when the daemon is gone
+ */
+static long
+echo_mbufs(struct nc_client *c, struct nc_channel *ch, uint16_t want, int ip, long *skipped)
+{
+	struct rte_mbuf *m[32], *out[32];
+	uint16_t n = nc_rx_burst(ch, m, want), k = 0, sent;
+
+	for (uint16_t i = 0; i < n; i++) {
+		int l2 = make_echo(rte_pktmbuf_mtod(m[i], uint8_t *), m[i]->data_len);
+
+		if (l2 < 0) {
+			(*skipped)++;
+			nc_mbuf_free(c, m[i]);
+			continue;
+		}
+		if (ip)
+			rte_pktmbuf_adj(m[i], (uint16_t)l2);
+		out[k++] = m[i];
+	}
+	if (n == 0)
+		return errno == EPIPE ? -1 : 0;
+	sent = ip ? nc_tx_burst_ip(ch, out, k) : nc_tx_burst(ch, out, k);
+	/* A full transmit ring: those are dropped here, as a NIC's full queue would. */
+	nc_mbuf_free_bulk(c, out + sent, k - sent);
+	return sent < k && errno == EPIPE ? -1 : sent;
+}
+
+/*
+ * One burst, isolated: each datagram is turned round in its receive buffer
+ * and copied into a transmit buffer of the region.
+ * @return how many were echoed, or -1 when the daemon is gone
+ */
+static long
+echo_bufs(struct nc_client *c, struct nc_channel *ch, uint16_t want, int ip, long *skipped)
+{
+	struct nc_buf in[32], out[32];
+	int l2[32];
+	uint16_t n = nc_rx_bufs(ch, in, want), e = 0, k, j = 0, sent;
+
+	if (n == 0)
+		return errno == EPIPE ? -1 : 0;
+	for (uint16_t i = 0; i < n; i++) {
+		l2[i] = make_echo(in[i].data, in[i].len);
+		e += l2[i] >= 0;
+	}
+	*skipped += n - e;
+	/* What finds no free transmit buffer is dropped here, as a NIC's full queue would. */
+	k = nc_tx_bufs_get(c, out, e);
+	for (uint16_t i = 0; i < n && j < k; i++) {
+		uint32_t skip = ip ? (uint32_t)l2[i] : 0;
+
+		if (l2[i] < 0)
+			continue;
+		out[j].len = in[i].len - skip;
+		memcpy(out[j++].data, (uint8_t *)in[i].data + skip, in[i].len - skip);
+	}
+	sent = nc_tx_bufs_send(ch, out, k, ip);
+	nc_bufs_release(c, in, n);
+	return sent < k && errno == EPIPE ? -1 : sent;
 }
 
 /* Wait until a daemon answers on the socket again; 0, or -1 if told to stop. */
@@ -149,13 +215,14 @@ main(int argc, char **argv)
 		{ "count", required_argument, NULL, 'c' },
 		{ "time", required_argument, NULL, 't' },
 		{ "reconnect", no_argument, NULL, 'r' },
+		{ "zero-copy", no_argument, NULL, 'z' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *sock = NC_DEFAULT_SOCKET, *dst = NULL, *proto = "udp";
 	long dport = -1, count = 0, seconds = 0, echoed = 0, skipped = 0;
-	int ip = 0, reconnect = 0, o, gone = 0;
+	int ip = 0, reconnect = 0, zero_copy = 0, o, gone = 0;
 	struct nc_channel_opts copts = { .tx = 1 };
 	struct nc_channel_stats st;
 	struct nc_trie_rule rule;
@@ -174,6 +241,7 @@ main(int argc, char **argv)
 		case 'c': count = strtol(optarg, NULL, 0); break;
 		case 't': seconds = strtol(optarg, NULL, 0); break;
 		case 'r': reconnect = 1; break;
+		case 'z': zero_copy = 1; break;
 		case 'h': usage(stdout); return 0;
 		case 'V': printf("%s (netchanneld) %s, %s\n", "nc-echo", nc_version(), rte_version()); return 0;
 		default: usage(stderr); return 2;
@@ -193,9 +261,11 @@ main(int argc, char **argv)
 	}
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
+again:
+	gone = 0;
 	if (reconnect && wait_for_daemon(sock) != 0)
 		return 0;
-	c = nc_connect(sock, 0);
+	c = nc_connect(sock, zero_copy ? NC_CONNECT_ZEROCOPY : 0);
 	if (c == NULL) {
 		fprintf(stderr, "nc-echo: connect to %s: %s\n", sock, nc_strerror(errno));
 		return 1;
@@ -212,46 +282,26 @@ main(int argc, char **argv)
 	fflush(stdout);
 	end = seconds ? time(NULL) + seconds : 0;
 	while (!stop && (count == 0 || echoed < count) && (end == 0 || time(NULL) < end)) {
-		struct rte_mbuf *m[32], *out[32];
-		uint16_t n, k = 0, sent;
+		uint16_t want = count && count - echoed < 32 ? (uint16_t)(count - echoed) : 32;
+		long n;
 
 		errno = 0;
-		n = nc_rx_burst(ch, m, count && count - echoed < 32 ? (uint16_t)(count - echoed) : 32);
-
+		n = zero_copy ? echo_mbufs(c, ch, want, ip, &skipped) :
+				echo_bufs(c, ch, want, ip, &skipped);
+		if (n < 0) {
+			gone = 1;
+			break;
+		}
+		echoed += n;
 		if (n == 0) {
 			struct pollfd p = { .events = POLLIN };
 			uint64_t v;
 
-			if (errno == EPIPE) {
-				gone = 1;
-				break;
-			}
 			p.fd = nc_channel_fd(ch);
 			/* Ask to be woken, look once more, then sleep (100 ms at most, for signals). */
 			if (nc_channel_arm(ch) == 0 && poll(&p, 1, 100) > 0 &&
 			    read(p.fd, &v, sizeof(v)) < 0)
 				break;
-			continue;
-		}
-		for (uint16_t i = 0; i < n; i++) {
-			int l2 = make_echo(m[i]);
-
-			if (l2 < 0) {
-				skipped++;
-				nc_mbuf_free(c, m[i]);
-				continue;
-			}
-			if (ip)
-				rte_pktmbuf_adj(m[i], (uint16_t)l2);
-			out[k++] = m[i];
-		}
-		sent = ip ? nc_tx_burst_ip(ch, out, k) : nc_tx_burst(ch, out, k);
-		echoed += sent;
-		/* A full transmit ring: those are dropped here, as a NIC's full queue would. */
-		nc_mbuf_free_bulk(c, out + sent, k - sent);
-		if (sent < k && errno == EPIPE) {
-			gone = 1;
-			break;
 		}
 	}
 	/* The daemon's view, once its worker has dealt with all we handed it (1 s at most). */
@@ -269,6 +319,12 @@ main(int argc, char **argv)
 	else
 		fprintf(stderr, "nc-echo: %ld echoed, %ld skipped%s\n", echoed, skipped,
 			gone ? "; the daemon is gone" : "");
+	if (gone && reconnect && !stop && !zero_copy) {
+		/* An isolated client holds nothing of the old daemon's but its region: connect again. */
+		nc_channel_destroy(ch);
+		nc_disconnect(c);
+		goto again;
+	}
 	if (gone && reconnect && !stop) {
 		/*
 		 * EAL cannot be initialised twice in a process, and this one is attached

@@ -37,6 +37,7 @@ struct ncd_channel;
 struct nc_dir;
 struct nc_trie;
 struct rte_hash;
+struct ncd_region;
 struct rte_memzone;
 struct rte_rcu_qsbr;
 struct rte_ring;
@@ -67,6 +68,8 @@ struct ncd {
 	/* Their alloc rings (NC_ALLOC_RING_FMT); the same workers fill those that want_alloc. */
 	struct rte_ring *alloc_rings[NC_MAX_CLIENTS];
 	uint64_t slot_active;          /* bit per slot: workers serve its free and alloc rings */
+	/* Isolated clients' regions, by slot (NULL: none); its worker serves it while active. */
+	struct ncd_region *regions[NC_MAX_CLIENTS];
 	uint64_t mbufs_reclaimed;      /* freed for dead clients */
 	uint64_t cache_flushed;        /* taken back from dead clients' mempool caches */
 	char file_prefix[64];          /* EAL's, for clients */

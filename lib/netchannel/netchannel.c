@@ -1,5 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* libnetchannel: the control protocol on one side, the channel's ring on the other. */
+/*
+ * libnetchannel: the control protocol on one side; on the other an isolated
+ * client's region (no DPDK at run time), or a zero-copy client's rings in
+ * the daemon's memory (a DPDK secondary process).
+ */
 #define _GNU_SOURCE /* sched_getaffinity, strerrordesc_np */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -8,7 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <time.h>
 #include <sys/un.h>
@@ -37,11 +43,25 @@ _Static_assert(NC_CHANNEL_NAME_SIZE == NC_NAME_SIZE, "the API's name size is the
 #define TX_MAX 256                 /* most packets one nc_tx_burst() takes */
 #define GONE_CHECK_MS 10           /* how often an idle client looks whether the daemon hung up */
 #define ALLOC_WAIT_MS 100          /* how long nc_mbuf_alloc() waits for a worker to fill its ring */
+#define TX_FLUSH_MS 500            /* how long a closing client waits for the daemon to take its frames */
+
+/* An isolated client's region, as mapped here, with the geometry the daemon gave, checked. */
+struct region {
+	uint8_t *base;
+	uint64_t size;
+	struct nc_region_hdr h;    /* a private copy: the mapping's header is the client's to spoil */
+	struct nc_region_ring *tx, *fr;
+	uint32_t tx_pending;       /* tx buffers handed out (nc_tx_bufs_get) but not yet sent */
+	uint32_t fr_head;          /* our index of the free ring */
+	uint32_t tx_head;          /* our index of the tx ring */
+};
 
 struct nc_client {
 	int fd;
 	uint32_t next_id;
+	unsigned int flags;        /* NC_CONNECT_* */
 	struct nc_ctl_hello_reply hello;
+	struct region rg;          /* isolated: base != NULL */
 	struct nc_dir *dir;
 	struct nc_client_entry *me;  /* this connection's entry in the client table */
 	struct rte_mempool *pool;
@@ -52,11 +72,14 @@ struct nc_client {
 	struct rte_ring *alloc_ring;/* mbufs the daemon allocates for us (NC_ALLOC_RING_FMT) */
 	int eal_owned;             /* nc_connect() initialised EAL: nc_disconnect() cleans it up */
 	int gone;                  /* the daemon hung up */
-	uint64_t next_check;       /* TSC of the next look at the socket */
+	uint64_t next_check;       /* ms (CLOCK_MONOTONIC) of the next look at the socket */
 };
 
 struct nc_channel {
 	struct nc_client *client;
+	struct nc_region_ring *ring; /* isolated: its rx ring in the region */
+	uint32_t rx_head_seen;     /* isolated: the daemon's head, as last read */
+	int can_tx;
 	struct rte_ring *rx;
 	struct rte_ring *tx;
 	struct nc_dir_entry *dir;
@@ -64,6 +87,8 @@ struct nc_channel {
 	int owned;                 /* created by this client: destroy it in the daemon */
 	int efd;                   /* the daemon's eventfd for this channel, or -1 */
 };
+
+static void tx_flush(struct nc_client *c);
 
 /* The last reply's body, for requests whose answer has no fixed size. */
 static __thread uint8_t last_body[NC_CTL_MAX_MSG];
@@ -166,64 +191,87 @@ eal_secondary(const struct nc_ctl_hello_reply *h)
 	return 0;
 }
 
-NC_EXPORT struct nc_client *
-nc_connect(const char *path, unsigned int flags)
+/* Whether [off, off + len) lies in a region of size bytes. */
+static int
+inside(uint64_t off, uint64_t len, uint64_t size)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	struct timeval tv = { .tv_sec = REPLY_TIMEOUT_S };
-	struct nc_ctl_hello hello = { .version = NC_CTL_VERSION, .pid = (uint32_t)getpid() };
+	return off <= size && len <= size - off;
+}
+
+/*
+ * Map the region the daemon passed with HELLO, and check its geometry
+ * before anything is read through it: a daemon of another version, or a
+ * broken one, makes nc_connect() fail, not this process crash.
+ */
+static int
+region_map(struct nc_client *c, int fd)
+{
+	struct region *g = &c->rg;
+	const struct nc_region_hdr *h = &g->h;
+	struct stat st;
+
+	if (fd < 0)
+		return -EPROTO;
+	if (fstat(fd, &st) != 0 || (uint64_t)st.st_size != c->hello.region_size ||
+	    st.st_size < NC_REGION_HDR_SIZE) {
+		close(fd);
+		return -EPROTO;
+	}
+	g->size = (uint64_t)st.st_size;
+	g->base = mmap(NULL, g->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (g->base == MAP_FAILED) {
+		g->base = NULL;
+		return -errno;
+	}
+	memcpy(&g->h, g->base, sizeof(g->h));
+	if (h->magic != NC_REGION_MAGIC || h->version != NC_REGION_VERSION || h->size != g->size ||
+	    h->rx_size == 0 || (h->rx_size & (h->rx_size - 1)) || h->tx_size == 0 ||
+	    (h->tx_size & (h->tx_size - 1)) || h->free_size == 0 ||
+	    (h->free_size & (h->free_size - 1)) || h->free_size < h->rx_bufs ||
+	    h->rx_stride < sizeof(struct nc_region_ring) + (uint64_t)h->rx_size * sizeof(struct nc_desc) ||
+	    !inside(h->rx_off, h->rx_stride * h->nrx, g->size) ||
+	    !inside(h->tx_off, sizeof(struct nc_region_ring) + (uint64_t)h->tx_size * sizeof(struct nc_desc), g->size) ||
+	    !inside(h->free_off, sizeof(struct nc_region_ring) + (uint64_t)h->free_size * sizeof(struct nc_desc), g->size) ||
+	    !inside(h->buf_off, (uint64_t)h->rx_bufs * h->buf_size, g->size) ||
+	    !inside(h->tx_buf_off, (uint64_t)h->tx_size * h->buf_size, g->size) ||
+	    (h->rx_off | h->tx_off | h->free_off | h->rx_stride) % 64 != 0) {
+		munmap(g->base, g->size);
+		g->base = NULL;
+		return -EPROTO;
+	}
+	g->tx = (struct nc_region_ring *)(g->base + h->tx_off);
+	g->fr = (struct nc_region_ring *)(g->base + h->free_off);
+	g->tx_head = __atomic_load_n(&g->tx->head, __ATOMIC_RELAXED);
+	g->fr_head = __atomic_load_n(&g->fr->head, __ATOMIC_RELAXED);
+	return 0;
+}
+
+/* The zero-copy model: this process joins the daemon's memory as a DPDK secondary. */
+static int
+zero_copy_attach(struct nc_client *c, unsigned int flags)
+{
 	const struct rte_memzone *mz;
-	struct nc_client *c;
 	int ret;
 
-	if (path == NULL)
-		path = NC_DEFAULT_SOCKET;
-	if (strlen(path) >= sizeof(sa.sun_path) ||
-	    (flags & ~(NC_CONNECT_NO_EAL | NC_CONNECT_CONTROL))) {
-		errno = EINVAL;
-		return NULL;
-	}
-	c = calloc(1, sizeof(*c));
-	if (c == NULL)
-		return NULL;
-	strcpy(sa.sun_path, path);
-	c->fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (c->fd < 0 || connect(c->fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
-		ret = -errno;
-		goto out_close;
-	}
-	/* A daemon that stops answering gives an error, not a hang. */
-	setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	ret = call(c, NC_CTL_HELLO, &hello, sizeof(hello), &c->hello, sizeof(c->hello));
-	if (ret != 0)
-		goto out_close;
-	c->hello.file_prefix[sizeof(c->hello.file_prefix) - 1] = '\0';
-	if (flags & NC_CONNECT_CONTROL)
-		return c;
 	if (!(flags & NC_CONNECT_NO_EAL)) {
 		ret = eal_secondary(&c->hello);
 		if (ret != 0)
-			goto out_close;
+			return ret;
 		c->eal_owned = 1;
 	}
 	mz = rte_memzone_lookup(NC_DIR_MZ);
-	if (mz == NULL) {
-		ret = -ENOENT;
-		goto out_close;
-	}
+	if (mz == NULL)
+		return -ENOENT;
 	c->dir = mz->addr;
-	if (c->dir->magic != NC_DIR_MAGIC || c->dir->version != NC_PROTO_VERSION) {
-		ret = -EPROTO;
-		goto out_close;
-	}
+	if (c->dir->magic != NC_DIR_MAGIC || c->dir->version != NC_PROTO_VERSION)
+		return -EPROTO;
 	mz = rte_memzone_lookup(NC_CLIENTS_MZ);
 	c->pool = rte_mempool_lookup(c->hello.mbuf_pool);
 	c->owner_off = rte_mbuf_dynfield_lookup(NC_MBUF_OWNER_FIELD, NULL);
 	c->rx_tsc_off = rte_mbuf_dynfield_lookup(NC_MBUF_RX_TSC_FIELD, NULL);
-	if (mz == NULL || c->pool == NULL || c->owner_off < 0 || c->hello.slot >= NC_MAX_CLIENTS) {
-		ret = -EPROTO;
-		goto out_close;
-	}
+	if (mz == NULL || c->pool == NULL || c->owner_off < 0 || c->hello.slot >= NC_MAX_CLIENTS)
+		return -EPROTO;
 	c->me = (struct nc_client_entry *)mz->addr + c->hello.slot;
 	c->owner = c->hello.slot + 1;
 	{
@@ -234,13 +282,66 @@ nc_connect(const char *path, unsigned int flags)
 		snprintf(name, sizeof(name), NC_ALLOC_RING_FMT, c->hello.slot);
 		c->alloc_ring = rte_ring_lookup(name);
 	}
-	if (c->alloc_ring == NULL) {
-		ret = -EPROTO;
+	return c->alloc_ring == NULL ? -EPROTO : 0;
+}
+
+NC_EXPORT struct nc_client *
+nc_connect(const char *path, unsigned int flags)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct timeval tv = { .tv_sec = REPLY_TIMEOUT_S };
+	struct nc_ctl_hello hello = { .version = NC_CTL_VERSION, .pid = (uint32_t)getpid() };
+	const unsigned int known = NC_CONNECT_NO_EAL | NC_CONNECT_CONTROL | NC_CONNECT_ZEROCOPY;
+	struct nc_client *c;
+	int ret, rfd = -1;
+
+	if (path == NULL)
+		path = NC_DEFAULT_SOCKET;
+	/* The application's own EAL is a zero-copy client's. */
+	if (flags & NC_CONNECT_NO_EAL)
+		flags |= NC_CONNECT_ZEROCOPY;
+	if (strlen(path) >= sizeof(sa.sun_path) || (flags & ~known) ||
+	    ((flags & NC_CONNECT_CONTROL) && (flags & NC_CONNECT_ZEROCOPY))) {
+		errno = EINVAL;
+		return NULL;
+	}
+	c = calloc(1, sizeof(*c));
+	if (c == NULL)
+		return NULL;
+	c->flags = flags;
+	c->rx_tsc_off = -1;
+	strcpy(sa.sun_path, path);
+	c->fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (c->fd < 0 || connect(c->fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+		ret = -errno;
 		goto out_close;
 	}
+	/* A daemon that stops answering gives an error, not a hang. */
+	setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	hello.flags = flags & NC_CONNECT_CONTROL ? NC_HELLO_F_CONTROL :
+		      flags & NC_CONNECT_ZEROCOPY ? NC_HELLO_F_ZEROCOPY : 0;
+	ret = call_fd(c, NC_CTL_HELLO, &hello, sizeof(hello), &c->hello, sizeof(c->hello), &rfd);
+	if (ret != 0)
+		goto out_close;
+	c->hello.file_prefix[sizeof(c->hello.file_prefix) - 1] = '\0';
+	if (flags & NC_CONNECT_ZEROCOPY) {
+		if (rfd >= 0)
+			close(rfd);
+		rfd = -1;
+		ret = zero_copy_attach(c, flags);
+	} else if (!(flags & NC_CONNECT_CONTROL)) {
+		ret = region_map(c, rfd);
+		rfd = -1;
+	}
+	if (ret != 0)
+		goto out_close;
+	if (rfd >= 0)
+		close(rfd);
 	return c;
 
 out_close:
+	if (rfd >= 0)
+		close(rfd);
 	if (c->eal_owned)
 		rte_eal_cleanup();
 	if (c->fd >= 0)
@@ -255,6 +356,7 @@ nc_disconnect(struct nc_client *c)
 {
 	if (c == NULL)
 		return;
+	tx_flush(c);
 	/* Freed mbufs sit in this lcore's cache, out of the daemon's reach: give them back. */
 	if (c->pool != NULL && rte_lcore_id() != LCORE_ID_ANY) {
 		struct rte_mempool_cache *cache = rte_mempool_default_cache(c->pool, rte_lcore_id());
@@ -263,6 +365,8 @@ nc_disconnect(struct nc_client *c)
 			rte_mempool_cache_flush(cache, c->pool);
 	}
 	close(c->fd);
+	if (c->rg.base != NULL)
+		munmap(c->rg.base, c->rg.size);
 	/* What EAL's buses and drivers hold in this process goes with it. */
 	if (c->eal_owned)
 		rte_eal_cleanup();
@@ -299,8 +403,22 @@ channel_open(struct nc_client *c, const struct nc_ctl_channel *info, int owned)
 	ch->client = c;
 	ch->id = info->id;
 	ch->owned = owned;
-	if (info->id >= c->dir->max_channels) {
-		errno = EBADMSG;
+	ch->can_tx = (info->flags & NC_CHANNEL_F_TX) != 0;
+	if (c->rg.base != NULL) {
+		/* An isolated client's: a ring of its region, or nothing (drop and NAT). */
+		if (info->flags & NC_CHANNEL_F_REGION) {
+			if (info->region_ring >= c->rg.h.nrx) {
+				errno = EBADMSG;
+				goto out_free;
+			}
+			ch->ring = (struct nc_region_ring *)(c->rg.base + c->rg.h.rx_off +
+							     info->region_ring * c->rg.h.rx_stride);
+			ch->rx_head_seen = __atomic_load_n(&ch->ring->tail, __ATOMIC_RELAXED);
+		}
+		return ch;
+	}
+	if (c->dir == NULL || info->id >= c->dir->max_channels) {
+		errno = c->dir == NULL ? EOPNOTSUPP : EBADMSG;
 		goto out_free;
 	}
 	ch->dir = &c->dir->e[info->id];
@@ -433,6 +551,8 @@ nc_channel_destroy(struct nc_channel *ch)
 
 	if (ch == NULL)
 		return -EINVAL;
+	if (ch->can_tx)
+		tx_flush(ch->client);
 	if (ch->owned) {
 		m.id = ch->id;
 		ret = call(ch->client, NC_CTL_CHANNEL_DESTROY, &m, sizeof(m), NULL, 0);
@@ -447,20 +567,45 @@ nc_channel_destroy(struct nc_channel *ch)
  * Whether the daemon hung up: the socket polled without blocking, at most
  * every GONE_CHECK_MS, so a busy client makes no syscall per call.
  */
+static uint64_t
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
 static int
 daemon_gone(struct nc_client *c)
 {
-	uint64_t now = rte_get_tsc_cycles();
+	uint64_t now = now_ms();
 	struct pollfd p = { .fd = c->fd, .events = POLLIN };
 
 	if (c->gone || now < c->next_check)
 		return c->gone;
-	c->next_check = now + rte_get_tsc_hz() / 1000 * GONE_CHECK_MS;
+	c->next_check = now + GONE_CHECK_MS;
 	/* The daemon sends nothing unasked: anything readable is its hang-up. */
 	if (poll(&p, 1, 0) > 0)
 		c->gone = 1;
 	return c->gone;
 }
+
+/*
+ * What this client put on its tx ring goes out before its channels do: wait
+ * (a moment at most) until the daemon has taken it, as close() lingers on a
+ * socket with data queued.
+ */
+static void
+tx_flush(struct nc_client *c)
+{
+	uint64_t until = now_ms() + TX_FLUSH_MS;
+
+	while (c->rg.base != NULL && !daemon_gone(c) && now_ms() < until &&
+	       __atomic_load_n(&c->rg.tx->tail, __ATOMIC_ACQUIRE) != c->rg.tx_head)
+		sched_yield();
+}
+
 
 static inline uint32_t *
 owner_of(const struct nc_client *c, struct rte_mbuf *m)
@@ -586,12 +731,15 @@ NC_EXPORT uint16_t
 nc_rx_burst(struct nc_channel *ch, struct rte_mbuf **pkts, uint16_t n)
 {
 	struct nc_client *c = ch->client;
-	uint64_t room = room_of(c);
+	uint64_t room;
 	unsigned int k;
 	uint64_t bytes = 0;
 
-	if (ch->rx == NULL)
+	if (ch->rx == NULL) {
+		errno = ch->ring != NULL ? EOPNOTSUPP : EINVAL;
 		return 0;
+	}
+	room = room_of(c);
 	if (room < n) {
 		n = (uint16_t)room;
 		c->me->quota_stalls++;
@@ -622,7 +770,7 @@ tx_burst(struct nc_channel *ch, struct rte_mbuf **pkts, uint16_t n, uint32_t pty
 	if (n > TX_MAX)
 		n = TX_MAX;
 	if (ch->tx == NULL || daemon_gone(c)) {
-		errno = ch->tx == NULL ? EINVAL : EPIPE;
+		errno = ch->tx != NULL ? EPIPE : c->rg.base != NULL ? EOPNOTSUPP : EINVAL;
 		return 0;
 	}
 	/*
@@ -678,6 +826,10 @@ alloc_from_ring(struct nc_client *c)
 NC_EXPORT struct rte_mbuf *
 nc_mbuf_alloc(struct nc_client *c)
 {
+	if (c->me == NULL) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
 	if (room_of(c) == 0) {
 		errno = ENOBUFS;
 		return NULL;
@@ -688,20 +840,39 @@ nc_mbuf_alloc(struct nc_client *c)
 NC_EXPORT void
 nc_mbuf_free(struct nc_client *c, struct rte_mbuf *m)
 {
-	if (m != NULL)
+	if (m != NULL && c->me != NULL)
 		release(c, &m, 1);
 }
 
 NC_EXPORT void
 nc_mbuf_free_bulk(struct nc_client *c, struct rte_mbuf **pkts, unsigned int n)
 {
-	while (n > 0) {
+	while (n > 0 && c->me != NULL) {
 		unsigned int k = n < TX_MAX ? n : TX_MAX;
 
 		release(c, pkts, k);
 		pkts += k;
 		n -= k;
 	}
+}
+
+static ssize_t
+send_region(struct nc_channel *ch, const void *buf, size_t len, int ip)
+{
+	struct nc_buf b;
+
+	if (!ch->can_tx)
+		return -EINVAL;
+	if (len > ch->client->rg.h.buf_size)
+		return -EMSGSIZE;
+	if (daemon_gone(ch->client))
+		return -EPIPE;
+	if (nc_tx_bufs_get(ch->client, &b, 1) != 1)
+		return -EAGAIN;
+	memcpy(b.data, buf, len);
+	b.len = (uint32_t)len;
+	nc_tx_bufs_send(ch, &b, 1, ip);
+	return (ssize_t)len;
 }
 
 static ssize_t
@@ -713,6 +884,8 @@ send_copy(struct nc_channel *ch, const void *buf, size_t len, int ip)
 
 	int err;
 
+	if (c->rg.base != NULL)
+		return send_region(ch, buf, len, ip);
 	if (ch->tx == NULL)
 		return -EINVAL;
 	m = nc_mbuf_alloc(c);
@@ -742,6 +915,124 @@ nc_send_ip(struct nc_channel *ch, const void *buf, size_t len)
 	return send_copy(ch, buf, len, 1);
 }
 
+NC_EXPORT uint16_t
+nc_rx_bufs(struct nc_channel *ch, struct nc_buf *bufs, uint16_t n)
+{
+	struct nc_client *c = ch->client;
+	struct nc_region_ring *r = ch->ring;
+	uint32_t tail, k, mask;
+
+	if (r == NULL) {
+		errno = ch->rx != NULL ? EOPNOTSUPP : EINVAL;
+		return 0;
+	}
+	mask = c->rg.h.rx_size - 1;
+	tail = ch->rx_head_seen;
+	k = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE) - tail;
+	if (k > c->rg.h.rx_size)       /* not the daemon's doing: this process wrote there */
+		k = 0;
+	if (k == 0) {
+		if (daemon_gone(c))
+			errno = EPIPE;
+		return 0;
+	}
+	if (k > n)
+		k = n;
+	for (uint32_t i = 0; i < k; i++) {
+		const struct nc_desc *d = &r->desc[(tail + i) & mask];
+		uint32_t off = d->offset, len = d->length;
+
+		if (!inside(off, len, c->rg.size))
+			off = len = 0;
+		bufs[i] = (struct nc_buf){ .data = c->rg.base + off, .len = len,
+					   .channel = d->channel, .offset = off };
+	}
+	ch->rx_head_seen = tail + k;
+	/* The entries are read: the ring's, to reuse. The buffers stay ours until released. */
+	__atomic_store_n(&r->tail, tail + k, __ATOMIC_RELEASE);
+	return (uint16_t)k;
+}
+
+NC_EXPORT int
+nc_bufs_release(struct nc_client *c, const struct nc_buf *bufs, uint16_t n)
+{
+	struct region *g = &c->rg;
+	uint32_t room, mask;
+
+	if (g->base == NULL)
+		return -EOPNOTSUPP;
+	mask = g->h.free_size - 1;
+	room = g->h.free_size - (g->fr_head - __atomic_load_n(&g->fr->tail, __ATOMIC_ACQUIRE));
+	if (room > g->h.free_size)
+		room = 0;
+	if (n > room)
+		n = (uint16_t)room;
+	for (uint16_t i = 0; i < n; i++)
+		g->fr->desc[(g->fr_head + i) & mask] = (struct nc_desc){ .offset = bufs[i].offset };
+	g->fr_head += n;
+	__atomic_store_n(&g->fr->head, g->fr_head, __ATOMIC_RELEASE);
+	return n;
+}
+
+NC_EXPORT uint16_t
+nc_tx_bufs_get(struct nc_client *c, struct nc_buf *bufs, uint16_t n)
+{
+	struct region *g = &c->rg;
+	uint32_t used, k, mask;
+
+	if (g->base == NULL) {
+		errno = EOPNOTSUPP;
+		return 0;
+	}
+	mask = g->h.tx_size - 1;
+	used = g->tx_head - __atomic_load_n(&g->tx->tail, __ATOMIC_ACQUIRE) + g->tx_pending;
+	k = used < g->h.tx_size ? g->h.tx_size - used : 0;
+	if (k > n)
+		k = n;
+	for (uint32_t i = 0; i < k; i++) {
+		/* Ring slot i uses tx buffer i: a slot the daemon consumed is a buffer it is done with. */
+		uint32_t slot = (g->tx_head + g->tx_pending + i) & mask;
+		uint64_t off = g->h.tx_buf_off + (uint64_t)slot * g->h.buf_size;
+
+		bufs[i] = (struct nc_buf){ .data = g->base + off, .len = g->h.buf_size,
+					   .offset = (uint32_t)off };
+	}
+	g->tx_pending += k;
+	if (k == 0)
+		errno = daemon_gone(c) ? EPIPE : EAGAIN;
+	return (uint16_t)k;
+}
+
+NC_EXPORT uint16_t
+nc_tx_bufs_send(struct nc_channel *ch, const struct nc_buf *bufs, uint16_t n, int ip)
+{
+	struct region *g = &ch->client->rg;
+	uint32_t mask, k = 0;
+
+	if (g->base == NULL || !ch->can_tx) {
+		errno = g->base == NULL ? EOPNOTSUPP : EINVAL;
+		return 0;
+	}
+	mask = g->h.tx_size - 1;
+	/* In the order nc_tx_bufs_get() gave them: each one is its ring slot's buffer. */
+	for (; k < n && k < g->tx_pending; k++) {
+		uint32_t slot = (g->tx_head + k) & mask;
+
+		if (bufs[k].offset != g->h.tx_buf_off + (uint64_t)slot * g->h.buf_size ||
+		    bufs[k].len > g->h.buf_size)
+			break;
+		g->tx->desc[slot] = (struct nc_desc){ .offset = bufs[k].offset, .length = bufs[k].len,
+						      .channel = ch->id,
+						      .flags = ip ? NC_DESC_F_IP : 0 };
+	}
+	g->tx_head += k;
+	g->tx_pending -= k;
+	__atomic_store_n(&g->tx->head, g->tx_head, __ATOMIC_RELEASE);
+	if (k < n)
+		errno = EINVAL;
+	return (uint16_t)k;
+}
+
 NC_EXPORT struct nc_client *
 nc_channel_client(const struct nc_channel *ch)
 {
@@ -751,6 +1042,11 @@ nc_channel_client(const struct nc_channel *ch)
 NC_EXPORT uint64_t
 nc_mbufs_held(const struct nc_client *c, uint64_t *quota)
 {
+	if (c->me == NULL) {
+		if (quota != NULL)
+			*quota = 0;
+		return 0;
+	}
 	if (quota != NULL)
 		*quota = c->me->quota;
 	return c->me->held;
@@ -780,6 +1076,7 @@ nc_channel_stats(const struct nc_channel *ch, struct nc_channel_stats *st)
 		.tx_spoofed = w.tx_spoofed, .tx_malformed = w.tx_malformed,
 		.tx_no_route = w.tx_no_route, .tx_no_neigh = w.tx_no_neigh,
 		.tx_ring_full = w.tx_ring_full, .rx_count = w.rx_count, .tx_count = w.tx_count,
+		.drop_no_buf = w.drop_no_buf,
 	};
 	return 0;
 }
@@ -789,7 +1086,7 @@ nc_channel_fd(struct nc_channel *ch)
 {
 	int fd, ret;
 
-	if (ch == NULL || ch->rx == NULL)
+	if (ch == NULL || (ch->rx == NULL && ch->ring == NULL))
 		return -EINVAL;
 	if (ch->efd >= 0)
 		return ch->efd;
@@ -812,24 +1109,19 @@ nc_channel_arm(struct nc_channel *ch)
 {
 	int fd;
 
-	if (ch == NULL || ch->rx == NULL)
+	if (ch == NULL || (ch->rx == NULL && ch->ring == NULL))
 		return -EINVAL;
 	fd = nc_channel_fd(ch);
 	if (fd < 0)
 		return fd;
-	__atomic_store_n(&ch->dir->want_wakeup, 1, __ATOMIC_RELAXED);
+	__atomic_store_n(ch->ring ? &ch->ring->want_wakeup : &ch->dir->want_wakeup, 1,
+			 __ATOMIC_RELAXED);
 	/* Full fence: the worker has one between its enqueue and its look at the flag. */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (ch->ring != NULL)
+		return __atomic_load_n(&ch->ring->head, __ATOMIC_ACQUIRE) ==
+		       __atomic_load_n(&ch->ring->tail, __ATOMIC_RELAXED) ? 0 : 1;
 	return rte_ring_empty(ch->rx) ? 0 : 1;
-}
-
-static uint64_t
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
 NC_EXPORT ssize_t
@@ -841,10 +1133,16 @@ nc_recv(struct nc_channel *ch, void *buf, size_t len, int timeout_ms)
 		struct pollfd p[2] = { { .fd = ch->efd, .events = POLLIN },
 				       { .fd = ch->client->fd, .events = POLLIN } };
 		struct rte_mbuf *m;
+		struct nc_buf b;
 		uint64_t v;
 		int wait, ret;
 
-		if (nc_rx_burst(ch, &m, 1) == 1) {
+		if (ch->ring != NULL && nc_rx_bufs(ch, &b, 1) == 1) {
+			memcpy(buf, b.data, b.len < len ? b.len : len);
+			nc_bufs_release(ch->client, &b, 1);
+			return b.len;
+		}
+		if (ch->ring == NULL && nc_rx_burst(ch, &m, 1) == 1) {
 			uint32_t n = m->pkt_len, cut = n < len ? n : (uint32_t)len;
 			const void *q = rte_pktmbuf_read(m, 0, cut, buf);
 

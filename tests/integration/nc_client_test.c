@@ -478,7 +478,7 @@ main(int argc, char **argv)
 	    (argc == 3 && strcmp(argv[2], "lock") == 0)) {
 		int ret;
 
-		c = nc_connect(argv[1], 0);
+		c = nc_connect(argv[1], NC_CONNECT_ZEROCOPY);
 		if (c == NULL) {
 			printf("nc_connect: %s\n", nc_strerror(errno));
 			return 2;
@@ -513,7 +513,7 @@ main(int argc, char **argv)
 		   strcmp(argv[6], "bulk") == 0;
 	if (argc > 7)
 		timeout = atol(argv[7]);
-	c = nc_connect(argv[1], 0);
+	c = nc_connect(argv[1], NC_CONNECT_ZEROCOPY);
 	if (c == NULL) {
 		printf("nc_connect: %s\n", nc_strerror(errno));
 		return 2;

@@ -123,7 +123,8 @@ def generate(workdir, mac=PCAP_MAC, **kw):
 
 def accounting_ok(port):
     outcomes = ("delivered", "nat", "dropped_by_rule", "to_kernel", "drop_ring_full",
-                "drop_queue_bytes", "drop_exc_full", "drop_no_exception", "drop_too_big",
+                "drop_queue_bytes", "drop_no_buf", "drop_exc_full", "drop_no_exception",
+                "drop_too_big",
                 "drop_nat_invalid", "drop_nat_no_route", "drop_nat_no_neigh",
                 "drop_nat_table_full", "drop_nat_conflict", "drop_nat_tx")
     return port["rx"] == sum(port[k] for k in outcomes)
@@ -220,6 +221,37 @@ class DaemonCase(unittest.TestCase):
         self.w = workdir(self._testMethodName)
         self.prefix = f"ncd_{self._testMethodName}_{os.getpid()}"
         self.daemon = None
+        self.procs = []
+        self.addCleanup(self.kill_procs)
+
+    def kill_procs(self):
+        """The clients a test started (self.procs) and left running: killed, by pid."""
+        for p in self.procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+
+    def wait_line(self, p, want, timeout=20):
+        """The client's first line that contains want (EAL may print before it)."""
+        deadline = time.time() + timeout
+        seen = []
+        while time.time() < deadline:
+            line = p.stdout.readline()
+            if not line:
+                break
+            seen.append(line)
+            if want in line:
+                return line.strip()
+        self.fail(f"{p.args}: no line with {want!r}:\n{''.join(seen)}")
+
+    def finish(self, p, timeout=30):
+        """The client's output once it exits (killed, and a failure, after timeout)."""
+        try:
+            out, _ = p.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            self.fail(f"{p.args} did not finish")
+        return out
 
     def assert_receives(self, name, want):
         """A client of static channel name receives exactly the frames want, in order."""

@@ -143,12 +143,15 @@ class Cli(T.DaemonCase):
         self.assertEqual(len(described), 1, "one build, one git describe")
         shm = int(re.search(r"#define NC_PROTO_VERSION (\d+)",
                             open(os.path.join(T.SRC, "include/nc_shm.h")).read()).group(1))
+        region = int(re.search(r"#define NC_REGION_VERSION (\d+)",
+                               open(os.path.join(T.SRC, "include/nc_region.h")).read()).group(1))
         self.start()
         v = self.js("show version")
         self.assertEqual(v, {"netchanneld": project, "git": described.pop(),
                              "dpdk": f"DPDK {dpdk}", "control_protocol": W.VERSION,
-                             "shared_memory": shm})
-        self.assertIn("control_protocol: 2\n", self.ncctl("show version").stdout)
+                             "region": region, "shared_memory": shm})
+        self.assertIn(f"control_protocol: {W.VERSION}\nregion: {region}\n",
+                      self.ncctl("show version").stdout)
         self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
 
     def test_changes_and_errors(self):

@@ -119,7 +119,7 @@ class Control(T.DaemonCase):
         status, (tcid, _) = other.create("txok", wire_rule(dport=5003), flags=1)
         self.assertEqual(status, 0)
         st_status, body = other.call(CHAN_STATS, ID.pack(tcid))
-        self.assertEqual((st_status, len(body)), (0, 120))
+        self.assertEqual((st_status, len(body)), (0, 128))
         self.assertEqual(other.call(CHAN_STATS, ID.pack(cid))[0], -errno.EPERM)
         self.assertEqual(other.call(CHAN_STATS, ID.pack(4000))[0], -errno.ENOENT)
         self.assertEqual(other.call(CHAN_STATS, b"\0" * 3)[0], -errno.EINVAL)

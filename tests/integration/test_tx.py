@@ -56,14 +56,6 @@ class Tx(T.DaemonCase):
         super().setUp()
         self.sock = os.path.join(self.w, "ncd.sock")
         self.tx = os.path.join(self.w, "tx.pcap")
-        self.procs = []
-        self.addCleanup(self.stop_procs)
-
-    def stop_procs(self):
-        for p in self.procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
 
     def client(self, cmd):
         p = subprocess.Popen(T.protected(cmd, [self.tx]), stdout=subprocess.PIPE,
@@ -90,58 +82,41 @@ class Tx(T.DaemonCase):
         self.daemon = T.Daemon(cfg, self.w, self.prefix, netns=netns)
         self.daemon.start()
 
-    def wait_line(self, p, want, timeout=20):
-        """The client's first line that contains want (EAL may print before it)."""
-        deadline = time.time() + timeout
-        seen = []
-        while time.time() < deadline:
-            line = p.stdout.readline()
-            if not line:
-                break
-            seen.append(line)
-            if want in line:
-                return line.strip()
-        self.fail(f"{p.args}: no line with {want!r}:\n{''.join(seen)}")
-
-    def finish(self, p, timeout=30):
-        try:
-            out, _ = p.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            self.fail(f"{p.args} did not finish")
-        return out
 
     def test_echo_frames(self):
-        """nc-echo, zero-copy both ways: every echo on the wire is the received datagram with
-        its Ethernet and IP addresses and UDP ports swapped, checksums valid (scapy)."""
+        """nc-echo, isolated (copied into its region and out of it) and zero-copy (mbufs turned
+        round in place): every echo on the wire is the received datagram with its Ethernet and
+        IP addresses and UDP ports swapped, checksums valid (scapy)."""
         flows = [("203.0.113.%d" % i, "192.0.2.1", 2000 + i, 7) for i in range(1, 5)]
         flows += [("2001:db8::%x" % (0x100 + i), "2001:db8::1", 3000 + i, 7) for i in range(3)]
         other = [("203.0.113.1", "192.0.2.1", 2000, 9)]      # not claimed: to the kernel
         frames = self.frames(flows + other)
-        self.pcap_daemon(frames)
-        p = self.client([ECHO, "-s", self.sock, "--dport", "7", "-c", "300"])
-        self.wait_line(p, "echoing udp port 7")
-        out = self.finish(p)
-        self.assertEqual(p.returncode, 0, out)
-        m = re.search(r"(\d+) echoed, 0 skipped; daemon: tx=(\d+) tx_spoofed=0 tx_malformed=0 "
-                      r"tx_no_route=0 tx_no_neigh=0 tx_dropped=0", out)
-        self.assertTrue(m, out)
-        self.assertEqual(int(m.group(1)), 300)
-        self.assertEqual(int(m.group(2)), 300, "every echo left through the port")
-        self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
-        port = self.daemon.read_stats()["ports"][0]
-        self.assertEqual(port["client_tx"], 300)
-        self.assertTrue(T.accounting_ok(port), port)
-        wire = T.read_pcap(self.tx)
-        self.assertEqual(len(wire), 300)
-        expected = {echo_of(f) for f in frames[:len(flows)]}
-        s = scapy()
-        seen = set()
-        for f in wire:
-            self.assertIn(f, expected, s.Ether(f).summary())
-            self.assertTrue(checksums_ok(s.Ether(f)), s.Ether(f).show(dump=True))
-            seen.add(f)
-        self.assertEqual(seen, expected, "every flow, IPv4 and IPv6, was echoed")
+        for mode in ([], ["--zero-copy"]):
+            self.pcap_daemon(frames)
+            p = self.client([ECHO, "-s", self.sock, "--dport", "7", "-c", "300"] + mode)
+            self.wait_line(p, "echoing udp port 7")
+            out = self.finish(p)
+            self.assertEqual(p.returncode, 0, out)
+            m = re.search(r"(\d+) echoed, 0 skipped; daemon: tx=(\d+) tx_spoofed=0 "
+                          r"tx_malformed=0 tx_no_route=0 tx_no_neigh=0 tx_dropped=0", out)
+            self.assertTrue(m, out)
+            self.assertEqual(int(m.group(1)), 300)
+            self.assertEqual(int(m.group(2)), 300, "every echo left through the port")
+            self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
+            T.cleanup_prefix(self.prefix)
+            port = self.daemon.read_stats()["ports"][0]
+            self.assertEqual(port["client_tx"], 300)
+            self.assertTrue(T.accounting_ok(port), port)
+            wire = T.read_pcap(self.tx)
+            self.assertEqual(len(wire), 300)
+            expected = {echo_of(f) for f in frames[:len(flows)]}
+            s = scapy()
+            seen = set()
+            for f in wire:
+                self.assertIn(f, expected, s.Ether(f).summary())
+                self.assertTrue(checksums_ok(s.Ether(f)), s.Ether(f).show(dump=True))
+                seen.add(f)
+            self.assertEqual(seen, expected, f"every flow, IPv4 and IPv6, was echoed {mode}")
 
     def test_spoofing_and_malformed_counted(self):
         """A client may send only from its own flows; the rest is dropped and counted, and only
@@ -371,30 +346,32 @@ class Tx(T.DaemonCase):
         self.assertTrue(T.accounting_ok(port), port)
 
     def test_reconnect_to_new_daemon(self):
-        """nc-echo --reconnect outlives its daemon: it waits for a new one on the same socket
-        and echoes there."""
+        """nc-echo --reconnect outlives its daemon, killed with -9: it waits for a new one on
+        the same socket and echoes there. Isolated, it connects again; zero-copy, it starts
+        again (exec)."""
         frames = self.frames([("203.0.113.1", "192.0.2.1", 2000, 7)])
-        self.pcap_daemon(frames)
-        p = self.client([ECHO, "-s", self.sock, "--dport", "7", "--reconnect"])
-        self.wait_line(p, "echoing udp port 7")
-        time.sleep(0.3)
-        self.daemon.kill()
-        self.wait_line(p, "the daemon is gone")
-        T.cleanup_prefix(self.prefix)
-        self.pcap_daemon(frames)
-        self.wait_line(p, "echoing udp port 7")
-        c = Ctl(self.sock)
-        c.hello()
-        deadline = time.time() + 5
-        while time.time() < deadline and c.json(STATS)["ports"][0]["client_tx"] == 0:
-            time.sleep(0.05)
-        self.assertGreater(c.json(STATS)["ports"][0]["client_tx"], 0)
-        c.close()
-        p.send_signal(signal.SIGTERM)
-        out = self.finish(p)
-        self.assertEqual(p.returncode, 0, out)
-        self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
-
+        for mode in ([], ["--zero-copy"]):
+            self.pcap_daemon(frames)
+            p = self.client([ECHO, "-s", self.sock, "--dport", "7", "--reconnect"] + mode)
+            self.wait_line(p, "echoing udp port 7")
+            time.sleep(0.3)
+            self.daemon.kill()
+            self.wait_line(p, "the daemon is gone")
+            T.cleanup_prefix(self.prefix)
+            self.pcap_daemon(frames)
+            self.wait_line(p, "echoing udp port 7")
+            c = Ctl(self.sock)
+            c.hello()
+            deadline = time.time() + 5
+            while time.time() < deadline and c.json(STATS)["ports"][0]["client_tx"] == 0:
+                time.sleep(0.05)
+            self.assertGreater(c.json(STATS)["ports"][0]["client_tx"], 0, mode)
+            c.close()
+            p.send_signal(signal.SIGTERM)
+            out = self.finish(p)
+            self.assertEqual(p.returncode, 0, out)
+            self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
+            T.cleanup_prefix(self.prefix)
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)

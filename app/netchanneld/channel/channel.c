@@ -22,6 +22,7 @@
 #include <rte_ring.h>
 
 #include "channel/channel.h"
+#include "channel/region.h"
 #include "core/match.h"
 #include "core/stats.h"
 #include "datapath/datapath.h"
@@ -141,6 +142,14 @@ ncd_channel_eventfd(struct ncd_channel *ch)
 	return fd;
 }
 
+uint32_t
+ncd_channel_rx_count(const struct ncd_channel *ch)
+{
+	if (ch->region != NULL)
+		return ncd_region_rx_count(ch->region, ch->region_ring);
+	return ch->rx != NULL ? rte_ring_count(ch->rx) : 0;
+}
+
 int32_t
 ncd_channel_find(const struct ncd *d, const char *name)
 {
@@ -154,7 +163,8 @@ ncd_channel_find(const struct ncd *d, const char *name)
 }
 
 int
-ncd_channel_add(struct ncd *d, const struct ncd_channel_conf *cc, int owner)
+ncd_channel_add(struct ncd *d, const struct ncd_channel_conf *cc, int owner,
+		struct ncd_region *region)
 {
 	struct ncd_channel *ch;
 	struct nc_dir_entry *e;
@@ -205,7 +215,20 @@ ncd_channel_add(struct ncd *d, const struct ncd_channel_conf *cc, int owner)
 	}
 	e = &d->dir->e[id];
 	ch->dir = e;
-	if (cc->action == NC_ACTION_DELIVER) {
+	ch->wakeup = &e->want_wakeup;
+	ch->region_ring = -1;
+	if (cc->action == NC_ACTION_DELIVER && region != NULL) {
+		/* Its ring is one of the region's, whose size was fixed at HELLO. */
+		ret = cc->ring_size > region->rx[0].size ? -EINVAL :
+			ncd_region_ring_take(region, ch->id);
+		if (ret < 0)
+			goto out_delete;
+		ch->region = region;
+		ch->region_ring = ret;
+		ch->region_limit = RTE_MIN(cc->ring_size, region->rx[ret].size);
+		ch->wakeup = &region->rx[ret].r->want_wakeup;
+		e->rx_ring[0] = '\0';
+	} else if (cc->action == NC_ACTION_DELIVER) {
 		/* Any worker may enqueue; one client dequeues. */
 		ch->rx = channel_ring(cc, NC_RX_RING_FMT, ch->id, e->rx_ring, d->cfg.nworkers == 1);
 		if (ch->rx == NULL) {
@@ -216,7 +239,22 @@ ncd_channel_add(struct ncd *d, const struct ncd_channel_conf *cc, int owner)
 		e->rx_ring[0] = '\0';
 	}
 	e->tx_ring[0] = '\0';
-	if (cc->tx) {
+	if (cc->tx && region != NULL) {
+		/* Its region's tx ring, which the region's worker empties on any port it has a queue on. */
+		if (cc->port >= d->cfg.nports || d->workers[region->worker].txq[cc->port] == NCD_NO_TXQ) {
+			NCD_LOG(ERR, "channel %s: worker %u has no queue on port %u to transmit on",
+				cc->name, region->worker, cc->port);
+			ret = -EINVAL;
+			goto out_delete;
+		}
+		ch->can_tx = true;
+		ch->port = cc->port;
+		ch->tx_worker = region->worker;
+		ch->tx_rule = cc->rule;
+		ch->tx_rule.src_len = 0;
+		memset(&ch->tx_rule.src, 0, sizeof(ch->tx_rule.src));
+		memset(&ch->tx_rule.sport, 0, sizeof(ch->tx_rule.sport));
+	} else if (cc->tx) {
 		int w = cc->port < d->cfg.nports ? tx_worker_of(d, cc->port, ch->id) : -1;
 
 		if (w < 0) {
@@ -231,6 +269,7 @@ ncd_channel_add(struct ncd *d, const struct ncd_channel_conf *cc, int owner)
 			ret = -rte_errno;
 			goto out_delete;
 		}
+		ch->can_tx = true;
 		ch->port = cc->port;
 		ch->tx_worker = (unsigned int)w;
 		/* What it may send: from the flows it receives, to anywhere. */
@@ -270,6 +309,8 @@ ncd_channel_add(struct ncd *d, const struct ncd_channel_conf *cc, int owner)
 	return id;
 
 out_delete:
+	if (ch->region != NULL)
+		ncd_region_ring_put(ch->region, ch->region_ring);
 	rte_free(ch->rx);
 	rte_hash_del_key(d->names, key);
 	nc_trie_delete(d->trie, (uint32_t)id);
@@ -388,6 +429,8 @@ ncd_channel_del(struct ncd *d, uint32_t id)
 	/* Whatever no client took, and whatever it sent that no worker took, goes back. */
 	ncd_ring_drain(d, ch->rx, ch->consumer_gone);
 	ncd_ring_drain(d, ch->tx, false);
+	if (ch->region != NULL)
+		ncd_region_ring_put(ch->region, ch->region_ring);
 	rte_free(ch->rx);
 	rte_free(ch->tx);
 	/* A client still holding its copy of the eventfd just never hears from it again. */
@@ -484,7 +527,7 @@ ncd_channels_init(struct ncd *d)
 		return -1;
 	}
 	for (unsigned int i = 0; i < d->cfg.nchannels; i++) {
-		int ret = ncd_channel_add(d, &d->cfg.channels[i], NCD_OWNER_CONFIG);
+		int ret = ncd_channel_add(d, &d->cfg.channels[i], NCD_OWNER_CONFIG, NULL);
 
 		if (ret < 0) {
 			NCD_LOG(ERR, "channel %s: %s", d->cfg.channels[i].name, strerror(-ret));

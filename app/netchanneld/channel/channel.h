@@ -15,6 +15,7 @@
 #include "offload/offload.h"
 
 struct ncd;
+struct ncd_region;
 struct rte_mbuf;
 struct rte_ring;
 
@@ -26,11 +27,16 @@ struct ncd_channel {
 	struct nc_dir_entry *dir;
 	uint64_t queue_bytes;
 	uint64_t out_seen;             /* dir->bytes_out as a worker last read it (never above it) */
+	struct ncd_region *region;     /* an isolated client's channel: delivered into its region */
+	int region_ring;               /* its rx ring there */
+	uint32_t region_limit;         /* entries it may fill of that ring (its ring_size) */
+	uint32_t *wakeup;              /* the consumer's want_wakeup: the directory's or the region's */
 	char name[NC_NAME_SIZE];
 	struct nc_trie_rule rule;
 	int owner;                     /* NCD_OWNER_CONFIG, or the client's slot */
 	int efd;                       /* eventfd that wakes a sleeping consumer, or -1 (none asked yet) */
 	struct rte_ring *tx;           /* the client's transmit ring, or NULL */
+	bool can_tx;                   /* it may transmit: a tx ring, or its region's */
 	uint16_t port;                 /* the port it transmits on */
 	unsigned int tx_worker;        /* the worker that empties tx */
 	struct nc_trie_rule tx_rule;   /* what a sent packet's reversed key must match */
@@ -60,11 +66,13 @@ unsigned int ncd_ring_free_burst(const struct ncd *d, struct rte_ring *r);
 int ncd_channels_init(struct ncd *d);
 
 /**
- * Add a channel while the workers run.
+ * Add a channel while the workers run. An isolated client's (region non-NULL)
+ * has no rte_rings: it is delivered into the region and transmits from it.
  * @return its id, or -EEXIST (the name is taken), -EBUSY (another channel has
  *   the same rule and priority), -ENOSPC, -ENOMEM, or the ring's error.
  */
-int ncd_channel_add(struct ncd *d, const struct ncd_channel_conf *cc, int owner);
+int ncd_channel_add(struct ncd *d, const struct ncd_channel_conf *cc, int owner,
+		    struct ncd_region *region);
 
 /** Remove a channel while the workers run: out of the classifier, a grace period, then freed. */
 void ncd_channel_del(struct ncd *d, uint32_t id);
@@ -74,6 +82,9 @@ void ncd_channel_del(struct ncd *d, uint32_t id);
  * wakes its sleeping consumers. @return the fd, or -errno of eventfd().
  */
 int ncd_channel_eventfd(struct ncd_channel *ch);
+
+/** Packets waiting on a deliver channel's receive ring, as far as the daemon knows. */
+uint32_t ncd_channel_rx_count(const struct ncd_channel *ch);
 
 /** The id of the channel named name (control thread). @return it, or -1 for none. */
 int32_t ncd_channel_find(const struct ncd *d, const char *name);

@@ -314,7 +314,7 @@ cmd_channel_create(struct cmd_ctx *x, char **argv, int argc, json_t **res)
 	}
 	if (ncd_channel_conf_check(&cc, x->d->cfg.nports, &field, err, sizeof(err)) != 0)
 		return fail(x, -EINVAL, "%s: %s", field, err);
-	id = ncd_channel_add(x->d, &cc, NCD_OWNER_OPERATOR);
+	id = ncd_channel_add(x->d, &cc, NCD_OWNER_OPERATOR, NULL);
 	if (id == -EEXIST)
 		return fail(x, id, "a channel named '%s' exists", cc.name);
 	if (id == -EBUSY)

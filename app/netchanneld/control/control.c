@@ -33,6 +33,7 @@
 
 #define NCD_LOGTYPE ncd_logtype_control
 #include "channel/channel.h"
+#include "channel/region.h"
 #include "control/control.h"
 #include "control/ctl_decode.h"
 #include "control/views.h"
@@ -49,6 +50,7 @@ struct ncd_conn {
 	bool pending;                  /* closed, but its process still runs: mbufs not yet back */
 	uint64_t pending_since;        /* ms, from the TSC */
 	bool hello;
+	uint32_t hello_flags;          /* NC_HELLO_F_* of its HELLO */
 	struct ucred cred;
 	unsigned int errors;
 	unsigned int lcore_id;
@@ -80,6 +82,15 @@ ncd_control_bad_messages(void)
 	return ctl.bad_messages;
 }
 
+static const char *
+conn_mode(const struct ncd_conn *c)
+{
+	if (!c->hello)
+		return "none";
+	return c->hello_flags & NC_HELLO_F_ZEROCOPY ? "zero-copy" :
+	       c->hello_flags & NC_HELLO_F_CONTROL ? "control" : "isolated";
+}
+
 json_t *
 ncd_view_clients(const struct ncd *d)
 {
@@ -88,21 +99,33 @@ ncd_view_clients(const struct ncd *d)
 	for (unsigned int i = 0; i < NCD_MAX_CLIENTS; i++) {
 		const struct ncd_conn *c = &ctl.clients[i];
 		const struct nc_client_entry *e = &d->clients[i];
-		json_t *chs;
+		const struct ncd_region *rg = d->regions[i];
+		json_t *chs, *o;
 
 		if (c->fd < 0)
 			continue;
 		chs = json_array();
 		for (unsigned int k = 0; k < c->nchannels; k++)
 			json_array_append_new(chs, json_string(d->channels[c->channels[k]]->name));
-		json_array_append_new(a, json_pack("{s:i, s:i, s:i, s:i, s:b, s:i, s:o, s:I, s:I, s:I, "
-						   "s:i}", "slot", (int)i, "pid", (int)c->cred.pid,
-						   "uid", (int)c->cred.uid, "gid", (int)c->cred.gid,
-						   "hello", c->hello, "lcore", (int)c->lcore_id,
-						   "channels", chs, "mbufs_held", (json_int_t)e->held,
-						   "mbuf_quota", (json_int_t)e->quota, "quota_stalls",
-						   (json_int_t)e->quota_stalls, "bad_messages",
-						   (int)c->errors));
+		o = json_pack("{s:i, s:i, s:i, s:i, s:b, s:s, s:i, s:o, s:I, s:I, s:I, s:i}",
+			      "slot", (int)i, "pid", (int)c->cred.pid, "uid", (int)c->cred.uid,
+			      "gid", (int)c->cred.gid, "hello", c->hello, "mode", conn_mode(c),
+			      "lcore", (int)c->lcore_id, "channels", chs,
+			      "mbufs_held", (json_int_t)e->held, "mbuf_quota", (json_int_t)e->quota,
+			      "quota_stalls", (json_int_t)e->quota_stalls, "bad_messages",
+			      (int)c->errors);
+		if (rg != NULL) {
+			json_t *r = json_pack("{s:I, s:b, s:i, s:i, s:i}", "size", (json_int_t)rg->size,
+					      "hugepages", rg->hugepages, "buffers", (int)rg->rx_bufs,
+					      "buffers_held", (int)(rg->rx_bufs - rg->nfree),
+					      "buffer_size", (int)rg->buf_size);
+
+#define X(f) json_object_set_new(r, #f, json_integer((json_int_t)rg->st.f));
+			NCD_REGION_FIELDS(X)
+#undef X
+			json_object_set_new(o, "region", r);
+		}
+		json_array_append_new(a, o);
 	}
 	return a;
 }
@@ -159,6 +182,11 @@ slot_rings_stop(struct ncd *d, unsigned int slot)
 	__atomic_fetch_and(&d->slot_active, ~(UINT64_C(1) << slot), __ATOMIC_RELEASE);
 	/* No worker is still in the middle of draining it after this. */
 	rte_rcu_qsbr_synchronize(d->qsbr, RTE_QSBR_THRID_INVALID);
+	/* An isolated client's region: unmapped, and that is all (its channels went before). */
+	if (d->regions[slot] != NULL) {
+		ncd_region_free(d->regions[slot]);
+		__atomic_store_n(&d->regions[slot], NULL, __ATOMIC_RELAXED);
+	}
 	ncd_ring_drain(d, d->free_rings[slot], false);
 	rte_ring_reset(d->free_rings[slot]);
 	/* Its one consumer is gone or done, maybe killed in the middle of a dequeue. */
@@ -249,7 +277,8 @@ client_close(struct ncd *d, struct ncd_conn *c)
 	epoll_ctl(ctl.epoll_fd, EPOLL_CTL_DEL, c->fd, NULL);
 	close(c->fd);
 	c->fd = -1;
-	if (!c->hello) {
+	if (!c->hello || !(c->hello_flags & NC_HELLO_F_ZEROCOPY)) {
+		/* Nothing of the daemon's memory was the client's: done. */
 		slot_free(d, c);
 	} else if (process_gone(c->cred.pid)) {
 		reclaim_mbufs(d, c);
@@ -368,6 +397,12 @@ channel_info(const struct ncd_channel *ch, struct nc_ctl_channel *info)
 	snprintf(info->name, sizeof(info->name), "%s", ch->name);
 	snprintf(info->rx_ring, sizeof(info->rx_ring), "%s", ch->dir->rx_ring);
 	snprintf(info->tx_ring, sizeof(info->tx_ring), "%s", ch->dir->tx_ring);
+	if (ch->region != NULL) {
+		info->flags |= NC_CHANNEL_F_REGION;
+		info->region_ring = (uint32_t)ch->region_ring;
+	}
+	if (ch->can_tx)
+		info->flags |= NC_CHANNEL_F_TX;
 }
 
 static int
@@ -387,7 +422,7 @@ do_create(struct ncd *d, struct ncd_conn *c, const struct nc_ctl_req *req, const
 		return reply(c, req, -EPERM, NULL, 0);
 	if (c->nchannels == NCD_MAX_CLIENT_CHANNELS)
 		return reply(c, req, -ENOSPC, NULL, 0);
-	id = ncd_channel_add(d, &cc, (int)(c - ctl.clients));
+	id = ncd_channel_add(d, &cc, (int)(c - ctl.clients), d->regions[c - ctl.clients]);
 	if (id < 0)
 		return reply(c, req, id, NULL, 0);
 	c->channels[c->nchannels++] = (uint32_t)id;
@@ -430,6 +465,9 @@ do_attach(struct ncd *d, struct ncd_conn *c, const struct nc_ctl_req *req, const
 			return reply(c, req, -EPERM, NULL, 0);
 		if (!allowed(d, &c->cred, &ch->rule))
 			return reply(c, req, -EPERM, NULL, 0);
+		/* Its ring is in the daemon's memory, which only a zero-copy client maps. */
+		if (!(c->hello_flags & NC_HELLO_F_ZEROCOPY) && ch->action == NC_ACTION_DELIVER)
+			return reply(c, req, -EOPNOTSUPP, NULL, 0);
 		channel_info(ch, &info);
 		return reply(c, req, 0, &info, sizeof(info));
 	}
@@ -462,7 +500,7 @@ do_eventfd(struct ncd *d, struct ncd_conn *c, const struct nc_ctl_req *req, cons
 
 	if (ret != 0)
 		return reply(c, req, ret, NULL, 0);
-	if (ch->rx == NULL)            /* nothing to wait for: drop and NAT channels */
+	if (ch->action != NC_ACTION_DELIVER) /* nothing to wait for: drop and NAT channels */
 		return reply(c, req, -EINVAL, NULL, 0);
 	ret = ncd_channel_eventfd(ch);
 	if (ret < 0)
@@ -490,37 +528,89 @@ do_chan_stats(struct ncd *d, struct ncd_conn *c, const struct nc_ctl_req *req, c
 		.tx_spoofed = s.tx_spoofed, .tx_malformed = s.tx_malformed,
 		.tx_no_route = s.tx_no_route, .tx_no_neigh = s.tx_no_neigh,
 		.tx_ring_full = s.tx_ring_full,
-		.rx_count = ch->rx ? rte_ring_count(ch->rx) : 0,
-		.tx_count = ch->tx ? rte_ring_count(ch->tx) : 0,
+		.rx_count = ncd_channel_rx_count(ch),
+		.tx_count = ch->tx ? rte_ring_count(ch->tx) : 0, .drop_no_buf = s.drop_no_buf,
 	};
 	return reply(c, req, 0, &st, sizeof(st));
 }
 
-/* HELLO: the connection becomes a client, with a slot of the client table. */
+/* control.allow: may this peer be a zero-copy client, a process inside the daemon's memory? */
+static bool
+zero_copy_allowed(const struct ncd *d, const struct ucred *cr)
+{
+	if (cr->uid == 0)
+		return true;
+	for (unsigned int i = 0; i < d->cfg.nallow; i++) {
+		const struct ncd_allow_conf *a = &d->cfg.allow[i];
+
+		if ((a->uid < 0 || a->uid == cr->uid) && (a->gid < 0 || a->gid == cr->gid) &&
+		    a->zero_copy)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * HELLO: the connection becomes a client, with a slot of the client table:
+ * an isolated one gets its region, a zero-copy one the slot's mbuf rings.
+ */
 static int
 do_hello(struct ncd *d, struct ncd_conn *c, const struct nc_ctl_req *req, const void *body)
 {
 	const struct nc_ctl_hello *h = body;
+	unsigned int slot = (unsigned int)(c - ctl.clients);
 	struct nc_ctl_hello_reply hr;
+	struct ncd_region *rg = NULL;
+	int ret;
 
 	if (c->hello || h->version != NC_CTL_VERSION) {
 		reply(c, req, -EPROTO, NULL, 0);
 		return -EPROTO;
 	}
+	if ((h->flags & ~(NC_HELLO_F_ZEROCOPY | NC_HELLO_F_CONTROL)) || h->reserved != 0 ||
+	    h->flags == (NC_HELLO_F_ZEROCOPY | NC_HELLO_F_CONTROL)) {
+		reply(c, req, -EINVAL, NULL, 0);
+		return -EINVAL;
+	}
+	if ((h->flags & NC_HELLO_F_ZEROCOPY) && !zero_copy_allowed(d, &c->cred)) {
+		NCD_LOG(NOTICE, "control: pid %d uid %u refused zero-copy (control.allow's zero_copy)",
+			(int)c->cred.pid, c->cred.uid);
+		reply(c, req, -EPERM, NULL, 0);
+		return -EPERM;
+	}
+	if (h->flags == 0) {
+		rg = ncd_region_create(d, slot);
+		if (rg == NULL) {
+			ret = -errno;
+			reply(c, req, ret, NULL, 0);
+			return ret;
+		}
+	}
 	c->hello = true;
-	d->clients[c - ctl.clients] = (struct nc_client_entry){
+	c->hello_flags = h->flags;
+	d->clients[slot] = (struct nc_client_entry){
 		.quota = d->cfg.mbuf_quota, .pid = (uint32_t)c->cred.pid, .live = 1 };
 	/* Its free and alloc rings, empty, and served by a worker from now on. */
-	rte_ring_reset(d->free_rings[c - ctl.clients]);
-	rte_ring_reset(d->alloc_rings[c - ctl.clients]);
-	__atomic_fetch_or(&d->slot_active, UINT64_C(1) << (c - ctl.clients), __ATOMIC_RELEASE);
+	rte_ring_reset(d->free_rings[slot]);
+	rte_ring_reset(d->alloc_rings[slot]);
+	__atomic_store_n(&d->regions[slot], rg, __ATOMIC_RELEASE);
+	if (!(h->flags & NC_HELLO_F_CONTROL))
+		__atomic_fetch_or(&d->slot_active, UINT64_C(1) << slot, __ATOMIC_RELEASE);
 	memset(&hr, 0, sizeof(hr));
-	hr.slot = (uint32_t)(c - ctl.clients);
+	hr.slot = slot;
 	hr.version = NC_CTL_VERSION;
+	hr.flags = h->flags;
 	hr.lcore_id = c->lcore_id;
 	snprintf(hr.file_prefix, sizeof(hr.file_prefix), "%s", d->file_prefix);
 	snprintf(hr.mbuf_pool, sizeof(hr.mbuf_pool), "%s", d->pool->name);
-	return reply(c, req, 0, &hr, sizeof(hr));
+	if (rg == NULL)
+		return reply(c, req, 0, &hr, sizeof(hr));
+	hr.region_size = rg->size;
+	ret = reply_fd(c, req, 0, &hr, sizeof(hr), rg->fd);
+	/* The client has its own; the daemon keeps only the mapping. */
+	close(rg->fd);
+	rg->fd = -1;
+	return ret;
 }
 
 /* Handle one message. Returns the status it replied with (<0: counts as an error). */
@@ -679,7 +769,8 @@ ncd_control_init(struct ncd *d)
 	close(ctl.listen_fd);
 	ctl.listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (ctl.listen_fd < 0 || bind(ctl.listen_fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
-	    chmod(ctl.path, 0660) != 0 || listen(ctl.listen_fd, 16) != 0) {
+	    chown(ctl.path, (uid_t)d->cfg.socket_uid, (gid_t)d->cfg.socket_gid) != 0 ||
+	    chmod(ctl.path, d->cfg.socket_mode) != 0 || listen(ctl.listen_fd, 16) != 0) {
 		NCD_LOG(ERR, "control socket %s: %s", ctl.path, strerror(errno));
 		return -1;
 	}

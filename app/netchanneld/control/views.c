@@ -251,7 +251,11 @@ ncd_view_channel(const struct ncd *d, uint32_t id)
 	} else {
 		json_object_set_new(o, "owner", json_pack("{s:s}", "kind", owner_kind(ch)));
 	}
-	if (ch->rx != NULL) {
+	if (ch->region != NULL) {
+		json_object_set_new(o, "ring_size", U64(ch->region_limit));
+		json_object_set_new(o, "ring_count", U64(ncd_channel_rx_count(ch)));
+		json_object_set_new(o, "region", json_true());
+	} else if (ch->rx != NULL) {
 		json_object_set_new(o, "ring_size", U64(ch->dir->ring_size));
 		json_object_set_new(o, "ring_count", U64(rte_ring_count(ch->rx)));
 		json_object_set_new(o, "queue_bytes", U64(ch->queue_bytes));
@@ -260,11 +264,11 @@ ncd_view_channel(const struct ncd *d, uint32_t id)
 	}
 	if (ch->action == NC_ACTION_NAT)
 		json_object_set_new(o, "nat", view_nat(d, &ch->nat));
-	json_object_set_new(o, "tx", json_boolean(ch->tx != NULL));
-	if (ch->tx != NULL) {
+	json_object_set_new(o, "tx", json_boolean(ch->can_tx));
+	if (ch->can_tx)
 		json_object_set_new(o, "tx_port", json_string(d->cfg.ports[ch->port].name));
+	if (ch->tx != NULL)
 		json_object_set_new(o, "tx_count", U64(rte_ring_count(ch->tx)));
-	}
 chan_counters(c, &s);
 	json_object_set_new(o, "counters", c);
 	json_object_set_new(o, "offload", view_offload(d, ch));
@@ -323,7 +327,7 @@ ncd_view_channel_list(const struct ncd *d)
 						   "name", ch->name, "id", (int)ch->id,
 						   "action", action_name(ch->action),
 						   "owner", owner_kind(ch), "rule", rule,
-						   "ring_count", ch->rx ? (int)rte_ring_count(ch->rx) : 0,
+						   "ring_count", (int)ncd_channel_rx_count(ch),
 						   "bytes_queued",
 						   (json_int_t)nc_dir_bytes_queued(ch->dir)));
 	}
@@ -333,9 +337,9 @@ ncd_view_channel_list(const struct ncd *d)
 json_t *
 ncd_view_version(void)
 {
-	return json_pack("{s:s, s:s, s:s, s:i, s:i}", "netchanneld", NC_PROJECT_VERSION, "git",
+	return json_pack("{s:s, s:s, s:s, s:i, s:i, s:i}", "netchanneld", NC_PROJECT_VERSION, "git",
 			 NC_GIT_DESCRIBE, "dpdk", rte_version(), "control_protocol", NC_CTL_VERSION,
-			 "shared_memory", NC_PROTO_VERSION);
+			 "region", NC_REGION_VERSION, "shared_memory", NC_PROTO_VERSION);
 }
 
 json_t *

@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <grp.h>
+#include <pwd.h>
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -539,11 +541,69 @@ load_workers(struct ctx *c, const json_t *root)
 	return 0;
 }
 
+/* A user or group: a name the host knows, or a number. @return it, or -1 (reported) */
+static int64_t
+user_or_group(struct ctx *c, const char *key, const char *v, bool group)
+{
+	char *end;
+	long n = strtol(v, &end, 10);
+
+	push(c, key, 0);
+	if (*v != '\0' && *end == '\0' && n >= 0 && n < INT32_MAX)
+		return n;
+	if (group) {
+		const struct group *g = getgrnam(v);
+
+		if (g != NULL)
+			return g->gr_gid;
+	} else {
+		const struct passwd *pw = getpwnam(v);
+
+		if (pw != NULL)
+			return pw->pw_uid;
+	}
+	fail(c, "no %s '%s' on this host", group ? "group" : "user", v);
+	return -1;
+}
+
+/*
+ * control.owner, .group and .mode: who may open the control socket. Any
+ * process that may, and that control.allow allows, is a client.
+ */
+static int
+load_socket_access(struct ctx *c, const json_t *ctl)
+{
+	const char *owner = NULL, *group = NULL, *mode = NULL;
+	char *end;
+	size_t l = strlen(c->where);
+
+	if (get_str(c, ctl, "owner", false, &owner) || get_str(c, ctl, "group", false, &group) ||
+	    get_str(c, ctl, "mode", false, &mode))
+		return -1;
+	if (owner != NULL && (c->cfg->socket_uid = user_or_group(c, "owner", owner, false)) < 0)
+		return -1;
+	pop(c, l);
+	if (group != NULL && (c->cfg->socket_gid = user_or_group(c, "group", group, true)) < 0)
+		return -1;
+	pop(c, l);
+	if (mode != NULL) {
+		long m = strtol(mode, &end, 8);
+
+		push(c, "mode", 0);
+		if (*mode == '\0' || *end != '\0' || m < 0 || m > 0777)
+			return fail(c, "'%s' is not a mode in octal, 0 to 0777", mode);
+		c->cfg->socket_mode = (uint32_t)m;
+		pop(c, l);
+	}
+	return 0;
+}
+
 static int
 load_control(struct ctx *c, const json_t *root)
 {
-	static const char *const keys[] = { "socket", "allow", "mbuf_quota", NULL };
-	static const char *const akeys[] = { "uid", "gid", "dport", NULL };
+	static const char *const keys[] = { "socket", "allow", "mbuf_quota", "owner", "group", "mode",
+					    NULL };
+	static const char *const akeys[] = { "uid", "gid", "dport", "zero_copy", NULL };
 	json_t *ctl = json_object_get(root, "control"), *allow, *a;
 	const char *sock = NULL;
 	int64_t quota = c->cfg->mbufs / 4;
@@ -555,6 +615,8 @@ load_control(struct ctx *c, const json_t *root)
 			    get_int(c, ctl, "mbuf_quota", 1, c->cfg->mbufs, quota, &quota)))
 		return -1;
 	c->cfg->mbuf_quota = (uint32_t)quota;
+	if (ctl != NULL && load_socket_access(c, ctl))
+		return -1;
 	if (sock != NULL && sock[0] != '/') {
 		push(c, "socket", 0);
 		return fail(c, "'%s' is not an absolute path", sock);
@@ -570,7 +632,7 @@ load_control(struct ctx *c, const json_t *root)
 	if (allow == NULL) {
 		/* Root only, by default. */
 		c->cfg->allow = calloc(1, sizeof(*c->cfg->allow));
-		c->cfg->allow[0] = (struct ncd_allow_conf){ 0, -1, 0, UINT16_MAX };
+		c->cfg->allow[0] = (struct ncd_allow_conf){ 0, -1, 0, UINT16_MAX, true };
 		c->cfg->nallow = 1;
 		pop(c, l);
 		return 0;
@@ -589,7 +651,8 @@ load_control(struct ctx *c, const json_t *root)
 		if (want_type(c, a, JSON_OBJECT, "an object") || check_keys(c, a, akeys) ||
 		    get_int(c, a, "uid", 0, UINT32_MAX - 1, -1, &ac->uid) ||
 		    get_int(c, a, "gid", 0, UINT32_MAX - 1, -1, &ac->gid) ||
-		    get_str(c, a, "dport", false, &dp))
+		    get_str(c, a, "dport", false, &dp) ||
+		    get_bool(c, a, "zero_copy", false, &ac->zero_copy))
 			return -1;
 		ac->port_lo = 0;
 		ac->port_hi = UINT16_MAX;
@@ -962,6 +1025,8 @@ config_load(const char *path, const char *text, struct ncd_config *cfg)
 	int ret = -1;
 
 	memset(cfg, 0, sizeof(*cfg));
+	cfg->socket_uid = cfg->socket_gid = -1;
+	cfg->socket_mode = 0660;
 	cfg->path = path;
 	root = text ? json_loads(text, JSON_REJECT_DUPLICATES, &jerr) :
 		      json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);

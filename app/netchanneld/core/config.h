@@ -79,6 +79,7 @@ struct ncd_allow_conf {
 	int64_t uid;                 /* -1: any */
 	int64_t gid;                 /* -1: any */
 	uint16_t port_lo, port_hi;   /* which dports the user may claim */
+	bool zero_copy;              /* it may connect as a zero-copy (secondary process) client */
 };
 
 struct ncd_config {
@@ -92,6 +93,8 @@ struct ncd_config {
 	struct ncd_worker_conf *workers;
 	unsigned int nworkers;
 	char *control_socket;
+	int64_t socket_uid, socket_gid; /* control.owner, .group: -1 for the daemon's */
+	uint32_t socket_mode;        /* control.mode */
 	uint32_t mbuf_quota;         /* most mbufs one client may hold */
 	struct ncd_allow_conf *allow;
 	unsigned int nallow;

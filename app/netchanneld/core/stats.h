@@ -23,6 +23,7 @@ struct ncd_port_stats {
 	uint64_t to_kernel;            /* sent to the exception device */
 	uint64_t drop_ring_full;       /* channel ring full */
 	uint64_t drop_queue_bytes;     /* channel over its byte budget */
+	uint64_t drop_no_buf;          /* isolated client holds every buffer of its region */
 	uint64_t drop_exc_full;        /* exception device did not take it */
 	uint64_t drop_no_exception;    /* exception device "none" */
 	uint64_t drop_too_big;         /* larger than the exception device takes */
@@ -47,6 +48,7 @@ struct ncd_port_stats {
 
 struct ncd_chan_stats {
 	uint64_t hits, delivered, bytes, drop_ring_full, drop_queue_bytes, dropped;
+	uint64_t drop_no_buf;              /* isolated client: it holds every buffer of its region */
 	uint64_t hits_mark, hits_trie;     /* how hits were found: the NIC's mark, or the trie */
 	uint64_t wakeups, wakeup_errors;   /* eventfd signals to a sleeping consumer */
 	/* Transmit: every packet dequeued from the tx ring lands in exactly one. */
@@ -69,13 +71,13 @@ struct ncd_chan_stats {
 /* The counters by name, in the order they are shown (stats.c, views.c). */
 #define PORT_FIELDS(X) \
 	X(rx) X(delivered) X(dropped_by_rule) X(to_kernel) X(drop_ring_full) \
-	X(drop_queue_bytes) X(drop_exc_full) X(drop_no_exception) X(drop_too_big) X(nat) \
+	X(drop_queue_bytes) X(drop_no_buf) X(drop_exc_full) X(drop_no_exception) X(drop_too_big) X(nat) \
 	X(drop_nat_invalid) X(drop_nat_no_route) X(drop_nat_no_neigh) X(drop_nat_table_full) \
 	X(drop_nat_conflict) X(drop_nat_tx) X(miss) \
 	X(kernel_rx) X(kernel_tx) X(kernel_tx_drop) X(client_tx) X(client_tx_drop) X(mark_hits) \
 	X(mark_ignored) X(nat_reverse)
 #define CHAN_FIELDS(X) X(hits) X(hits_mark) X(hits_trie) X(delivered) X(bytes) X(drop_ring_full) X(drop_queue_bytes) \
-	X(dropped) X(wakeups) X(wakeup_errors) X(tx) X(tx_bytes) X(tx_dropped) X(tx_spoofed) \
+	X(drop_no_buf) X(dropped) X(wakeups) X(wakeup_errors) X(tx) X(tx_bytes) X(tx_dropped) X(tx_spoofed) \
 	X(tx_malformed) X(tx_no_route) X(tx_no_neigh) X(tx_ring_full) X(tx_resolving) \
 	X(nat) X(nat_bytes) X(nat_drop_invalid) X(nat_drop_no_route) X(nat_drop_no_neigh) \
 	X(nat_drop_table_full) X(nat_drop_conflict) X(nat_drop_tx) X(nat_reverse) \

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Delivery: a burst's matches onto their channels' rings, one enqueue per
- * channel per burst, within each channel's byte budget; then the wake-ups
- * of consumers that sleep. Only worker.c includes it: the per-burst path.
+ * channel per burst, within each channel's byte budget, or copied into an
+ * isolated client's region; then the wake-ups of consumers that sleep. Only worker.c includes it: the per-burst path.
  */
 #ifndef NCD_DATAPATH_DELIVER_H
 #define NCD_DATAPATH_DELIVER_H
@@ -14,6 +14,7 @@
 #include <rte_ring.h>
 
 #include "channel/channel.h"
+#include "channel/region.h"
 #include "datapath/datapath.h"
 #include "datapath/dp.h"
 
@@ -61,11 +62,16 @@ deliver_one(struct ncd_worker *w, struct ncd_port_stats *ps, struct ncd_batch *b
 {
 	struct ncd_channel *ch = b->ch;
 	struct ncd_chan_stats *cs = &w->cstats[ch->id];
-	uint64_t in = __atomic_load_n(&ch->dir->bytes_in, __ATOMIC_RELAXED);
-	uint64_t seen = __atomic_load_n(&ch->out_seen, __ATOMIC_RELAXED);
+	uint64_t in, seen;
 	uint32_t fit, sent;
 	uint64_t bytes, unsent = 0;
 
+	if (ch->region != NULL) {
+		b->sent = ncd_region_deliver(w, ps, ch, b->m, b->n);
+		return;
+	}
+	in = __atomic_load_n(&ch->dir->bytes_in, __ATOMIC_RELAXED);
+	seen = __atomic_load_n(&ch->out_seen, __ATOMIC_RELAXED);
 	fit = budget_fit(b, in, seen, ch->queue_bytes, &bytes);
 	if (fit < b->n) {
 		seen = __atomic_load_n(&ch->dir->bytes_out, __ATOMIC_ACQUIRE);
@@ -106,8 +112,8 @@ wake_consumers(struct ncd_worker *w, const struct ncd_batch *batches, uint16_t n
 	for (uint16_t j = 0; j < nb; j++) {
 		struct ncd_channel *ch = batches[j].ch;
 
-		if (batches[j].sent > 0 && __atomic_load_n(&ch->dir->want_wakeup, __ATOMIC_RELAXED) &&
-		    __atomic_exchange_n(&ch->dir->want_wakeup, 0, __ATOMIC_RELAXED)) {
+		if (batches[j].sent > 0 && __atomic_load_n(ch->wakeup, __ATOMIC_RELAXED) &&
+		    __atomic_exchange_n(ch->wakeup, 0, __ATOMIC_RELAXED)) {
 			struct ncd_chan_stats *cs = &w->cstats[ch->id];
 			int efd = __atomic_load_n(&ch->efd, __ATOMIC_ACQUIRE);
 			uint64_t one = 1;

@@ -32,6 +32,14 @@ void ncd_dp_to_kernel(const struct ncd_port *p, uint16_t txq, struct ncd_port_st
 /** What the kernel sends on port pi's exception device, out of the port unchanged. */
 void ncd_dp_from_kernel(struct ncd *d, struct ncd_worker *w, unsigned int pi);
 
+/**
+ * A client's packets, now the daemon's mbufs (IP packets without L2 bits in
+ * packet_type): each checked against the channel's flows, addressed, sent
+ * on the channel's port; every one counted in exactly one outcome.
+ */
+void ncd_dp_tx_send(struct ncd *d, struct ncd_worker *w, const struct ncd_channel *ch,
+		    struct rte_mbuf **m, uint16_t n, uint64_t now);
+
 /** A client's packets on its channel's tx ring: checked, addressed, sent. */
 void ncd_dp_tx_channel(struct ncd *d, struct ncd_worker *w, const struct ncd_channel *ch,
 		       uint64_t now);
@@ -39,7 +47,10 @@ void ncd_dp_tx_channel(struct ncd *d, struct ncd_worker *w, const struct ncd_cha
 /** Clients' and NAT's packets whose next hop the control thread resolved: sent. */
 void ncd_dp_tx_resolved(struct ncd *d, struct ncd_worker *w);
 
-/** The client slots this worker serves: their free rings drained, their alloc rings filled. */
-void ncd_dp_serve_slot_rings(const struct ncd *d, const struct ncd_worker *w);
+/**
+ * The client slots this worker serves: their free rings drained, their alloc
+ * rings filled; or their regions' free rings drained and tx rings sent.
+ */
+void ncd_dp_serve_slot_rings(struct ncd *d, struct ncd_worker *w, uint64_t now);
 
 #endif

@@ -2,7 +2,7 @@
 /*
  * Clients' transmit path: what a client puts on its channel's tx ring is
  * checked (its own flows only), addressed and sent; and the client slots'
- * free and alloc rings, served.
+ * free and alloc rings, or their regions, served.
  */
 #include <errno.h>
 #include <string.h>
@@ -13,12 +13,13 @@
 #include <rte_ring.h>
 
 #include "channel/channel.h"
+#include "channel/region.h"
 #include "datapath/datapath.h"
 #include "datapath/dp.h"
 #include "ncd.h"
 
 /*
- * A client's packets, out of its channel's port. A frame goes as it is; an
+ * A client's packets (the daemon's mbufs now), out of its channel's port. A frame goes as it is; an
  * IP packet gets the port's Ethernet header, addressed to the next hop the
  * kernel's tables give (cached; a miss goes to the control thread, which
  * puts the packet back on the ring once resolved). Either must come from the
@@ -26,22 +27,19 @@
  * (without the rule's source side), or it is dropped as spoofed.
  */
 void
-ncd_dp_tx_channel(struct ncd *d, struct ncd_worker *w, const struct ncd_channel *ch, uint64_t now)
+ncd_dp_tx_send(struct ncd *d, struct ncd_worker *w, const struct ncd_channel *ch,
+	       struct rte_mbuf **m, uint16_t n, uint64_t now)
 {
 	const struct ncd_port *p = &d->ports[ch->port];
 	struct ncd_chan_stats *cs = &w->cstats[ch->id];
 	struct ncd_port_stats *ps = &w->pstats[ch->port];
-	struct rte_mbuf *m[NCD_BURST], *out[NCD_BURST], *bad[NCD_BURST], *res[NCD_BURST];
+	struct rte_mbuf *out[NCD_BURST], *bad[NCD_BURST], *res[NCD_BURST];
 	uint32_t len[NCD_BURST];
-	uint16_t n, nout = 0, nbad = 0, nres = 0, sent;
+	uint16_t nout = 0, nbad = 0, nres = 0, sent;
 	uint8_t buf[NCD_PARSE_BYTES];
 
-	n = (uint16_t)rte_ring_sc_dequeue_burst(ch->tx, (void **)m, NCD_BURST, NULL);
 	for (uint16_t i = 0; i < n; i++) {
 		struct rte_mbuf *x = m[i];
-
-		/* The client's until now (it transmits them marked): the daemon's from here on. */
-		ncd_unmark(d, x);
 		bool ip = !(x->packet_type & RTE_PTYPE_L2_MASK);
 		struct rte_ether_hdr *eh = NULL;
 		struct ncd_parsed pp;
@@ -105,7 +103,7 @@ ncd_dp_tx_channel(struct ncd *d, struct ncd_worker *w, const struct ncd_channel 
 		len[nout] = x->pkt_len;
 		out[nout++] = x;
 	}
-	sent = nout ? rte_eth_tx_burst(p->port_id, w->exc_txq[ch->port], out, nout) : 0;
+	sent = nout ? rte_eth_tx_burst(p->port_id, w->txq[ch->port], out, nout) : 0;
 	for (uint16_t i = 0; i < sent; i++)
 		cs->tx_bytes += len[i];
 	cs->tx += sent;
@@ -129,6 +127,19 @@ ncd_dp_tx_channel(struct ncd *d, struct ncd_worker *w, const struct ncd_channel 
 	}
 	if (nbad > 0)
 		rte_pktmbuf_free_bulk(bad, nbad);
+}
+
+void
+ncd_dp_tx_channel(struct ncd *d, struct ncd_worker *w, const struct ncd_channel *ch, uint64_t now)
+{
+	struct rte_mbuf *m[NCD_BURST];
+	uint16_t n = (uint16_t)rte_ring_sc_dequeue_burst(ch->tx, (void **)m, NCD_BURST, NULL);
+
+	/* The client's until now (it transmits them marked): the daemon's from here on. */
+	for (uint16_t i = 0; i < n; i++)
+		ncd_unmark(d, m[i]);
+	if (n > 0)
+		ncd_dp_tx_send(d, w, ch, m, n, now);
 }
 
 /*
@@ -166,11 +177,11 @@ ncd_dp_tx_resolved(struct ncd *d, struct ncd_worker *w)
 			rte_pktmbuf_free(m[i]);
 			continue;
 		}
-		if (!alive || ch->tx == NULL) {
+		if (!alive || !ch->can_tx) {
 			rte_pktmbuf_free(m[i]);
 			continue;
 		}
-		if (rte_eth_tx_burst(d->ports[ch->port].port_id, w->exc_txq[ch->port], &m[i], 1) == 1) {
+		if (rte_eth_tx_burst(d->ports[ch->port].port_id, w->txq[ch->port], &m[i], 1) == 1) {
 			w->cstats[ch->id].tx++;
 			w->cstats[ch->id].tx_bytes += len;
 			w->pstats[ch->port].client_tx++;
@@ -208,14 +219,19 @@ fill_alloc_ring(const struct ncd *d, unsigned int slot)
  * what they will allocate.
  */
 void
-ncd_dp_serve_slot_rings(const struct ncd *d, const struct ncd_worker *w)
+ncd_dp_serve_slot_rings(struct ncd *d, struct ncd_worker *w, uint64_t now)
 {
 	uint64_t act = __atomic_load_n(&d->slot_active, __ATOMIC_ACQUIRE) & w->slots;
 
 	while (act != 0) {
 		unsigned int slot = (unsigned int)__builtin_ctzll(act);
+		struct ncd_region *rg = __atomic_load_n(&d->regions[slot], __ATOMIC_ACQUIRE);
 
 		act &= act - 1;
+		if (rg != NULL) {
+			ncd_region_serve(d, w, rg, now);
+			continue;
+		}
 		if (ncd_ring_free_burst(d, d->free_rings[slot]) == NCD_BURST)
 			ncd_ring_free_burst(d, d->free_rings[slot]);
 		fill_alloc_ring(d, slot);

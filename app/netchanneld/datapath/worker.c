@@ -333,15 +333,14 @@ ncd_worker_main(void *arg)
 		/* Acquire: pairs with the control thread's publication of each entry. */
 		uint32_t ntx = __atomic_load_n(&w->ntx, __ATOMIC_ACQUIRE);
 
-		if (ntx > 0) {
-			uint64_t now = rte_get_tsc_cycles();
+		uint64_t now = ntx > 0 || (__atomic_load_n(&d->slot_active, __ATOMIC_RELAXED) & w->slots) ?
+			rte_get_tsc_cycles() : 0;
 
-			for (uint32_t i = 0; i < ntx; i++)
-				ncd_dp_tx_channel(d, w, __atomic_load_n(&w->txch[i], __ATOMIC_ACQUIRE), now);
-		}
+		for (uint32_t i = 0; i < ntx; i++)
+			ncd_dp_tx_channel(d, w, __atomic_load_n(&w->txch[i], __ATOMIC_ACQUIRE), now);
 		/* Also with no transmitting channel left: what was resolved for a gone one is freed. */
 		ncd_dp_tx_resolved(d, w);
-		ncd_dp_serve_slot_rings(d, w);
+		ncd_dp_serve_slot_rings(d, w, now);
 		rte_rcu_qsbr_quiescent(d->qsbr, w->index);
 	}
 	rte_rcu_qsbr_thread_offline(d->qsbr, w->index);

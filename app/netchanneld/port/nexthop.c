@@ -393,7 +393,7 @@ resolve_one(struct ncd *d, struct rte_mbuf *m)
 	uint16_t op;
 	int ret, w;
 
-	if (ch == NULL || (nat ? ch->action != NC_ACTION_NAT : ch->tx == NULL) ||
+	if (ch == NULL || (nat ? ch->action != NC_ACTION_NAT : !ch->can_tx) ||
 	    ncd_parse(f, want, m->pkt_len, NULL, NCD_PARSE_CSUM_GOOD, &pp) != NCD_PKT_OK) {
 		/* Its channel went meanwhile. */
 		if (ps != NULL)

@@ -1,0 +1,467 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Isolated clients' regions. The region is the client's to scribble on: the
+ * daemon keeps the geometry of every ring and its own indexes here, reads
+ * only the client's index (forward, and never past what was produced) and
+ * checks every descriptor before it uses it. The mbuf never leaves the
+ * daemon: packets are copied in and out.
+ */
+#define _GNU_SOURCE /* memfd_create, F_ADD_SEALS */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <rte_common.h>
+#include <rte_ether.h>
+#include <rte_mbuf.h>
+
+#define NCD_LOGTYPE ncd_logtype_control
+#include "channel/channel.h"
+#include "channel/region.h"
+#include "datapath/datapath.h"
+#include "datapath/dp.h"
+#include "ncd.h"
+
+#define RX_RINGS 64u                   /* a connection's channels, at most (control.c) */
+#define RX_SIZE 1024u
+#define RX_BUFS 4096u
+#define TX_SIZE 256u
+#define HUGE_PAGE (2u << 20)
+/* Hugepages are DPDK's too: a region takes them only while this many stay free after it. */
+#define HUGE_SPARE (256ull << 20)
+
+static uint64_t
+ring_bytes(uint32_t size)
+{
+	return RTE_ALIGN_CEIL(sizeof(struct nc_region_ring) + (uint64_t)size * sizeof(struct nc_desc),
+			      RTE_CACHE_LINE_SIZE);
+}
+
+/* Free 2 MiB hugepages not promised to anyone, in bytes. */
+static uint64_t
+huge_available(void)
+{
+	const char *dir = "/sys/kernel/mm/hugepages/hugepages-2048kB/";
+	unsigned long v[2] = { 0, 0 };
+	const char *names[2] = { "free_hugepages", "resv_hugepages" };
+
+	for (int i = 0; i < 2; i++) {
+		char path[128];
+		FILE *f;
+
+		snprintf(path, sizeof(path), "%s%s", dir, names[i]);
+		f = fopen(path, "r");
+		if (f == NULL || fscanf(f, "%lu", &v[i]) != 1)
+			v[i] = 0;
+		if (f != NULL)
+			fclose(f);
+	}
+	return v[0] > v[1] ? (uint64_t)(v[0] - v[1]) * HUGE_PAGE : 0;
+}
+
+/*
+ * The memfd, sized and sealed: a client cannot shrink it under a worker's
+ * copy (SIGBUS in the daemon), grow it, or lift the seals.
+ */
+static int
+region_fd(struct ncd_region *rg)
+{
+	uint64_t huge = RTE_ALIGN_CEIL(rg->size, HUGE_PAGE);
+	int fd = -1;
+
+	if (huge_available() >= huge + HUGE_SPARE) {
+		fd = memfd_create("netchannel-region", MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_HUGETLB);
+		if (fd >= 0 && ftruncate(fd, (off_t)huge) == 0) {
+			rg->size = huge;
+			rg->hugepages = true;
+		} else if (fd >= 0) {
+			close(fd);
+			fd = -1;
+		}
+	}
+	if (fd < 0) {
+		fd = memfd_create("netchannel-region", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+		if (fd < 0 || ftruncate(fd, (off_t)rg->size) != 0) {
+			NCD_LOG(ERR, "region: memfd of %" PRIu64 " bytes: %s", rg->size, strerror(errno));
+			if (fd >= 0)
+				close(fd);
+			return -1;
+		}
+	}
+	if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
+		NCD_LOG(ERR, "region: sealing the memfd: %s", strerror(errno));
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static void
+ring_init(struct ncd_region *rg, struct ncd_region_ring *q, uint64_t off, uint32_t size)
+{
+	q->r = (struct nc_region_ring *)(rg->base + off);
+	q->size = size;
+	q->mask = size - 1;
+	q->own = 0;
+	q->seen = 0;
+}
+
+struct ncd_region *
+ncd_region_create(const struct ncd *d, unsigned int slot)
+{
+	struct ncd_region *rg = calloc(1, sizeof(*rg));
+	uint32_t frame = RTE_ETHER_MAX_LEN;
+	struct nc_region_hdr *h;
+	uint64_t off;
+	int err;
+
+	if (rg == NULL)
+		return NULL;
+	for (unsigned int i = 0; i < d->cfg.nports; i++) {
+		uint32_t f = (uint32_t)d->cfg.ports[i].mtu + RTE_ETHER_HDR_LEN + 2 * 4;
+
+		frame = RTE_MAX(frame, f);
+	}
+	rte_spinlock_init(&rg->lock);
+	rg->fd = -1;
+	rg->slot = slot;
+	rg->worker = slot % d->cfg.nworkers;
+	rg->nrx = RX_RINGS;
+	rg->buf_size = RTE_ALIGN_CEIL(RTE_MAX(frame, 2048u), RTE_CACHE_LINE_SIZE);
+	rg->rx_bufs = RX_BUFS;
+	off = NC_REGION_HDR_SIZE;
+	uint64_t rx_off = off, rx_stride = ring_bytes(RX_SIZE);
+	off += rx_stride * RX_RINGS;
+	uint64_t tx_off = off;
+	off += ring_bytes(TX_SIZE);
+	uint64_t free_off = off;
+	off += ring_bytes(RX_BUFS);
+	rg->buf_off = RTE_ALIGN_CEIL(off, 4096);
+	rg->tx_buf_off = rg->buf_off + (uint64_t)rg->buf_size * RX_BUFS;
+	rg->size = RTE_ALIGN_CEIL(rg->tx_buf_off + (uint64_t)rg->buf_size * TX_SIZE, 4096);
+	rg->rx = calloc(RX_RINGS, sizeof(*rg->rx));
+	rg->rx_channel = malloc(RX_RINGS * sizeof(*rg->rx_channel));
+	rg->free_bufs = malloc(RX_BUFS * sizeof(*rg->free_bufs));
+	rg->held = calloc(RX_BUFS, 1);
+	if (rg->rx == NULL || rg->rx_channel == NULL || rg->free_bufs == NULL || rg->held == NULL) {
+		errno = ENOMEM;
+		goto fail;
+	}
+	rg->fd = region_fd(rg);
+	if (rg->fd < 0)
+		goto fail;
+	rg->base = mmap(NULL, rg->size, PROT_READ | PROT_WRITE, MAP_SHARED, rg->fd, 0);
+	if (rg->base == MAP_FAILED) {
+		NCD_LOG(ERR, "region: mmap of %" PRIu64 " bytes: %s", rg->size, strerror(errno));
+		rg->base = NULL;
+		goto fail;
+	}
+	for (uint32_t k = 0; k < RX_RINGS; k++) {
+		ring_init(rg, &rg->rx[k], rx_off + k * rx_stride, RX_SIZE);
+		rg->rx_channel[k] = UINT32_MAX;
+	}
+	ring_init(rg, &rg->tx, tx_off, TX_SIZE);
+	ring_init(rg, &rg->fr, free_off, RX_BUFS);
+	for (uint32_t i = 0; i < RX_BUFS; i++)
+		rg->free_bufs[i] = RX_BUFS - 1 - i;
+	rg->nfree = RX_BUFS;
+	h = (struct nc_region_hdr *)rg->base;
+	*h = (struct nc_region_hdr){
+		.magic = NC_REGION_MAGIC, .version = NC_REGION_VERSION, .size = rg->size,
+		.nrx = RX_RINGS, .rx_size = RX_SIZE, .tx_size = TX_SIZE, .free_size = RX_BUFS,
+		.buf_size = rg->buf_size, .rx_bufs = RX_BUFS, .rx_off = rx_off,
+		.rx_stride = rx_stride, .tx_off = tx_off, .free_off = free_off,
+		.buf_off = rg->buf_off, .tx_buf_off = rg->tx_buf_off,
+	};
+	return rg;
+
+fail:
+	err = errno;
+	ncd_region_free(rg);
+	errno = err;
+	return NULL;
+}
+
+void
+ncd_region_free(struct ncd_region *rg)
+{
+	if (rg == NULL)
+		return;
+	if (rg->base != NULL)
+		munmap(rg->base, rg->size);
+	if (rg->fd >= 0)
+		close(rg->fd);
+	free(rg->rx);
+	free(rg->rx_channel);
+	free(rg->free_bufs);
+	free(rg->held);
+	free(rg);
+}
+
+int
+ncd_region_ring_take(struct ncd_region *rg, uint32_t channel)
+{
+	for (uint32_t k = 0; k < rg->nrx; k++)
+		if (rg->rx_channel[k] == UINT32_MAX) {
+			struct ncd_region_ring *q = &rg->rx[k];
+
+			/* A fresh start: indexes where the last user left them, told to the client. */
+			q->seen = q->own;
+			__atomic_store_n(&q->r->head, q->own, __ATOMIC_RELEASE);
+			__atomic_store_n(&q->r->tail, q->own, __ATOMIC_RELEASE);
+			__atomic_store_n(&q->r->want_wakeup, 0, __ATOMIC_RELAXED);
+			rg->rx_channel[k] = channel;
+			return (int)k;
+		}
+	return -ENOSPC;
+}
+
+/* Buffer index of an rx buffer offset, or UINT32_MAX if the offset is not one. */
+static inline uint32_t
+rx_buf_index(const struct ncd_region *rg, uint32_t off)
+{
+	uint64_t rel = (uint64_t)off - rg->buf_off;
+
+	if (off < rg->buf_off || rel % rg->buf_size != 0 || rel / rg->buf_size >= rg->rx_bufs)
+		return UINT32_MAX;
+	return (uint32_t)(rel / rg->buf_size);
+}
+
+/* The client gave a buffer back: the daemon's again, if it was the client's. */
+static inline bool
+buf_return(struct ncd_region *rg, uint32_t off)
+{
+	uint32_t b = rx_buf_index(rg, off);
+
+	if (b == UINT32_MAX || !rg->held[b])
+		return false;
+	rg->held[b] = 0;
+	rg->free_bufs[rg->nfree++] = b;
+	return true;
+}
+
+void
+ncd_region_ring_put(struct ncd_region *rg, int ring)
+{
+	struct ncd_region_ring *q = &rg->rx[ring];
+
+	rte_spinlock_lock(&rg->lock);
+	/*
+	 * What the client did not take comes back now: the entries between the
+	 * client's last accepted tail and the daemon's head. The client may have
+	 * rewritten them; each is checked as any buffer it gives back.
+	 */
+	for (uint32_t i = q->seen; i != q->own; i++) {
+		uint32_t off = q->r->desc[i & q->mask].offset;
+
+		buf_return(rg, off);
+	}
+	q->seen = q->own;
+	rg->rx_channel[ring] = UINT32_MAX;
+	rte_spinlock_unlock(&rg->lock);
+}
+
+/*
+ * How many entries a ring the daemon produces has free: the client's tail,
+ * accepted only between the last one accepted and the daemon's head.
+ */
+static inline uint32_t
+rx_room(struct ncd_region *rg, struct ncd_region_ring *q, uint32_t limit)
+{
+	uint32_t t = __atomic_load_n(&q->r->tail, __ATOMIC_ACQUIRE);
+
+	if ((uint32_t)(t - q->seen) <= (uint32_t)(q->own - q->seen))
+		q->seen = t;
+	else
+		rg->st.bad_index++;
+	return limit - (q->own - q->seen);
+}
+
+/*
+ * How many entries a ring the client produces holds: the client's head,
+ * accepted only if it is at most a ring ahead of the daemon's tail.
+ */
+static inline uint32_t
+tx_avail(struct ncd_region *rg, struct ncd_region_ring *q)
+{
+	uint32_t h = __atomic_load_n(&q->r->head, __ATOMIC_ACQUIRE);
+
+	if ((uint32_t)(h - q->own) > q->size) {
+		rg->st.bad_index++;
+		return 0;
+	}
+	q->seen = h;
+	return h - q->own;
+}
+
+uint32_t
+ncd_region_deliver(struct ncd_worker *w, struct ncd_port_stats *ps, struct ncd_channel *ch,
+		   struct rte_mbuf **m, uint32_t n)
+{
+	struct ncd_region *rg = ch->region;
+	struct ncd_region_ring *q = &rg->rx[ch->region_ring];
+	struct ncd_chan_stats *cs = &w->cstats[ch->id];
+	uint32_t room, i, sent = 0, nobuf = 0;
+	uint64_t bytes = 0;
+
+	rte_spinlock_lock(&rg->lock);
+	room = rx_room(rg, q, ch->region_limit);
+	for (i = 0; i < n && sent < room; i++) {
+		uint32_t len = m[i]->pkt_len, b, off;
+		const void *src;
+
+		if (rg->nfree == 0) {
+			nobuf = n - i;
+			break;
+		}
+		b = rg->free_bufs[--rg->nfree];
+		rg->held[b] = 1;
+		off = (uint32_t)(rg->buf_off + (uint64_t)b * rg->buf_size);
+		/* buf_size is at least the largest frame any port takes. */
+		src = rte_pktmbuf_read(m[i], 0, len, rg->base + off);
+		if (src != rg->base + off)
+			rte_memcpy(rg->base + off, src, len);
+		q->r->desc[q->own & q->mask] = (struct nc_desc){
+			.offset = off, .length = len, .channel = ch->id };
+		q->own++;
+		sent++;
+		bytes += len;
+	}
+	if (sent > 0)
+		__atomic_store_n(&q->r->head, q->own, __ATOMIC_RELEASE);
+	rg->st.rx_copied += sent;
+	rte_spinlock_unlock(&rg->lock);
+	rte_pktmbuf_free_bulk(m, n);
+	cs->delivered += sent;
+	cs->bytes += bytes;
+	cs->drop_no_buf += nobuf;
+	cs->drop_ring_full += n - sent - nobuf;
+	ps->delivered += sent;
+	ps->drop_no_buf += nobuf;
+	ps->drop_ring_full += n - sent - nobuf;
+	return sent;
+}
+
+uint32_t
+ncd_region_rx_count(const struct ncd_region *rg, int ring)
+{
+	const struct ncd_region_ring *q = &rg->rx[ring];
+
+	return q->own - q->seen;
+}
+
+/* Buffers the client gave back: each one it holds returns; anything else is counted. */
+static void
+serve_free(struct ncd_region *rg)
+{
+	struct ncd_region_ring *q = &rg->fr;
+	uint32_t n;
+
+	rte_spinlock_lock(&rg->lock);
+	n = tx_avail(rg, q);
+	if (n > 2 * NCD_BURST)
+		n = 2 * NCD_BURST;
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t off = __atomic_load_n(&q->r->desc[(q->own + i) & q->mask].offset,
+					       __ATOMIC_RELAXED);
+
+		if (buf_return(rg, off))
+			rg->st.freed++;
+		else
+			rg->st.bad_free++;
+	}
+	q->own += n;
+	rte_spinlock_unlock(&rg->lock);
+	if (n > 0)
+		__atomic_store_n(&q->r->tail, q->own, __ATOMIC_RELEASE);
+}
+
+/*
+ * The descriptor's frame, copied into an mbuf, if the descriptor holds up:
+ * in the tx buffer area, a sane length, one of this connection's channels
+ * that may transmit. The copy is what is checked and sent afterwards, so a
+ * client that rewrites the buffer meanwhile changes nothing.
+ */
+static struct rte_mbuf *
+tx_take(struct ncd *d, struct ncd_region *rg, const struct nc_desc *dsc, struct ncd_channel **chp)
+{
+	uint64_t end = (uint64_t)dsc->offset + dsc->length;
+	uint64_t lo = rg->tx_buf_off, hi = rg->tx_buf_off + (uint64_t)rg->buf_size * rg->tx.size;
+	struct ncd_channel *ch = dsc->channel < d->cfg.max_channels ?
+		__atomic_load_n(&d->channels[dsc->channel], __ATOMIC_ACQUIRE) : NULL;
+	struct rte_mbuf *m;
+	char *p;
+
+	if (ch == NULL || ch->region != rg || !ch->can_tx || dsc->offset < lo || end > hi ||
+	    dsc->length < 20 || dsc->length > rg->buf_size || (dsc->flags & ~NC_DESC_F_IP)) {
+		rg->st.bad_desc++;
+		return NULL;
+	}
+	*chp = ch;
+	m = rte_pktmbuf_alloc(d->pool);
+	if (m == NULL)
+		return NULL;
+	p = rte_pktmbuf_append(m, (uint16_t)dsc->length);
+	if (p == NULL) {
+		rte_pktmbuf_free(m);
+		return NULL;
+	}
+	rte_memcpy(p, rg->base + dsc->offset, dsc->length);
+	m->packet_type = dsc->flags & NC_DESC_F_IP ? RTE_PTYPE_UNKNOWN : RTE_PTYPE_L2_ETHER;
+	return m;
+}
+
+/* The client's frames, a burst at most: each checked, copied and sent by its channel. */
+static void
+serve_tx(struct ncd *d, struct ncd_worker *w, struct ncd_region *rg, uint64_t now)
+{
+	struct ncd_region_ring *q = &rg->tx;
+	struct rte_mbuf *m[NCD_BURST];
+	struct ncd_channel *cur = NULL;
+	uint32_t n, k = 0;
+
+	rte_spinlock_lock(&rg->lock);  /* for the counter that tx_avail() may bump */
+	n = tx_avail(rg, q);
+	rte_spinlock_unlock(&rg->lock);
+	if (n > NCD_BURST)
+		n = NCD_BURST;
+	for (uint32_t i = 0; i < n; i++) {
+		struct nc_desc dsc;
+		struct ncd_channel *ch = NULL;
+		struct rte_mbuf *x;
+
+		/* One read of the descriptor: the client may change it under us. */
+		memcpy(&dsc, &q->r->desc[(q->own + i) & q->mask], sizeof(dsc));
+		x = tx_take(d, rg, &dsc, &ch);
+		if (ch != NULL && x == NULL) {
+			w->cstats[ch->id].tx_dropped++;
+			continue;
+		}
+		if (x == NULL)
+			continue;
+		if (cur != NULL && ch != cur) {
+			ncd_dp_tx_send(d, w, cur, m, (uint16_t)k, now);
+			k = 0;
+		}
+		cur = ch;
+		m[k++] = x;
+	}
+	if (k > 0)
+		ncd_dp_tx_send(d, w, cur, m, (uint16_t)k, now);
+	/* Only now: the buffers were copied, and the client may reuse them. */
+	q->own += n;
+	rg->st.tx_taken += n;
+	if (n > 0)
+		__atomic_store_n(&q->r->tail, q->own, __ATOMIC_RELEASE);
+}
+
+void
+ncd_region_serve(struct ncd *d, struct ncd_worker *w, struct ncd_region *rg, uint64_t now)
+{
+	serve_free(rg);
+	serve_tx(d, w, rg, now);
+}

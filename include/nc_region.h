@@ -1,0 +1,108 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * An isolated client's region: the memory one connection shares with
+ * netchanneld, and nothing else. The daemon makes it at HELLO (a memfd,
+ * sealed against shrinking and growing, on hugepages where the host has them
+ * to spare) and passes it with the reply (SCM_RIGHTS). It holds rings of
+ * descriptors and a buffer area; every reference is an offset from the
+ * region's start, never a pointer, so the client may map it anywhere.
+ *
+ * | part         | offset / size                      | producer -> consumer |
+ * |--------------|------------------------------------|----------------------|
+ * | header       | 0, 4096                            | daemon (read-only)   |
+ * | rx ring k    | rx_off + k * rx_stride             | daemon -> client     |
+ * | tx ring      | tx_off                             | client -> daemon     |
+ * | free ring    | free_off                           | client -> daemon     |
+ * | rx buffers   | buf_off, rx_bufs * buf_size        | daemon fills         |
+ * | tx buffers   | tx_buf_off, tx_size * buf_size     | client fills         |
+ *
+ * Receive: a worker copies a packet into one of the rx buffers it has not
+ * given out, puts {offset, length, channel} on the channel's rx ring, and
+ * frees its mbuf at once. The buffer is the client's until it puts the same
+ * offset on the free ring. Transmit: the client writes a frame into a tx
+ * buffer (tx ring slot i uses tx buffer i, so a slot the daemon has consumed
+ * is a buffer it is done with), puts its descriptor on the tx ring, and the
+ * daemon copies it into an mbuf before it looks at it.
+ *
+ * Rings are single-producer, single-consumer: head is the producer's count
+ * of what it put on the ring, tail the consumer's of what it took off, both
+ * free-running 32-bit counters; entry i is desc[i & (size - 1)]. Each side
+ * stores its index with release and loads the other's with acquire.
+ *
+ * The daemon trusts nothing in the region: it keeps every ring's geometry
+ * and its own indexes privately, and reads only the client's index, which
+ * may only move forward and never past what was produced; a descriptor is
+ * used only if its offset and length lie in the right area and its channel
+ * is one of this connection's. Anything else is counted (bad_index,
+ * bad_desc, bad_free, see `show clients`) and ignored. What the client
+ * writes in the header or in the daemon's indexes only misleads the client.
+ */
+#ifndef NC_REGION_H
+#define NC_REGION_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define NC_REGION_MAGIC 0x6e637267u   /* "ncrg" */
+#define NC_REGION_VERSION 1
+#define NC_REGION_HDR_SIZE 4096u
+
+/** nc_desc flags, on the tx ring. */
+#define NC_DESC_F_IP 0x1              /**< an IP packet: the daemon adds the Ethernet header */
+
+/** One packet: where it is in the region, how long, and whose. */
+struct nc_desc {
+	uint32_t offset;               /**< from the region's start */
+	uint32_t length;               /**< bytes of the frame (rx, tx); unused on the free ring */
+	uint32_t channel;              /**< the channel's id (rx: it matched; tx: send on it) */
+	uint32_t flags;                /**< NC_DESC_F_* */
+};
+
+/** A ring: each index on a cache line of its own, then its descriptors. */
+struct nc_region_ring {
+	uint32_t head;                 /**< entries produced, ever (the producer writes it) */
+	uint8_t pad0[60];
+	uint32_t tail;                 /**< entries consumed, ever (the consumer writes it) */
+	/**
+	 * rx rings: the client, about to sleep, sets it (then looks at the ring
+	 * once more); a worker that produced clears it and signals the channel's
+	 * eventfd. A full fence on each side between its store and its load.
+	 */
+	uint32_t want_wakeup;
+	uint8_t pad1[56];
+	struct nc_desc desc[];         /**< size entries (the header's rx_size, tx_size or free_size) */
+};
+
+/** The region's first page, written by the daemon before it passes the fd. */
+struct nc_region_hdr {
+	uint32_t magic;                /**< NC_REGION_MAGIC */
+	uint32_t version;              /**< NC_REGION_VERSION */
+	uint64_t size;                 /**< bytes of the region */
+	uint32_t nrx;                  /**< rx rings (a channel has one while it lives) */
+	uint32_t rx_size;              /**< entries of each rx ring (a power of 2) */
+	uint32_t tx_size;              /**< entries of the tx ring, and tx buffers */
+	uint32_t free_size;            /**< entries of the free ring (>= rx_bufs) */
+	uint32_t buf_size;             /**< bytes of each buffer */
+	uint32_t rx_bufs;              /**< rx buffers */
+	uint64_t rx_off;               /**< the first rx ring */
+	uint64_t rx_stride;            /**< bytes from one rx ring to the next */
+	uint64_t tx_off;               /**< the tx ring */
+	uint64_t free_off;             /**< the free ring */
+	uint64_t buf_off;              /**< the first rx buffer */
+	uint64_t tx_buf_off;           /**< the first tx buffer */
+	uint8_t reserved[40];
+};
+
+_Static_assert(sizeof(struct nc_desc) == 16, "nc_desc layout is part of the ABI");
+_Static_assert(sizeof(struct nc_region_ring) == 128, "nc_region_ring layout is part of the ABI");
+_Static_assert(sizeof(struct nc_region_hdr) == 128, "nc_region_hdr layout is part of the ABI");
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* NC_REGION_H */

@@ -1,0 +1,344 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Isolated clients for the tests: an honest one, and a hostile one that
+ * speaks the protocol itself so that it keeps its region's memfd.
+ *
+ *   nc_iso_client SOCK honest PORT SECONDS   receive with nc_rx_bufs, then print the counts
+ *   nc_iso_client SOCK copy PORT COUNT       receive COUNT by nc_recv (blocking), nc_send each back
+ *   nc_iso_client SOCK hostile PORT SECRET   look for SECRET, attack the region until killed
+ */
+#define _GNU_SOURCE /* memmem, F_ADD_SEALS */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "nc_proto.h"
+#include "netchannel.h"
+
+static double
+now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static struct nc_channel *
+claim(struct nc_client *c, const char *name, long port)
+{
+	struct nc_channel_opts o = { .tx = 1 };
+	struct nc_trie_rule r;
+	struct nc_channel *ch;
+
+	nc_rule_flow(&r, "udp", NULL, port);
+	ch = nc_channel_create(c, name, &r, &o);
+	if (ch == NULL) {
+		printf("create: %s\n", nc_strerror(errno));
+		exit(2);
+	}
+	return ch;
+}
+
+static int
+honest(const char *sock, long port, double seconds)
+{
+	struct nc_client *c = nc_connect(sock, 0);
+	struct nc_channel_stats st;
+	struct nc_channel *ch;
+	uint64_t got = 0;
+	double end;
+
+	if (c == NULL) {
+		printf("connect: %s\n", nc_strerror(errno));
+		return 2;
+	}
+	ch = claim(c, "honest", port);
+	printf("ready\n");
+	fflush(stdout);
+	end = now_s() + seconds;
+	while (now_s() < end) {
+		struct nc_buf b[32];
+		uint16_t n = nc_rx_bufs(ch, b, 32);
+
+		got += n;
+		if (n > 0 && nc_bufs_release(c, b, n) != n) {
+			printf("release: fewer than received\n");
+			return 1;
+		}
+	}
+	/* What the daemon counted; what it delivered since is at most a ring and a burst. */
+	if (nc_channel_stats(ch, &st) != 0)
+		return 1;
+	printf("received %" PRIu64 " hits %" PRIu64 " delivered %" PRIu64 " ring_full %" PRIu64
+	       " no_buf %" PRIu64 "\n", got, st.hits, st.delivered, st.drop_ring_full, st.drop_no_buf);
+	nc_channel_destroy(ch);
+	nc_disconnect(c);
+	return 0;
+}
+
+static void
+swap(uint8_t *a, uint8_t *b, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		uint8_t t = a[i];
+
+		a[i] = b[i];
+		b[i] = t;
+	}
+}
+
+static int
+copy_echo(const char *sock, long port, long count)
+{
+	struct nc_client *c = nc_connect(sock, 0);
+	struct nc_channel *ch;
+	uint8_t f[2048];
+	long done = 0;
+
+	if (c == NULL) {
+		printf("connect: %s\n", nc_strerror(errno));
+		return 2;
+	}
+	ch = claim(c, "copy", port);
+	printf("ready\n");
+	fflush(stdout);
+	while (done < count) {
+		ssize_t n = nc_recv(ch, f, sizeof(f), 10000);
+		ssize_t s;
+
+		if (n < 0) {
+			printf("recv: %s\n", nc_strerror((int)n));
+			return 1;
+		}
+		/* Turned round: the test's frames are untagged IPv4 without options, UDP. */
+		if (n < 42) {
+			printf("recv: %zd bytes, not a test frame\n", n);
+			return 1;
+		}
+		swap(f, f + 6, 6);
+		swap(f + 26, f + 30, 4);
+		swap(f + 34, f + 36, 2);
+		s = nc_send(ch, f, (size_t)n);
+		if (s != n) {
+			printf("send: %s\n", nc_strerror((int)s));
+			return 1;
+		}
+		done++;
+	}
+	printf("echoed %ld\n", done);
+	nc_channel_destroy(ch);
+	nc_disconnect(c);
+	return 0;
+}
+
+/* The raw protocol: one request, one reply, and the fd it may carry. */
+static int
+call(int s, uint16_t type, const void *body, uint32_t len, void *out, size_t out_len, int *fd)
+{
+	static uint32_t id;
+	uint8_t msg[NC_CTL_MAX_MSG];
+	struct nc_ctl_req req = { .magic = NC_CTL_MAGIC, .type = type, .id = ++id, .len = len };
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} cm;
+	struct iovec iov = { msg, sizeof(msg) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.buf,
+			     .msg_controllen = sizeof(cm.buf) };
+	struct nc_ctl_rep rep;
+	struct cmsghdr *h;
+	ssize_t n;
+
+	memcpy(msg, &req, sizeof(req));
+	memcpy(msg + sizeof(req), body, len);
+	if (send(s, msg, sizeof(req) + len, 0) < 0)
+		return -errno;
+	n = recvmsg(s, &mh, 0);
+	if (n < (ssize_t)sizeof(rep))
+		return -EBADMSG;
+	memcpy(&rep, msg, sizeof(rep));
+	for (h = CMSG_FIRSTHDR(&mh); fd != NULL && h != NULL; h = CMSG_NXTHDR(&mh, h))
+		if (h->cmsg_type == SCM_RIGHTS)
+			memcpy(fd, CMSG_DATA(h), sizeof(int));
+	if (rep.status == 0 && out != NULL)
+		memcpy(out, msg + sizeof(rep), out_len < rep.len ? out_len : rep.len);
+	return rep.status;
+}
+
+/* Files of the daemon's memory this user could open: its hugepage files and runtime dir. */
+static unsigned int
+daemon_files_opened(void)
+{
+	const char *dirs[] = { "/dev/hugepages", "/var/run/dpdk" };
+	unsigned int opened = 0;
+
+	for (unsigned int i = 0; i < 2; i++) {
+		DIR *d = opendir(dirs[i]);
+		struct dirent *e;
+
+		while (d != NULL && (e = readdir(d)) != NULL) {
+			char path[512];
+			int fd;
+
+			if (e->d_name[0] == '.')
+				continue;
+			snprintf(path, sizeof(path), "%s/%s", dirs[i], e->d_name);
+			fd = open(path, O_RDONLY);
+			if (fd >= 0) {
+				struct stat st;
+
+				/* A directory lets it in only if it may read a file inside. */
+				if (fstat(fd, &st) == 0 && !S_ISDIR(st.st_mode))
+					opened++;
+				close(fd);
+			}
+		}
+		if (d != NULL)
+			closedir(d);
+	}
+	return opened;
+}
+
+static uint32_t
+rnd(void)
+{
+	return (uint32_t)random() ^ ((uint32_t)random() << 16);
+}
+
+static int
+hostile(const char *sock, long port, const char *secret)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct nc_ctl_hello hello = { .version = NC_CTL_VERSION, .pid = (uint32_t)getpid() };
+	struct nc_ctl_hello_reply hr;
+	struct nc_ctl_create cr;
+	struct nc_ctl_channel info;
+	struct nc_region_hdr h;
+	struct nc_region_ring *rx, *tx, *fr;
+	uint8_t *base;
+	size_t found = 0;
+	int s, fd = -1, ret;
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock);
+	s = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+	if (connect(s, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
+	    call(s, NC_CTL_HELLO, &hello, sizeof(hello), &hr, sizeof(hr), &fd) != 0 || fd < 0) {
+		printf("hello failed\n");
+		return 2;
+	}
+	base = mmap(NULL, hr.region_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (base == MAP_FAILED) {
+		printf("mmap: %s\n", strerror(errno));
+		return 2;
+	}
+	memcpy(&h, base, sizeof(h));
+	memset(&cr, 0, sizeof(cr));
+	snprintf(cr.name, sizeof(cr.name), "hostile");
+	cr.rule = (struct nc_ctl_rule){ .proto = 17, .proto_mask = 0xff, .dport_kind = 1,
+					.dport_lo = (uint16_t)port, .dport_hi = (uint16_t)port };
+	cr.flags = NC_CREATE_F_TX;
+	ret = call(s, NC_CTL_CHANNEL_CREATE, &cr, sizeof(cr), &info, sizeof(info), NULL);
+	if (ret != 0 || !(info.flags & NC_CHANNEL_F_REGION)) {
+		printf("create: %d\n", ret);
+		return 2;
+	}
+	rx = (struct nc_region_ring *)(base + h.rx_off + info.region_ring * h.rx_stride);
+	tx = (struct nc_region_ring *)(base + h.tx_off);
+	fr = (struct nc_region_ring *)(base + h.free_off);
+	/* Resizing the region under the daemon: refused by the seals. */
+	printf("shrink %s grow %s unseal %s\n",
+	       ftruncate(fd, 0) == 0 ? "allowed" : strerror(errno),
+	       ftruncate(fd, (off_t)hr.region_size * 2) == 0 ? "allowed" : strerror(errno),
+	       fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE) == 0 ? "allowed" : strerror(errno));
+	/* Let traffic flow, take what comes (without giving it back), then look everywhere. */
+	usleep(500 * 1000);
+	__atomic_store_n(&rx->tail, __atomic_load_n(&rx->head, __ATOMIC_ACQUIRE), __ATOMIC_RELEASE);
+	usleep(200 * 1000);
+	for (uint8_t *p = base; p != NULL && p < base + hr.region_size;) {
+		p = memmem(p, base + hr.region_size - p, secret, strlen(secret));
+		if (p != NULL) {
+			found++;
+			p++;
+		}
+	}
+	printf("secret found %zu daemon files opened %u\n", found, daemon_files_opened());
+	printf("attacking\n");
+	fflush(stdout);
+	srandom((unsigned int)getpid());
+	for (uint64_t i = 0;; i++) {
+		/* Mostly from where the daemon is, so that what follows is looked at at all. */
+		uint32_t k = rnd() % 8, th = __atomic_load_n(&tx->tail, __ATOMIC_ACQUIRE);
+		struct nc_desc dsc = { rnd(), rnd() % 4096, rnd() % 4, rnd() % 4 };
+
+		switch (k) {
+		case 0: /* a descriptor anywhere, of any length, for any channel */
+			if (rnd() % 2)
+				dsc.channel = info.id + rnd() % 3 - 1;
+			tx->desc[th % h.tx_size] = dsc;
+			__atomic_store_n(&tx->head, th + 1, __ATOMIC_RELEASE);
+			break;
+		case 1: /* the producer index pushed far ahead, or back */
+			__atomic_store_n(&tx->head, rnd(), __ATOMIC_RELEASE);
+			break;
+		case 2: { /* buffers given back that are not ours, or twice */
+			uint32_t fh = __atomic_load_n(&fr->tail, __ATOMIC_ACQUIRE);
+			uint32_t off = rnd() % 2 ? rx->desc[rnd() % h.rx_size].offset : rnd();
+
+			fr->desc[fh % h.free_size].offset = off;
+			fr->desc[(fh + 1) % h.free_size].offset = off;
+			__atomic_store_n(&fr->head, fh + 2, __ATOMIC_RELEASE);
+			break;
+		}
+		case 3: /* the consumer index of our rx ring moved by hand, past the producer */
+			__atomic_store_n(&rx->tail, rnd(), __ATOMIC_RELEASE);
+			break;
+		case 4: /* the daemon's own index of the rx ring, and the geometry in the header */
+			__atomic_store_n(&rx->head, rnd(), __ATOMIC_RELAXED);
+			((struct nc_region_hdr *)base)->rx_size = rnd();
+			((struct nc_region_hdr *)base)->buf_off = rnd();
+			break;
+		case 5: /* the free ring's index wild */
+			__atomic_store_n(&fr->head, rnd(), __ATOMIC_RELEASE);
+			break;
+		case 6: /* a descriptor in the tx buffer area, well formed but spoofed */
+			dsc.offset = (uint32_t)(h.tx_buf_off + (rnd() % h.tx_size) * h.buf_size);
+			dsc.length = 60;
+			dsc.channel = info.id;
+			dsc.flags = 0;
+			tx->desc[th % h.tx_size] = dsc;
+			__atomic_store_n(&tx->head, th + 1, __ATOMIC_RELEASE);
+			break;
+		default: /* the whole buffer area scribbled on */
+			memset(base + h.buf_off + (rnd() % h.rx_bufs) * h.buf_size, rnd() & 0xff,
+			       h.buf_size);
+			break;
+		}
+	}
+	return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc == 5 && strcmp(argv[2], "honest") == 0)
+		return honest(argv[1], strtol(argv[3], NULL, 0), strtod(argv[4], NULL));
+	if (argc == 5 && strcmp(argv[2], "copy") == 0)
+		return copy_echo(argv[1], strtol(argv[3], NULL, 0), strtol(argv[4], NULL, 0));
+	if (argc == 5 && strcmp(argv[2], "hostile") == 0)
+		return hostile(argv[1], strtol(argv[3], NULL, 0), argv[4]);
+	fprintf(stderr, "usage: nc_iso_client SOCK honest PORT SECONDS | copy PORT COUNT | "
+		"hostile PORT SECRET\n");
+	return 2;
+}

@@ -1,0 +1,170 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
+"""Isolated clients (include/nc_region.h): unprivileged, and unable to hurt the daemon or see
+anyone else's packets, whatever they write into their region."""
+import errno
+import json
+import os
+import re
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ncd_test as T  # noqa: E402
+from test_datapath import EAL  # noqa: E402
+from test_tx import echo_of, scapy  # noqa: E402
+import nc_wire as W  # noqa: E402
+from nc_wire import CLI_F_JSON, Ctl, STATS  # noqa: E402
+
+NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+
+
+class Isolated(T.DaemonCase):
+    def setUp(self):
+        super().setUp()
+        os.chmod(self.w, 0o755)
+        self.sock = os.path.join(self.w, "ncd.sock")
+        self.tx = os.path.join(self.w, "tx.pcap")
+        self.secret = "s3cr3t-" + secrets.token_hex(8)
+        # uid 65534 cannot be relied on to reach the build tree: its copies go here.
+        for exe in ("tests/integration/nc_iso_client", "app/examples/nc-echo",
+                    "app/examples/nc-dump",
+                    "lib/netchannel/libnetchannel.so.0"):
+            shutil.copy(os.path.join(T.BUILD, exe), self.w)
+
+    def start(self, frames):
+        T.write_pcap(os.path.join(self.w, "in.pcap"), frames)
+        cfg = {"eal": EAL, "mempool": {"mbufs": 8191, "cache": 64},
+               "ports": [{"name": "wire0",
+                          "device": f"net_pcap0,rx_pcap={self.w}/in.pcap,tx_pcap={self.tx},"
+                                    "infinite_rx=1",
+                          "exception": {"device": "net_null1,no-rx=1"}}],
+               "workers": [{"lcore": 1}],
+               # Who may connect: the socket's group; what they may claim: control.allow.
+               "control": {"socket": self.sock, "group": "nogroup", "mode": "0660",
+                           "allow": [{"uid": 0}, {"uid": 65534, "dport": "5000-5001"}]},
+               "channels": [{"name": "hi", "match": {"proto": "udp", "dport": 6000}}]}
+        self.daemon = T.Daemon(cfg, self.w, self.prefix)
+        self.daemon.start()
+
+    def frames(self, flows, payload):
+        s = scapy()
+        return [bytes(s.Ether(src="02:00:00:00:00:02", dst=T.PCAP_MAC) /
+                      s.IP(src=src, dst="192.0.2.1") / s.UDP(sport=sport, dport=dport) /
+                      s.Raw(payload.encode())) for src, sport, dport in flows]
+
+    def nobody(self, *args):
+        env = dict(os.environ, LD_LIBRARY_PATH=self.w)
+        p = subprocess.Popen(NOBODY + [os.path.join(self.w, args[0])] + list(args[1:]),
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                             env=env)
+        self.procs.append(p)
+        return p
+
+    def clients(self, c):
+        status, body = c.cli("show clients", CLI_F_JSON)
+        self.assertEqual(status, 0, body)
+        return {cl["pid"]: cl for cl in json.loads(body)}
+
+    def in_use(self, c):
+        return c.json(STATS)["mempool"]["in_use"]
+
+    def test_unprivileged_client_end_to_end(self):
+        """uid 65534, through the socket's group and an allow entry: nc-echo echoes frames
+        in place; the test client receives by copy, sleeping on the eventfd, and sends back.
+        Every echo is on the wire, exactly the received datagram turned round."""
+        flows = [("203.0.113.%d" % i, 2000 + i, 5000) for i in range(1, 4)]
+        frames = self.frames(flows, "echo me")
+        self.start(frames + self.frames([("203.0.113.9", 2009, 7000)], "to the kernel") +
+                   self.frames([("203.0.113.8", 2008, 5001)], "dump me"))
+        self.assertEqual(oct(os.stat(self.sock).st_mode & 0o777), "0o660")
+        self.assertEqual(os.stat(self.sock).st_gid, 65534)
+        p = self.nobody("nc-echo", "-s", self.sock, "--dport", "5000", "-c", "300")
+        self.wait_line(p, "echoing udp port 5000")
+        out = self.finish(p)
+        self.assertEqual(p.returncode, 0, out)
+        self.assertIn("300 echoed, 0 skipped; daemon: tx=300 tx_spoofed=0", out)
+        # nc_recv() / nc_send() as the same user: copies both ways.
+        p = self.nobody("nc_iso_client", self.sock, "copy", "5000", "200")
+        out = self.finish(p)
+        self.assertEqual(p.returncode, 0, out)
+        self.assertIn("echoed 200", out)
+        # nc-dump, the same user: a line per packet, each of its flow.
+        p = self.nobody("nc-dump", "-s", self.sock, "--dport", "5001", "-c", "50")
+        out = self.finish(p)
+        self.assertEqual(p.returncode, 0, out)
+        self.assertEqual(out.count("203.0.113.8.2008 > 192.0.2.1.5001 proto 17 len 49\n"), 50,
+                         out)
+        self.assertIn("nc-dump: 50 packets", out)
+        # Zero-copy needs control.allow's zero_copy, which this user has not.
+        shutil.copy(W.__file__, self.w)
+        probe = ("import sys; sys.path.insert(0, sys.argv[2]); import nc_wire as W\n"
+                 "print(W.Ctl(sys.argv[1]).hello(flags=W.HELLO_F_ZEROCOPY)[0])\n")
+        r = subprocess.run(NOBODY + ["/usr/bin/python3", "-c", probe, self.sock, self.w],
+                           capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.stdout.strip(), str(-errno.EPERM), r.stdout + r.stderr)
+        self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
+        port = self.daemon.read_stats()["ports"][0]
+        self.assertEqual(port["client_tx"], 500)
+        self.assertTrue(T.accounting_ok(port), port)
+        wire = T.read_pcap(self.tx)
+        self.assertEqual(len(wire), 500)
+        self.assertEqual(set(wire), {echo_of(f) for f in frames})
+
+    def test_hostile_client(self):
+        """A client that attacks its own region: it finds no one else's packet, cannot resize
+        the region, and its garbage is counted and refused; an honest client beside it loses
+        nothing that is not counted; killed with -9, it leaves no mbuf behind."""
+        flows = [("203.0.113.1", 2001, 5000), ("203.0.113.2", 2002, 5001),
+                 ("203.0.113.3", 2003, 6000), ("203.0.113.4", 2004, 7000)]
+        frames = self.frames(flows[:1], "harmless") + self.frames(flows[1:], self.secret)
+        self.start(frames)
+        c = Ctl(self.sock)
+        c.hello()
+        time.sleep(0.3)
+        base = self.in_use(c)
+        honest = self.nobody("nc_iso_client", self.sock, "honest", "5001", "8")
+        self.wait_line(honest, "ready")
+        bad = self.nobody("nc_iso_client", self.sock, "hostile", "5000", self.secret)
+        self.assertEqual(self.wait_line(bad, "shrink"),
+                         "shrink Operation not permitted grow Operation not permitted "
+                         "unseal Operation not permitted")
+        self.assertEqual(self.wait_line(bad, "secret found"), "secret found 0 daemon files opened 0")
+        self.wait_line(bad, "attacking")
+        time.sleep(4)
+        clients = self.clients(c)
+        # setpriv exec()s the client: its pid is the Popen's.
+        region = clients[bad.pid]["region"]
+        for counter in ("bad_index", "bad_desc", "bad_free"):
+            self.assertGreater(region[counter], 0, region)
+        bad.send_signal(signal.SIGKILL)
+        bad.wait()
+        out = self.finish(honest)
+        self.assertEqual(honest.returncode, 0, out)
+        m = re.search(r"received (\d+) hits (\d+) delivered (\d+) ring_full (\d+) no_buf (\d+)",
+                      out)
+        self.assertTrue(m, out)
+        got, hits, delivered, ring_full, no_buf = map(int, m.groups())
+        self.assertGreater(got, 1000, out)
+        # What it did not receive is counted: in its ring (a ring, a burst), or dropped.
+        self.assertLessEqual(got, delivered)
+        self.assertLessEqual(delivered - got, 1024 + 32)
+        self.assertLessEqual(abs(hits - (delivered + ring_full + no_buf)), 32, out)
+        time.sleep(0.3)
+        self.assertLessEqual(self.in_use(c), base + 32, "no mbuf went with the killed client")
+        self.assertNotIn(bad.pid, self.clients(c))
+        c.close()
+        self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
+        port = self.daemon.read_stats()["ports"][0]
+        self.assertTrue(T.accounting_ok(port), port)
+        # Its spoofed frames (well formed, from the wrong source) were refused, not sent.
+        self.assertEqual(port["client_tx"], 0, port)
+
+
+if __name__ == "__main__":
+    unittest.main()
