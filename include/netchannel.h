@@ -17,8 +17,10 @@
  *   The client maps nothing else of the daemon's, needs no privilege and never
  *   initialises DPDK; the daemon checks everything it reads from the region.
  * - Zero-copy (NC_CONNECT_ZEROCOPY, for trusted clients: control.allow's
- *   zero_copy, root by default). The process becomes a DPDK secondary process
- *   of the daemon and receives rte_mbufs (nc_rx_burst()): nc_connect()
+ *   zero_copy, root by default), in libnetchannel_zc (pkg-config
+ *   libnetchannel-zc), which links DPDK; libnetchannel itself does not. The
+ *   process becomes a DPDK secondary process of the daemon and receives
+ *   rte_mbufs (nc_rx_burst()): nc_connect()
  *   initialises EAL with the daemon's file prefix and the lcore id it assigns,
  *   unless NC_CONNECT_NO_EAL says the application did so itself. Such a
  *   process shares the daemon's memory: it can read every packet and corrupt
@@ -157,7 +159,8 @@ struct nc_channel_opts {
  * @return
  *   The client, or NULL with errno set: ENOENT/ECONNREFUSED (no daemon),
  *   EPROTO (protocol version mismatch, or a region that does not hold up),
- *   EPERM (zero-copy not allowed for this user), ENOMEM (the daemon could not
+ *   EPERM (zero-copy not allowed for this user), ENOSYS (zero-copy asked for, and
+ *   libnetchannel_zc not linked), ENOMEM (the daemon could not
  *   make a region), or the error of socket, connect, mmap or rte_eal_init.
  */
 struct nc_client *nc_connect(const char *socket_path, unsigned int flags);

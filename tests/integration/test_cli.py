@@ -304,9 +304,10 @@ class Cli(T.DaemonCase):
 
 class Install(unittest.TestCase):
     def test_meson_install(self):
-        """meson install into a DESTDIR: binaries, headers, libnetchannel with its pkg-config
-        file, an example config that checks, the systemd unit; then nc-echo's installed source
-        builds against the installed pkg-config file and runs."""
+        """meson install into a DESTDIR: binaries, headers, libnetchannel and libnetchannel_zc
+        with their pkg-config files (libnetchannel's names no DPDK), an example config that
+        checks, the systemd unit; then nc-echo's installed source builds against the installed
+        pkg-config file and runs."""
         d = tempfile.mkdtemp(prefix="ncd_install_")
         self.addCleanup(shutil.rmtree, d, ignore_errors=True)
         r = subprocess.run(["meson", "install", "-C", T.BUILD, "--destdir", d, "--no-rebuild",
@@ -319,7 +320,7 @@ class Install(unittest.TestCase):
         libdir = os.path.join(root, opt["libdir"])
         for f in ("bin/netchanneld", "bin/ncctl", "bin/nc-echo", "bin/nc-dump",
                   "include/netchannel.h", "include/nc_proto.h", "include/nc_trie.h",
-                  "include/nc_shm.h", "include/nc_ctl.h",
+                  "include/nc_shm.h", "include/nc_ctl.h", "include/nc_region.h",
                   "etc/netchanneld/netchanneld.json", "lib/systemd/system/netchanneld.service",
                   "share/doc/netchanneld/examples/nc_echo.c",
                   "share/doc/netchanneld/docs/design.md", "share/man/man8/netchanneld.8",
@@ -327,6 +328,7 @@ class Install(unittest.TestCase):
                   "share/man/man1/nc-echo.1"):
             self.assertTrue(os.path.exists(os.path.join(root, f)), f)
         self.assertTrue(os.path.exists(os.path.join(libdir, "libnetchannel.so.0")))
+        self.assertTrue(os.path.exists(os.path.join(libdir, "libnetchannel_zc.so.0")))
         unit = open(os.path.join(root, "lib/systemd/system/netchanneld.service")).read()
         self.assertIn(f"ExecStart={opt['prefix']}/bin/netchanneld -c ${{NETCHANNELD_CONFIG}}", unit)
         self.assertIn(f"NETCHANNELD_CONFIG={opt['prefix']}/etc/netchanneld/netchanneld.json", unit)
@@ -335,9 +337,22 @@ class Install(unittest.TestCase):
                             os.path.join(root, "etc/netchanneld/netchanneld.json"),
                             "--check-config"], capture_output=True, text=True, env=env)
         self.assertEqual(r.returncode, 0, r.stderr)
-        pc = subprocess.run(["pkg-config", "--cflags", "--libs", "libnetchannel"],
-                            capture_output=True, text=True, check=True,
-                            env=dict(os.environ, PKG_CONFIG_PATH=os.path.join(libdir, "pkgconfig")))
+        pc_env = dict(os.environ, PKG_CONFIG_PATH=os.path.join(libdir, "pkgconfig"))
+        # An isolated client's library needs no DPDK, to build or to run.
+        iso = "".join(subprocess.run(["pkg-config"] + q + ["libnetchannel"], capture_output=True,
+                                     text=True, check=True, env=pc_env).stdout
+                      for q in (["--cflags", "--libs"], ["--print-requires"]))
+        self.assertIn("-lnetchannel", iso)
+        self.assertNotIn("rte", iso)
+        self.assertNotIn("dpdk", iso)
+        needed = subprocess.run(["objdump", "-p", os.path.join(libdir, "libnetchannel.so.0")],
+                                capture_output=True, text=True, check=True).stdout
+        needed = [line.split()[1] for line in needed.splitlines()
+                  if line.strip().startswith("NEEDED")]
+        self.assertIn("libc.so.6", needed)
+        self.assertEqual([n for n in needed if "rte_" in n or "dpdk" in n], [], needed)
+        pc = subprocess.run(["pkg-config", "--cflags", "--libs", "libnetchannel-zc"],
+                            capture_output=True, text=True, check=True, env=pc_env)
         incs = {os.path.normpath(w[2:]) for w in pc.stdout.split() if w.startswith("-I")}
         self.assertIn(os.path.normpath(os.path.join(root, "include")), incs)
         exe = os.path.join(d, "nc-echo")

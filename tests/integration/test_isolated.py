@@ -34,7 +34,7 @@ class Isolated(T.DaemonCase):
         # uid 65534 cannot be relied on to reach the build tree: its copies go here.
         for exe in ("tests/integration/nc_iso_client", "app/examples/nc-echo",
                     "app/examples/nc-dump",
-                    "lib/netchannel/libnetchannel.so.0"):
+                    "lib/netchannel/libnetchannel.so.0", "lib/netchannel/libnetchannel_zc.so.0"):
             shutil.copy(os.path.join(T.BUILD, exe), self.w)
 
     def start(self, frames):

@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * libnetchannel's insides, shared by its two libraries: libnetchannel (the
+ * control protocol and isolated clients, no DPDK) and libnetchannel_zc (the
+ * zero-copy model, a DPDK secondary process), which registers its calls
+ * with libnetchannel when it is loaded. Not installed.
+ */
+#ifndef NC_INTERNAL_H
+#define NC_INTERNAL_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "nc_proto.h"
+#include "netchannel.h"
+
+#define NC_EXPORT __attribute__((visibility("default")))
+
+struct rte_mempool;
+struct rte_ring;
+
+/* An isolated client's region, as mapped here, with the geometry the daemon gave, checked. */
+struct region {
+	uint8_t *base;
+	uint64_t size;
+	struct nc_region_hdr h;    /* a private copy: the mapping's header is the client's to spoil */
+	struct nc_region_ring *tx, *fr;
+	uint32_t tx_pending;       /* tx buffers handed out (nc_tx_bufs_get) but not yet sent */
+	uint32_t fr_head;          /* our index of the free ring */
+	uint32_t tx_head;          /* our index of the tx ring */
+};
+
+struct nc_client {
+	int fd;
+	uint32_t next_id;
+	unsigned int flags;        /* NC_CONNECT_* */
+	struct nc_ctl_hello_reply hello;
+	struct region rg;          /* isolated: base != NULL */
+	struct nc_dir *dir;
+	struct nc_client_entry *me;  /* this connection's entry in the client table */
+	struct rte_mempool *pool;
+	int owner_off;             /* the mbuf owner field */
+	int rx_tsc_off;            /* the mbuf rx time field, or -1: the daemon does not stamp */
+	uint32_t owner;            /* our mark in it: slot + 1 */
+	struct rte_ring *free_ring;/* mbufs given back through the daemon (NC_FREE_RING_FMT), or NULL */
+	struct rte_ring *alloc_ring;/* mbufs the daemon allocates for us (NC_ALLOC_RING_FMT) */
+	int eal_owned;             /* nc_connect() initialised EAL: nc_disconnect() cleans it up */
+	int gone;                  /* the daemon hung up */
+	uint64_t next_check;       /* ms (CLOCK_MONOTONIC) of the next look at the socket */
+};
+
+struct nc_channel {
+	struct nc_client *client;
+	struct nc_region_ring *ring; /* isolated: its rx ring in the region */
+	uint32_t rx_head_seen;     /* isolated: the daemon's head, as last read */
+	int can_tx;
+	struct rte_ring *rx;
+	struct rte_ring *tx;
+	struct nc_dir_entry *dir;
+	uint32_t id;
+	int owned;                 /* created by this client: destroy it in the daemon */
+	int efd;                   /* the daemon's eventfd for this channel, or -1 */
+};
+
+/* What libnetchannel asks of libnetchannel_zc for a zero-copy client. */
+struct nc_zc_ops {
+	/* After HELLO: EAL as the daemon's secondary (unless NC_CONNECT_NO_EAL), then find the
+	 * directory, the client table, the pool and the slot's rings. 0 or -errno. */
+	int (*attach)(struct nc_client *c);
+	/* Before the socket closes: this lcore's mempool cache back into the pool. */
+	void (*flush)(struct nc_client *c);
+	/* After: EAL cleaned up (c->eal_owned). */
+	void (*detach)(struct nc_client *c);
+	/* A channel's rings, from the directory entry the reply names. 0, or -1 with errno. */
+	int (*open)(struct nc_client *c, struct nc_channel *ch, const struct nc_ctl_channel *info);
+	/* One packet copied out (cut to len; its whole length returned), or -EAGAIN. */
+	ssize_t (*recv_one)(struct nc_channel *ch, void *buf, size_t len);
+	/* One frame copied into an mbuf and sent: len, or -errno (nc_send()'s). */
+	ssize_t (*send)(struct nc_channel *ch, const void *buf, size_t len, int ip);
+	/* Whether the channel's receive ring is empty. */
+	int (*ring_empty)(const struct nc_channel *ch);
+};
+
+/** libnetchannel_zc, as it loads: its calls. */
+void nc__zc_register(const struct nc_zc_ops *ops);
+
+/** Whether the daemon hung up (the socket looked at every 10 ms at most). */
+int nc__daemon_gone(struct nc_client *c);
+
+#endif
