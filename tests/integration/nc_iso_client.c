@@ -261,9 +261,16 @@ hostile(const char *sock, long port, const char *secret)
 	       ftruncate(fd, 0) == 0 ? "allowed" : strerror(errno),
 	       ftruncate(fd, (off_t)hr.region_size * 2) == 0 ? "allowed" : strerror(errno),
 	       fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE) == 0 ? "allowed" : strerror(errno));
-	/* Let traffic flow, take what comes (without giving it back), then look everywhere. */
-	usleep(500 * 1000);
-	__atomic_store_n(&rx->tail, __atomic_load_n(&rx->head, __ATOMIC_ACQUIRE), __ATOMIC_RELEASE);
+	/*
+	 * Let traffic flow and take what comes, without giving it back, until it
+	 * holds every buffer (the daemon then reads its free ring); then look
+	 * everywhere.
+	 */
+	for (int i = 0; i < 6; i++) {
+		usleep(200 * 1000);
+		__atomic_store_n(&rx->tail, __atomic_load_n(&rx->head, __ATOMIC_ACQUIRE),
+				 __ATOMIC_RELEASE);
+	}
 	usleep(200 * 1000);
 	for (uint8_t *p = base; p != NULL && p < base + hr.region_size;) {
 		p = memmem(p, base + hr.region_size - p, secret, strlen(secret));

@@ -7,9 +7,6 @@
 #include <sys/eventfd.h>
 #include <sys/resource.h>
 
-#ifdef RTE_ARCH_X86
-#include <cpuid.h>
-#endif
 #include <rte_branch_prediction.h>
 #include <rte_common.h>
 #include <rte_hash.h>
@@ -26,6 +23,7 @@
 #include "core/match.h"
 #include "core/stats.h"
 #include "datapath/datapath.h"
+#include "datapath/prefetch.h"
 #include "nat/nat.h"
 #include "ncd.h"
 
@@ -323,36 +321,6 @@ out_free:
 	return ret;
 }
 
-#ifdef RTE_ARCH_X86
-/* Whether the CPU has PREFETCHW (CPUID 0x80000001, ECX bit 8). */
-static bool has_prefetchw;
-
-RTE_INIT(detect_prefetchw)
-{
-	unsigned int eax, ebx, ecx, edx;
-
-	has_prefetchw = __get_cpuid(0x80000001, &eax, &ebx, &ecx, &edx) && (ecx & (1u << 8));
-}
-#endif
-
-/*
- * Prefetch a line this core is about to write. __builtin_prefetch(p, 1)
- * gives a read prefetch at this build's -march (corei7 has no PREFETCHW):
- * the instruction by hand where the CPU has it (a branch that always goes
- * the same way), a read prefetch elsewhere.
- */
-static inline void
-prefetch_for_write(const void *p)
-{
-#ifdef RTE_ARCH_X86
-	if (likely(has_prefetchw)) {
-		asm volatile("prefetchw %0" : : "m"(*(const volatile char *)p));
-		return;
-	}
-#endif
-	rte_prefetch0(p);
-}
-
 unsigned int
 ncd_ring_free_burst(const struct ncd *d, struct rte_ring *r)
 {
@@ -368,7 +336,7 @@ ncd_ring_free_burst(const struct ncd *d, struct rte_ring *r)
 	 * 17.7-17.9 Mpps against 14.0-14.4 without, 15.1-15.4 with a read prefetch.
 	 */
 	for (unsigned int i = 0; i < n; i++)
-		prefetch_for_write(m[i]);
+		ncd_prefetch_for_write(m[i]);
 	for (unsigned int i = 0; i < n; i++)
 		ncd_unmark(d, m[i]);
 	if (n > 0)

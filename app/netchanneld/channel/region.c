@@ -24,12 +24,14 @@
 #include "channel/region.h"
 #include "datapath/datapath.h"
 #include "datapath/dp.h"
+#include "datapath/prefetch.h"
 #include "ncd.h"
 
 #define RX_RINGS 64u                   /* a connection's channels, at most (control.c) */
 #define RX_SIZE 1024u
 #define RX_BUFS 4096u
 #define TX_SIZE 256u
+#define FREE_BATCH 512u                /* buffers taken back at one look at the free ring */
 #define HUGE_PAGE (2u << 20)
 /* Hugepages are DPDK's too: a region takes them only while this many stay free after it. */
 #define HUGE_SPARE (256ull << 20)
@@ -244,36 +246,22 @@ buf_return(struct ncd_region *rg, uint32_t off)
 	return true;
 }
 
-void
-ncd_region_ring_put(struct ncd_region *rg, int ring)
-{
-	struct ncd_region_ring *q = &rg->rx[ring];
-
-	rte_spinlock_lock(&rg->lock);
-	/*
-	 * What the client did not take comes back now: the entries between the
-	 * client's last accepted tail and the daemon's head. The client may have
-	 * rewritten them; each is checked as any buffer it gives back.
-	 */
-	for (uint32_t i = q->seen; i != q->own; i++) {
-		uint32_t off = q->r->desc[i & q->mask].offset;
-
-		buf_return(rg, off);
-	}
-	q->seen = q->own;
-	rg->rx_channel[ring] = UINT32_MAX;
-	rte_spinlock_unlock(&rg->lock);
-}
 
 /*
- * How many entries a ring the daemon produces has free: the client's tail,
- * accepted only between the last one accepted and the daemon's head.
+ * How many entries a ring the daemon produces has free, at least want if it
+ * can. The client's tail is read only when its last accepted value leaves
+ * too little room: a busy client writes that line all the time, and each
+ * read of it is a miss. A tail is accepted only between the last one
+ * accepted and the daemon's head.
  */
 static inline uint32_t
-rx_room(struct ncd_region *rg, struct ncd_region_ring *q, uint32_t limit)
+rx_room(struct ncd_region *rg, struct ncd_region_ring *q, uint32_t limit, uint32_t want)
 {
-	uint32_t t = __atomic_load_n(&q->r->tail, __ATOMIC_ACQUIRE);
+	uint32_t t, room = limit - (q->own - q->seen);
 
+	if (room >= want)
+		return room;
+	t = __atomic_load_n(&q->r->tail, __ATOMIC_ACQUIRE);
 	if ((uint32_t)(t - q->seen) <= (uint32_t)(q->own - q->seen))
 		q->seen = t;
 	else
@@ -298,6 +286,29 @@ tx_avail(struct ncd_region *rg, struct ncd_region_ring *q)
 	return h - q->own;
 }
 
+void
+ncd_region_ring_put(struct ncd_region *rg, int ring)
+{
+	struct ncd_region_ring *q = &rg->rx[ring];
+
+	rte_spinlock_lock(&rg->lock);
+	/*
+	 * What the client did not take comes back now: the entries between the
+	 * client's tail (read now: workers read it lazily) and the daemon's head.
+	 * The client may have rewritten them; each is checked as any buffer it
+	 * gives back.
+	 */
+	rx_room(rg, q, q->size, UINT32_MAX);
+	for (uint32_t i = q->seen; i != q->own; i++) {
+		uint32_t off = q->r->desc[i & q->mask].offset;
+
+		buf_return(rg, off);
+	}
+	q->seen = q->own;
+	rg->rx_channel[ring] = UINT32_MAX;
+	rte_spinlock_unlock(&rg->lock);
+}
+
 uint32_t
 ncd_region_deliver(struct ncd_worker *w, struct ncd_port_stats *ps, struct ncd_channel *ch,
 		   struct rte_mbuf **m, uint32_t n)
@@ -309,7 +320,19 @@ ncd_region_deliver(struct ncd_worker *w, struct ncd_port_stats *ps, struct ncd_c
 	uint64_t bytes = 0;
 
 	rte_spinlock_lock(&rg->lock);
-	room = rx_room(rg, q, ch->region_limit);
+	room = rx_room(rg, q, ch->region_limit, n);
+	/*
+	 * The buffers and descriptors about to be written were last read by the
+	 * client's core: ask for all their lines at once, so that the misses
+	 * overlap instead of stalling the copies one by one.
+	 */
+	for (i = 0; i < n && i < room && i < rg->nfree; i++) {
+		uint32_t b = rg->free_bufs[rg->nfree - 1 - i];
+
+		ncd_prefetch_for_write(rg->base + rg->buf_off + (uint64_t)b * rg->buf_size);
+		if (((q->own + i) & 3) == 0 || i == 0)
+			ncd_prefetch_for_write(&q->r->desc[(q->own + i) & q->mask]);
+	}
 	for (i = 0; i < n && sent < room; i++) {
 		uint32_t len = m[i]->pkt_len, b, off;
 		const void *src;
@@ -354,17 +377,25 @@ ncd_region_rx_count(const struct ncd_region *rg, int ring)
 	return q->own - q->seen;
 }
 
-/* Buffers the client gave back: each one it holds returns; anything else is counted. */
+/*
+ * Buffers the client gave back: each one it holds returns; anything else is
+ * counted. Only once the daemon holds less than half of them, and then in
+ * large batches: the client writes the free ring's head at every release,
+ * so every look at it is a miss, which a worker need not pay while it has
+ * buffers to spare.
+ */
 static void
 serve_free(struct ncd_region *rg)
 {
 	struct ncd_region_ring *q = &rg->fr;
 	uint32_t n;
 
+	if (__atomic_load_n(&rg->nfree, __ATOMIC_RELAXED) > rg->rx_bufs / 2)
+		return;
 	rte_spinlock_lock(&rg->lock);
 	n = tx_avail(rg, q);
-	if (n > 2 * NCD_BURST)
-		n = 2 * NCD_BURST;
+	if (n > FREE_BATCH)
+		n = FREE_BATCH;
 	for (uint32_t i = 0; i < n; i++) {
 		uint32_t off = __atomic_load_n(&q->r->desc[(q->own + i) & q->mask].offset,
 					       __ATOMIC_RELAXED);
