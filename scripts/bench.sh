@@ -21,18 +21,21 @@
 #
 #   scripts/bench.sh datapath [--quick]
 #       netchanneld's rate with one worker against dpdk-testpmd io-forward with
-#       one core, the same net_pcap infinite_rx input, in the same run: cases
-#       miss, deliver-1 (nc-dump -q -b 1000 empties the channel), deliver-1-1500B,
-#       deliver-1k, deliver-10k, deliver-100k (1024, 10,000 and 100,000 exact
-#       5-tuple channels, one flow each, one client draining them all),
-#       mark-offload (deliver-1 with the offload mock marking every packet),
+#       one core forwarding one way (into net_null with no-rx=1; the two-way
+#       testpmd of a plain net_null beside it), the same net_pcap infinite_rx
+#       input, in the same run: cases miss, deliver-1 (an isolated nc-dump -q
+#       -b 1000 creates and empties the channel), deliver-1-zc (a zero-copy
+#       one), deliver-1-1500B and -zc, deliver-1k-zc, deliver-10k-zc,
+#       deliver-100k-zc (1024, 10,000 and 100,000 exact 5-tuple channels, one
+#       flow each, one zero-copy client draining them all),
+#       mark-offload (deliver-1-zc with the offload mock marking every packet),
 #       churn (1,000 channels/s created and destroyed, misdeliveries counted),
 #       tap-exception (misses into a real net_tap), nat and nat-reverse (a NAT
 #       channel translating every packet back out), and the latency from
 #       channel create to its first packet and from rx burst to client dequeue
 #       (scripts/bench_datapath.py).
-#       Writes bench/results/datapath.jsonl. 5 runs of 2 s each (about 7
-#       minutes); --quick: 1 of 1 s (under 2 minutes).
+#       Writes bench/results/datapath.jsonl. 5 runs of 2 s each (about 12
+#       minutes); --quick: 1 of 1 s (about 3 minutes).
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -157,9 +160,9 @@ set logscale y
 set style data histograms
 set style histogram clustered gap 1
 set style fill solid 0.8 border -1
-set key top right
+set key below
 set xtics rotate by -30
-plot "$out/datapath.dat" using 2:xtic(1) title "netchanneld, 1 worker", '' using 3 title "dpdk-testpmd io-forward, 1 core"
+plot "$out/datapath.dat" using 2:xtic(1) title "netchanneld, 1 worker", '' using 3 title "dpdk-testpmd io-forward one way, 1 core"
 GP
 	rm -f "$out/datapath.dat"
 	echo "bench: chart in $out/datapath.png" >&2

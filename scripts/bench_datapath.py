@@ -3,17 +3,25 @@
 """scripts/bench.sh datapath: netchanneld's per-core packet rate against dpdk-testpmd
 io-forward, one forwarding core each, on the same input in the same run.
 
+The reference forwards one way, as netchanneld does: net_pcap into a net_null with no-rx=1.
+The older reference (a plain net_null, which also generates packets, so that testpmd's core
+forwards a second stream back) is measured in the same runs and reported beside it
+(reference_twoway_mpps) for continuity.
+
 Input: net_pcap with infinite_rx=1, replaying a generated pcap from memory: 1024 UDP flows to
 port 5000, or (churn, latency) 64 flows to ports 19968-20031 whose payloads name their flow.
 Cases (median of --runs runs of --seconds each; both sides measured in every run):
   miss             no channel: every packet to the exception device (net_null, no rx)
-  deliver-1        one channel takes every packet; nc-dump -q (a client process) empties it
-  deliver-1-1500B  the same with 1500-byte frames
-  deliver-1k       1024 channels, one per flow (exact 5-tuples, like connected sockets), rings
-                   of 64; one client (nc_client_test drain mode) attaches and empties them all
-  deliver-10k      the same with 10,000 channels and flows (rings of 32)
-  deliver-100k     the same with 100,000 channels and flows (rings of 32, max_channels 100000)
-  mark-offload     deliver-1 with the offload mock (--mark-mock): its rx callback marks every
+  deliver-1        one channel takes every packet; nc-dump -q, an isolated client, creates it
+                   and empties it: each packet copied into its region
+  deliver-1-zc     the same with a zero-copy client (nc-dump -q on a static channel: mbufs)
+  deliver-1-1500B  deliver-1 with 1500-byte frames (and -zc: the zero-copy client's)
+  deliver-1k-zc    1024 channels, one per flow (exact 5-tuples, like connected sockets), rings
+                   of 64; one zero-copy client (nc_client_test drain mode) attaches and
+                   empties them all (an isolated client has 64 channels at most)
+  deliver-10k-zc   the same with 10,000 channels and flows (rings of 32)
+  deliver-100k-zc  the same with 100,000 channels and flows (rings of 32, max_channels 100000)
+  mark-offload     deliver-1-zc with the offload mock (--mark-mock): its rx callback marks every
                    packet (matching the channel's rte_flow pattern in software, a cost a NIC
                    would not add) and the worker takes the channel from the mark, not the trie
   churn            one channel takes the 64 flows; its client checks every packet's flow
@@ -110,7 +118,8 @@ def socket_channels(n, ring_size):
     return out
 
 
-def testpmd(pcap, seconds, prefix, out="net_null0", port=0, counter="RX-packets", netns=None):
+def testpmd(pcap, seconds, prefix, out="net_null0,no-rx=1", port=0, counter="RX-packets",
+            netns=None):
     """testpmd io-forward, pcap in, out: the packet rate of one port's counter after a warm-up."""
     script = (f"sleep 1.5; echo 'show port stats {port}'; sleep {seconds}; "
               f"echo 'show port stats {port}'; echo quit")
@@ -253,14 +262,16 @@ def main():
     # Busy-polling for up to 1 ms before sleeping: a client that sleeps whenever its ring is
     # empty has the worker write its eventfd about every burst (see docs/protocol.md, nc-dump).
     dump = [DUMP, "-s", "{sock}", "--channel", "all", "-q", "-b", "1000", "-t", "60"]
+    dump_iso = [DUMP, "-s", "{sock}", "--dport", "5000", "-q", "-b", "1000", "-t", "60"]
     checker = [CLIENT, "{sock}", "attach", "all", "0", str(FLOW_BASE), "soak"]
-    many = {"deliver-1k": (1024, 64), "deliver-10k": (10000, 32), "deliver-100k": (100000, 32)}
+    many = {"deliver-1k-zc": (1024, 64), "deliver-10k-zc": (10000, 32),
+            "deliver-100k-zc": (100000, 32)}
     wanted = a.cases.split(",") if a.cases else list(many)
     for case, (n, _) in many.items():
         if case in wanted:
             # Short, as the other cases': with a longer rx_pcap path (devargs of 76 bytes), the
             # clients' EAL (a secondary) crashed probing net_pcap, in the kvargs parser.
-            pcaps[case] = os.path.join(work, f"{case[8:]}.pcap")
+            pcaps[case] = os.path.join(work, f"{case[8:-3]}.pcap")
             make_socket_pcap(pcaps[case], n)
 
     def sockets(case):
@@ -278,11 +289,13 @@ def main():
                "action": {"nat": dict(nat, reverse=True)}}]
     cases = [
         ("miss", 64, {}),
-        ("deliver-1", 64, {"channels": one, "client": dump}),
-        ("deliver-1-1500B", 1500, {"channels": one, "client": dump}),
-        ("deliver-1k", "deliver-1k", sockets),
-        ("deliver-10k", "deliver-10k", sockets),
-        ("deliver-100k", "deliver-100k", sockets),
+        ("deliver-1", 64, {"client": dump_iso}),
+        ("deliver-1-zc", 64, {"channels": one, "client": dump}),
+        ("deliver-1-1500B", 1500, {"client": dump_iso}),
+        ("deliver-1-1500B-zc", 1500, {"channels": one, "client": dump}),
+        ("deliver-1k-zc", "deliver-1k-zc", sockets),
+        ("deliver-10k-zc", "deliver-10k-zc", sockets),
+        ("deliver-100k-zc", "deliver-100k-zc", sockets),
         ("mark-offload", 64, {"channels": one, "client": dump, "args": ("--mark-mock",)}),
         ("churn", "flows", {"channels": flows, "client": checker, "during": churn}),
         ("tap-exception", 64, {"exc": tap, "counter": "to_kernel", "netns": netns}),
@@ -295,7 +308,7 @@ def main():
     subprocess.run(["ip", "netns", "add", netns], check=True)
     try:
         for case, size, kw in cases:
-            ours, ref, base, extra = [], [], [], {}
+            ours, ref, ref2, base, extra = [], [], [], [], {}
             if callable(kw):
                 kw = kw(case)
             tp = {"out": tap, "port": 1, "counter": "TX-packets", "netns": netns} \
@@ -303,6 +316,8 @@ def main():
             for i in range(a.runs):
                 print(f"bench: {case} run {i + 1}/{a.runs}", file=sys.stderr)
                 ref.append(testpmd(pcaps[size], a.seconds, f"ncdtpm{pid}", **tp))
+                if not tp:
+                    ref2.append(testpmd(pcaps[size], a.seconds, f"ncdtpm{pid}", out="net_null0"))
                 if case == "churn":
                     # The same without churn, in the same run: the rate churn costs.
                     m0, _, _ = netchanneld(pcaps[size], a.seconds, work, f"ncddp{pid}",
@@ -334,6 +349,10 @@ def main():
                    "runs_mpps": [round(x, 3) for x in ours],
                    "runs_reference_mpps": [round(x, 3) for x in ref],
                    "best_ratio": round(max(ours) / max(ref), 3) if max(ref) else None}
+            if ref2:
+                r2 = statistics.median(ref2)
+                row.update({"reference_twoway_mpps": round(r2, 3),
+                            "ratio_twoway": round(m / r2, 3) if r2 else None})
             # mpps is the worker's rx rate; with a channel, what reached it too (a client
             # that falls behind makes the worker drop at the full ring, which costs less).
             if statistics.median(extra["delivered"]) > 0:
@@ -342,8 +361,10 @@ def main():
                 row["delivered_ratio"] = round(dm / r, 3) if r else None
             if case in many:
                 row["channels"] = many[case][0]
-            if case in ("nat", "nat-reverse") or case in many:
-                d1 = next((x["mpps"] for x in results if x["case"] == "deliver-1"), None)
+            if case in ("nat", "nat-reverse", "deliver-1-zc") or case in many:
+                d1 = next((x["mpps"] for x in results
+                           if x["case"] == ("deliver-1-zc" if case in many else "deliver-1")),
+                          None)
                 row["ratio_to_deliver_1"] = round(m / d1, 3) if d1 else None
             if case == "churn":
                 b = statistics.median(base)
@@ -395,13 +416,14 @@ def main():
         for r in results:
             f.write(json.dumps(r) + "\n")
     print(f"{'case':18} {'Mpps':>8} {'testpmd':>8} {'ratio':>6} {'cycles/pkt':>10} "
-          f"{'best ratio':>10} {'delivered':>9} {'ratio':>6}")
+          f"{'best ratio':>10} {'delivered':>9} {'ratio':>6} {'2-way tpmd':>10} {'ratio':>6}")
     for r in results:
         if not r["mpps"]:
             continue
         print(f"{r['case']:18} {r['mpps']:>8} {r['reference_mpps']:>8} {r['ratio']:>6} "
               f"{r['cycles_per_packet']:>10} {r['best_ratio']:>10} "
-              f"{r.get('delivered_mpps', '-'):>9} {r.get('delivered_ratio', '-'):>6}")
+              f"{r.get('delivered_mpps', '-'):>9} {r.get('delivered_ratio', '-'):>6} "
+              f"{r.get('reference_twoway_mpps', '-'):>10} {r.get('ratio_twoway', '-'):>6}")
     for r in results:
         if r["case"] == "churn":
             print(f"churn: {r['churn_per_s']} channels/s created and destroyed; "
