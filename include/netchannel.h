@@ -202,17 +202,21 @@ struct nc_channel *nc_channel_create(struct nc_client *c, const char *name,
 				     const struct nc_channel_opts *opts);
 
 /**
- * Attach to a static channel of the daemon's config.
+ * Attach to a static channel of the daemon's config (or one an operator
+ * created). An isolated client's attach has the daemon deliver the channel
+ * into its region, until nc_channel_destroy() or the client's end; one
+ * isolated client at a time.
  *
  * @return
  *   The channel, or NULL with errno set: ENOENT (no such channel), EPERM,
- *   EINVAL, EPIPE.
+ *   EBUSY (another isolated client is attached to it), EINVAL, EPIPE.
  */
 struct nc_channel *nc_channel_attach(struct nc_client *c, const char *name);
 
 /**
  * Destroy a channel this client created (the daemon removes it and drains
- * its ring), or detach from a static one. The handle is freed either way.
+ * its ring), or detach from a static one (an isolated client's packets of it
+ * then go to the channel's own ring again). The handle is freed either way.
  *
  * @return
  *   0, or a negative errno from the daemon (the handle is still freed).

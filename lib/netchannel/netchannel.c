@@ -409,7 +409,8 @@ nc_channel_destroy(struct nc_channel *ch)
 		return -EINVAL;
 	if (ch->can_tx)
 		tx_flush(ch->client);
-	if (ch->owned) {
+	/* Its own goes; a static one an isolated client attached to is let go of. */
+	if (ch->owned || ch->ring != NULL) {
 		m.id = ch->id;
 		ret = call(ch->client, NC_CTL_CHANNEL_DESTROY, &m, sizeof(m), NULL, 0);
 	}
@@ -855,7 +856,8 @@ nc_strerror(int err)
 		err = -err;
 	switch (err) {
 	case EPERM: return "not allowed by the daemon's control.allow";
-	case EBUSY: return "another channel has the same rule and priority";
+	case EBUSY: return "another channel has the same rule and priority, or another client is "
+			   "attached to the channel";
 	case EEXIST: return "a channel with that name exists";
 	case EPIPE: return "the daemon is gone";
 	case EPROTO: return "protocol error (version mismatch, or HELLO missing)";

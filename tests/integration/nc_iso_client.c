@@ -5,6 +5,7 @@
  *
  *   nc_iso_client SOCK honest PORT SECONDS   receive with nc_rx_bufs, then print the counts
  *   nc_iso_client SOCK copy PORT COUNT       receive COUNT by nc_recv (blocking), nc_send each back
+ *   nc_iso_client SOCK attach NAME COUNT     attach to a static channel, receive COUNT, hold 3 s
  *   nc_iso_client SOCK hostile PORT SECRET   look for SECRET, attack the region until killed
  */
 #define _GNU_SOURCE /* memmem, F_ADD_SEALS */
@@ -45,6 +46,7 @@ claim(struct nc_client *c, const char *name, long port)
 	ch = nc_channel_create(c, name, &r, &o);
 	if (ch == NULL) {
 		printf("create: %s\n", nc_strerror(errno));
+		nc_disconnect(c);
 		exit(2);
 	}
 	return ch;
@@ -138,6 +140,41 @@ copy_echo(const char *sock, long port, long count)
 	}
 	printf("echoed %ld\n", done);
 	nc_channel_destroy(ch);
+	nc_disconnect(c);
+	return 0;
+}
+
+/* Attach to a static channel, receive count of its packets in place, hold it 3 s, let go. */
+static int
+attach(const char *sock, const char *name, long count)
+{
+	struct nc_client *c = nc_connect(sock, 0);
+	struct nc_channel *ch;
+	long got = 0;
+
+	if (c == NULL) {
+		printf("connect: %s\n", nc_strerror(errno));
+		return 2;
+	}
+	ch = nc_channel_attach(c, name);
+	if (ch == NULL) {
+		printf("attach: %s\n", nc_strerror(errno));
+		nc_disconnect(c);
+		return 2;
+	}
+	printf("attached\n");
+	while (got < count) {
+		struct nc_buf b[32];
+		uint16_t n = nc_rx_bufs(ch, b, count - got < 32 ? (uint16_t)(count - got) : 32);
+
+		if (n == 0 && errno == EPIPE)
+			return 1;
+		got += n;
+		nc_bufs_release(c, b, n);
+	}
+	printf("received %ld\n", got);
+	sleep(3);
+	printf("detach %d\n", nc_channel_destroy(ch));
 	nc_disconnect(c);
 	return 0;
 }
@@ -343,9 +380,11 @@ main(int argc, char **argv)
 		return honest(argv[1], strtol(argv[3], NULL, 0), strtod(argv[4], NULL));
 	if (argc == 5 && strcmp(argv[2], "copy") == 0)
 		return copy_echo(argv[1], strtol(argv[3], NULL, 0), strtol(argv[4], NULL, 0));
+	if (argc == 5 && strcmp(argv[2], "attach") == 0)
+		return attach(argv[1], argv[3], strtol(argv[4], NULL, 0));
 	if (argc == 5 && strcmp(argv[2], "hostile") == 0)
 		return hostile(argv[1], strtol(argv[3], NULL, 0), argv[4]);
 	fprintf(stderr, "usage: nc_iso_client SOCK honest PORT SECONDS | copy PORT COUNT | "
-		"hostile PORT SECRET\n");
+		"attach NAME COUNT | hostile PORT SECRET\n");
 	return 2;
 }

@@ -140,6 +140,40 @@ ncd_channel_eventfd(struct ncd_channel *ch)
 	return fd;
 }
 
+int
+ncd_channel_region_attach(struct ncd_channel *ch, struct ncd_region *rg)
+{
+	int ring;
+
+	if (ch->region != NULL)
+		return -EBUSY;
+	ring = ncd_region_ring_take(rg, ch->id);
+	if (ring < 0)
+		return ring;
+	ch->region_ring = ring;
+	/* A static channel's ring_size may be over the region's: its ring is what it gets. */
+	ch->region_limit = RTE_MIN(ch->dir->ring_size, rg->rx[ring].size);
+	__atomic_store_n(&ch->wakeup, &rg->rx[ring].r->want_wakeup, __ATOMIC_RELAXED);
+	/* Release: a worker that sees the region sees its ring and limit. */
+	__atomic_store_n(&ch->region, rg, __ATOMIC_RELEASE);
+	return ring;
+}
+
+void
+ncd_channel_region_detach(struct ncd *d, struct ncd_channel *ch)
+{
+	struct ncd_region *rg = ch->region;
+
+	if (rg == NULL)
+		return;
+	/* Back to its own ring; once no worker is in a burst that saw the region, its ring goes. */
+	__atomic_store_n(&ch->region, NULL, __ATOMIC_RELEASE);
+	__atomic_store_n(&ch->wakeup, &ch->dir->want_wakeup, __ATOMIC_RELAXED);
+	rte_rcu_qsbr_synchronize(d->qsbr, RTE_QSBR_THRID_INVALID);
+	ncd_region_ring_put(rg, ch->region_ring);
+	ch->region_ring = -1;
+}
+
 uint32_t
 ncd_channel_rx_count(const struct ncd_channel *ch)
 {
@@ -216,13 +250,12 @@ ncd_channel_add(struct ncd *d, const struct ncd_channel_conf *cc, int owner,
 	ch->wakeup = &e->want_wakeup;
 	ch->region_ring = -1;
 	if (cc->action == NC_ACTION_DELIVER && region != NULL) {
-		/* Its ring is one of the region's, whose size was fixed at HELLO. */
-		ret = cc->ring_size > region->rx[0].size ? -EINVAL :
-			ncd_region_ring_take(region, ch->id);
+		ret = ncd_region_ring_take(region, ch->id);
 		if (ret < 0)
 			goto out_delete;
 		ch->region = region;
 		ch->region_ring = ret;
+		/* Its ring is one of the region's, whose size was fixed at HELLO: at most that. */
 		ch->region_limit = RTE_MIN(cc->ring_size, region->rx[ret].size);
 		ch->wakeup = &region->rx[ret].r->want_wakeup;
 		e->rx_ring[0] = '\0';

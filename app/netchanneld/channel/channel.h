@@ -83,6 +83,17 @@ void ncd_channel_del(struct ncd *d, uint32_t id);
  */
 int ncd_channel_eventfd(struct ncd_channel *ch);
 
+/**
+ * An isolated client attaches to a static deliver channel: from now on the
+ * workers copy its packets into a ring of the client's region, not onto its
+ * own ring (control thread). One such client at a time.
+ * @return the region's ring, or -EBUSY (another holds it), -ENOSPC (no ring left)
+ */
+int ncd_channel_region_attach(struct ncd_channel *ch, struct ncd_region *rg);
+
+/** The isolated client lets go: the channel's packets go to its own ring again. */
+void ncd_channel_region_detach(struct ncd *d, struct ncd_channel *ch);
+
 /** Packets waiting on a deliver channel's receive ring, as far as the daemon knows. */
 uint32_t ncd_channel_rx_count(const struct ncd_channel *ch);
 

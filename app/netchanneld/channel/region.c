@@ -28,9 +28,6 @@
 #include "ncd.h"
 
 #define RX_RINGS 64u                   /* a connection's channels, at most (control.c) */
-#define RX_SIZE 1024u
-#define RX_BUFS 4096u
-#define TX_SIZE 256u
 #define FREE_BATCH 512u                /* buffers taken back at one look at the free ring */
 #define HUGE_PAGE (2u << 20)
 /* Hugepages are DPDK's too: a region takes them only while this many stay free after it. */
@@ -116,6 +113,8 @@ struct ncd_region *
 ncd_region_create(const struct ncd *d, unsigned int slot)
 {
 	struct ncd_region *rg = calloc(1, sizeof(*rg));
+	const uint32_t rx_size = d->cfg.region.rx_ring_size, nbufs = d->cfg.region.rx_buffers;
+	const uint32_t tx_size = d->cfg.region.tx_ring_size;
 	uint32_t frame = RTE_ETHER_MAX_LEN;
 	struct nc_region_hdr *h;
 	uint64_t off;
@@ -134,21 +133,28 @@ ncd_region_create(const struct ncd *d, unsigned int slot)
 	rg->worker = slot % d->cfg.nworkers;
 	rg->nrx = RX_RINGS;
 	rg->buf_size = RTE_ALIGN_CEIL(RTE_MAX(frame, 2048u), RTE_CACHE_LINE_SIZE);
-	rg->rx_bufs = RX_BUFS;
+	rg->rx_bufs = nbufs;
 	off = NC_REGION_HDR_SIZE;
-	uint64_t rx_off = off, rx_stride = ring_bytes(RX_SIZE);
+	uint64_t rx_off = off, rx_stride = ring_bytes(rx_size);
 	off += rx_stride * RX_RINGS;
 	uint64_t tx_off = off;
-	off += ring_bytes(TX_SIZE);
+	off += ring_bytes(tx_size);
 	uint64_t free_off = off;
-	off += ring_bytes(RX_BUFS);
+	off += ring_bytes(nbufs);
 	rg->buf_off = RTE_ALIGN_CEIL(off, 4096);
-	rg->tx_buf_off = rg->buf_off + (uint64_t)rg->buf_size * RX_BUFS;
-	rg->size = RTE_ALIGN_CEIL(rg->tx_buf_off + (uint64_t)rg->buf_size * TX_SIZE, 4096);
+	rg->tx_buf_off = rg->buf_off + (uint64_t)rg->buf_size * nbufs;
+	rg->size = RTE_ALIGN_CEIL(rg->tx_buf_off + (uint64_t)rg->buf_size * tx_size, 4096);
+	/* Descriptors name buffers by a 32-bit offset. */
+	if (rg->size > UINT32_MAX) {
+		NCD_LOG(ERR, "region: %" PRIu64 " bytes, over 4 GiB: control.region is too large",
+			rg->size);
+		errno = EFBIG;
+		goto fail;
+	}
 	rg->rx = calloc(RX_RINGS, sizeof(*rg->rx));
 	rg->rx_channel = malloc(RX_RINGS * sizeof(*rg->rx_channel));
-	rg->free_bufs = malloc(RX_BUFS * sizeof(*rg->free_bufs));
-	rg->held = calloc(RX_BUFS, 1);
+	rg->free_bufs = malloc(nbufs * sizeof(*rg->free_bufs));
+	rg->held = calloc(nbufs, 1);
 	if (rg->rx == NULL || rg->rx_channel == NULL || rg->free_bufs == NULL || rg->held == NULL) {
 		errno = ENOMEM;
 		goto fail;
@@ -163,19 +169,19 @@ ncd_region_create(const struct ncd *d, unsigned int slot)
 		goto fail;
 	}
 	for (uint32_t k = 0; k < RX_RINGS; k++) {
-		ring_init(rg, &rg->rx[k], rx_off + k * rx_stride, RX_SIZE);
+		ring_init(rg, &rg->rx[k], rx_off + k * rx_stride, rx_size);
 		rg->rx_channel[k] = UINT32_MAX;
 	}
-	ring_init(rg, &rg->tx, tx_off, TX_SIZE);
-	ring_init(rg, &rg->fr, free_off, RX_BUFS);
-	for (uint32_t i = 0; i < RX_BUFS; i++)
-		rg->free_bufs[i] = RX_BUFS - 1 - i;
-	rg->nfree = RX_BUFS;
+	ring_init(rg, &rg->tx, tx_off, tx_size);
+	ring_init(rg, &rg->fr, free_off, nbufs);
+	for (uint32_t i = 0; i < nbufs; i++)
+		rg->free_bufs[i] = nbufs - 1 - i;
+	rg->nfree = nbufs;
 	h = (struct nc_region_hdr *)rg->base;
 	*h = (struct nc_region_hdr){
 		.magic = NC_REGION_MAGIC, .version = NC_REGION_VERSION, .size = rg->size,
-		.nrx = RX_RINGS, .rx_size = RX_SIZE, .tx_size = TX_SIZE, .free_size = RX_BUFS,
-		.buf_size = rg->buf_size, .rx_bufs = RX_BUFS, .rx_off = rx_off,
+		.nrx = RX_RINGS, .rx_size = rx_size, .tx_size = tx_size, .free_size = nbufs,
+		.buf_size = rg->buf_size, .rx_bufs = nbufs, .rx_off = rx_off,
 		.rx_stride = rx_stride, .tx_off = tx_off, .free_off = free_off,
 		.buf_off = rg->buf_off, .tx_buf_off = rg->tx_buf_off,
 	};
@@ -311,9 +317,8 @@ ncd_region_ring_put(struct ncd_region *rg, int ring)
 
 uint32_t
 ncd_region_deliver(struct ncd_worker *w, struct ncd_port_stats *ps, struct ncd_channel *ch,
-		   struct rte_mbuf **m, uint32_t n)
+		   struct ncd_region *rg, struct rte_mbuf **m, uint32_t n)
 {
-	struct ncd_region *rg = ch->region;
 	struct ncd_region_ring *q = &rg->rx[ch->region_ring];
 	struct ncd_chan_stats *cs = &w->cstats[ch->id];
 	uint32_t room, i, sent = 0, nobuf = 0;
@@ -427,7 +432,8 @@ tx_take(struct ncd *d, struct ncd_region *rg, const struct nc_desc *dsc, struct 
 	struct rte_mbuf *m;
 	char *p;
 
-	if (ch == NULL || ch->region != rg || !ch->can_tx || dsc->offset < lo || end > hi ||
+	if (ch == NULL || __atomic_load_n(&ch->region, __ATOMIC_ACQUIRE) != rg || !ch->can_tx ||
+	    dsc->offset < lo || end > hi ||
 	    dsc->length < 20 || dsc->length > rg->buf_size || (dsc->flags & ~NC_DESC_F_IP)) {
 		rg->st.bad_desc++;
 		return NULL;
@@ -468,6 +474,11 @@ serve_tx(struct ncd *d, struct ncd_worker *w, struct ncd_region *rg, uint64_t no
 		/* One read of the descriptor: the client may change it under us. */
 		memcpy(&dsc, &q->r->desc[(q->own + i) & q->mask], sizeof(dsc));
 		x = tx_take(d, rg, &dsc, &ch);
+		if (x != NULL && w->txq[ch->port] == NCD_NO_TXQ) {
+			/* A static channel on a port this worker has no queue on. */
+			rte_pktmbuf_free(x);
+			x = NULL;
+		}
 		if (ch != NULL && x == NULL) {
 			w->cstats[ch->id].tx_dropped++;
 			continue;

@@ -83,7 +83,8 @@ void ncd_region_ring_put(struct ncd_region *rg, int ring);
  * @return how many were delivered
  */
 uint32_t ncd_region_deliver(struct ncd_worker *w, struct ncd_port_stats *ps,
-			    struct ncd_channel *ch, struct rte_mbuf **m, uint32_t n);
+			    struct ncd_channel *ch, struct ncd_region *rg, struct rte_mbuf **m,
+			    uint32_t n);
 
 /** A worker's turn at a region: its free ring drained and its tx ring sent. */
 void ncd_region_serve(struct ncd *d, struct ncd_worker *w, struct ncd_region *rg, uint64_t now);

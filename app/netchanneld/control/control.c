@@ -56,6 +56,9 @@ struct ncd_conn {
 	unsigned int lcore_id;
 	uint32_t channels[NCD_MAX_CLIENT_CHANNELS];
 	unsigned int nchannels;
+	/* Static channels an isolated client attached to: id and the entry's generation then. */
+	struct { uint32_t id; uint64_t gen; } attached[NCD_MAX_CLIENT_CHANNELS];
+	unsigned int nattached;
 };
 
 static struct {
@@ -262,6 +265,22 @@ reclaim_pending(struct ncd *d)
 	}
 }
 
+/*
+ * An isolated client lets go of its k-th attached static channel, if that is
+ * still the channel it attached to (it may have been destroyed, and its id
+ * reused, meanwhile: the region ring then went with it).
+ */
+static void
+detach(struct ncd *d, struct ncd_conn *c, unsigned int k)
+{
+	struct ncd_channel *ch = d->channels[c->attached[k].id];
+
+	if (ch != NULL && ch->dir->generation == c->attached[k].gen &&
+	    ch->region == d->regions[c - ctl.clients])
+		ncd_channel_region_detach(d, ch);
+	c->attached[k] = c->attached[--c->nattached];
+}
+
 static void
 client_close(struct ncd *d, struct ncd_conn *c)
 {
@@ -271,6 +290,8 @@ client_close(struct ncd *d, struct ncd_conn *c)
 			d->channels[c->channels[i]]->consumer_gone = true;
 		ncd_channel_del(d, c->channels[i]);
 	}
+	while (c->nattached > 0)
+		detach(d, c, 0);
 	NCD_LOG(INFO, "control: pid %d uid %u closed, %u channels removed", (int)c->cred.pid,
 		c->cred.uid, c->nchannels);
 	c->nchannels = 0;
@@ -436,10 +457,17 @@ do_destroy(struct ncd *d, struct ncd_conn *c, const struct nc_ctl_req *req, cons
            uint32_t len __rte_unused)
 {
 	const struct nc_ctl_id *m = body;
+
 	for (unsigned int i = 0; i < c->nchannels; i++)
 		if (c->channels[i] == m->id) {
 			ncd_channel_del(d, m->id);
 			c->channels[i] = c->channels[--c->nchannels];
+			return reply(c, req, 0, NULL, 0);
+		}
+	/* A static channel it attached to: let go of it, and leave it. */
+	for (unsigned int i = 0; i < c->nattached; i++)
+		if (c->attached[i].id == m->id) {
+			detach(d, c, i);
 			return reply(c, req, 0, NULL, 0);
 		}
 	/* Not this connection's: static channels and others' are not to be destroyed here. */
@@ -465,9 +493,22 @@ do_attach(struct ncd *d, struct ncd_conn *c, const struct nc_ctl_req *req, const
 			return reply(c, req, -EPERM, NULL, 0);
 		if (!allowed(d, &c->cred, &ch->rule))
 			return reply(c, req, -EPERM, NULL, 0);
-		/* Its ring is in the daemon's memory, which only a zero-copy client maps. */
-		if (!(c->hello_flags & NC_HELLO_F_ZEROCOPY) && ch->action == NC_ACTION_DELIVER)
+		if (c->hello_flags & NC_HELLO_F_CONTROL)
 			return reply(c, req, -EOPNOTSUPP, NULL, 0);
+		/* An isolated client's: delivered into its region while it is attached. */
+		if (d->regions[c - ctl.clients] != NULL && ch->action == NC_ACTION_DELIVER) {
+			int ret;
+
+			if (c->nattached == NCD_MAX_CLIENT_CHANNELS)
+				return reply(c, req, -ENOSPC, NULL, 0);
+			ret = ncd_channel_region_attach(d->channels[id], d->regions[c - ctl.clients]);
+			if (ret < 0)
+				return reply(c, req, ret, NULL, 0);
+			c->attached[c->nattached].id = (uint32_t)id;
+			c->attached[c->nattached++].gen = ch->dir->generation;
+			NCD_LOG(INFO, "control: pid %d attached to channel %s (%d)", (int)c->cred.pid,
+				ch->name, id);
+		}
 		channel_info(ch, &info);
 		return reply(c, req, 0, &info, sizeof(info));
 	}

@@ -566,6 +566,49 @@ user_or_group(struct ctx *c, const char *key, const char *v, bool group)
 	return -1;
 }
 
+/* A count that must be a power of two in lo..hi (get_int()'s, then that). */
+static int
+get_pow2(struct ctx *c, const json_t *obj, const char *key, int64_t lo, int64_t hi, int64_t dflt,
+	 uint32_t *out)
+{
+	int64_t v;
+
+	if (get_int(c, obj, key, lo, hi, dflt, &v))
+		return -1;
+	if (v & (v - 1)) {
+		push(c, key, 0);
+		return fail(c, "%" PRId64 " is not a power of 2", v);
+	}
+	*out = (uint32_t)v;
+	return 0;
+}
+
+/*
+ * control.region: an isolated client's region, the memory one connection
+ * may hold (docs/protocol.md): its rings' sizes and its buffers.
+ */
+static int
+load_region(struct ctx *c, const json_t *ctl)
+{
+	static const char *const keys[] = { "rx_ring_size", "rx_buffers", "tx_ring_size", NULL };
+	const json_t *r = ctl != NULL ? json_object_get(ctl, "region") : NULL;
+	struct ncd_region_conf *rc = &c->cfg->region;
+	size_t l = strlen(c->where);
+
+	*rc = (struct ncd_region_conf){ .rx_ring_size = 1024, .rx_buffers = 4096,
+					.tx_ring_size = 256 };
+	if (r == NULL)
+		return 0;
+	push(c, "region", 0);
+	if (want_type(c, r, JSON_OBJECT, "an object") || check_keys(c, r, keys) ||
+	    get_pow2(c, r, "rx_ring_size", 32, 65536, 1024, &rc->rx_ring_size) ||
+	    get_pow2(c, r, "rx_buffers", 64, 262144, 4096, &rc->rx_buffers) ||
+	    get_pow2(c, r, "tx_ring_size", 32, 65536, 256, &rc->tx_ring_size))
+		return -1;
+	pop(c, l);
+	return 0;
+}
+
 /*
  * control.owner, .group and .mode: who may open the control socket. Any
  * process that may, and that control.allow allows, is a client.
@@ -602,7 +645,7 @@ static int
 load_control(struct ctx *c, const json_t *root)
 {
 	static const char *const keys[] = { "socket", "allow", "mbuf_quota", "owner", "group", "mode",
-					    NULL };
+					    "region", NULL };
 	static const char *const akeys[] = { "uid", "gid", "dport", "zero_copy", NULL };
 	json_t *ctl = json_object_get(root, "control"), *allow, *a;
 	const char *sock = NULL;
@@ -615,7 +658,7 @@ load_control(struct ctx *c, const json_t *root)
 			    get_int(c, ctl, "mbuf_quota", 1, c->cfg->mbufs, quota, &quota)))
 		return -1;
 	c->cfg->mbuf_quota = (uint32_t)quota;
-	if (ctl != NULL && load_socket_access(c, ctl))
+	if (load_region(c, ctl) || (ctl != NULL && load_socket_access(c, ctl)))
 		return -1;
 	if (sock != NULL && sock[0] != '/') {
 		push(c, "socket", 0);

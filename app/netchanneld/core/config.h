@@ -82,6 +82,13 @@ struct ncd_allow_conf {
 	bool zero_copy;              /* it may connect as a zero-copy (secondary process) client */
 };
 
+/* control.region: an isolated client's region (channel/region.c). */
+struct ncd_region_conf {
+	uint32_t rx_ring_size;       /* entries of each channel's rx ring */
+	uint32_t rx_buffers;         /* buffers the daemon copies packets into */
+	uint32_t tx_ring_size;       /* entries of the tx ring, and tx buffers */
+};
+
 struct ncd_config {
 	const char *path;
 	char *eal[NCD_MAX_EAL_ARGS];
@@ -95,6 +102,7 @@ struct ncd_config {
 	char *control_socket;
 	int64_t socket_uid, socket_gid; /* control.owner, .group: -1 for the daemon's */
 	uint32_t socket_mode;        /* control.mode */
+	struct ncd_region_conf region;
 	uint32_t mbuf_quota;         /* most mbufs one client may hold */
 	struct ncd_allow_conf *allow;
 	unsigned int nallow;

@@ -66,8 +66,11 @@ deliver_one(struct ncd_worker *w, struct ncd_port_stats *ps, struct ncd_batch *b
 	uint32_t fit, sent;
 	uint64_t bytes, unsent = 0;
 
-	if (ch->region != NULL) {
-		b->sent = ncd_region_deliver(w, ps, ch, b->m, b->n);
+	/* Acquire: pairs with an isolated client's attach (its ring and limit are set). */
+	struct ncd_region *rg = __atomic_load_n(&ch->region, __ATOMIC_ACQUIRE);
+
+	if (rg != NULL) {
+		b->sent = ncd_region_deliver(w, ps, ch, rg, b->m, b->n);
 		return;
 	}
 	in = __atomic_load_n(&ch->dir->bytes_in, __ATOMIC_RELAXED);
@@ -112,8 +115,10 @@ wake_consumers(struct ncd_worker *w, const struct ncd_batch *batches, uint16_t n
 	for (uint16_t j = 0; j < nb; j++) {
 		struct ncd_channel *ch = batches[j].ch;
 
-		if (batches[j].sent > 0 && __atomic_load_n(ch->wakeup, __ATOMIC_RELAXED) &&
-		    __atomic_exchange_n(ch->wakeup, 0, __ATOMIC_RELAXED)) {
+		uint32_t *flag = __atomic_load_n(&ch->wakeup, __ATOMIC_RELAXED);
+
+		if (batches[j].sent > 0 && __atomic_load_n(flag, __ATOMIC_RELAXED) &&
+		    __atomic_exchange_n(flag, 0, __ATOMIC_RELAXED)) {
 			struct ncd_chan_stats *cs = &w->cstats[ch->id];
 			int efd = __atomic_load_n(&ch->efd, __ATOMIC_ACQUIRE);
 			uint64_t one = 1;
