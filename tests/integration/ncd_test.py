@@ -19,6 +19,7 @@ from eal_prefix import cleanup as cleanup_prefix  # noqa: E402
 from pcapfile import read_pcap, write_pcap  # noqa: E402,F401
 DAEMON = os.path.join(BUILD, "app/netchanneld/netchanneld")
 CONSUMER = os.path.join(BUILD, "tests/integration/nc_consumer")
+NCCTL = os.path.join(BUILD, "app/ncctl/ncctl")
 GEN = os.path.join(SRC, "scripts/gen_traffic.py")
 PCAP_MAC = "02:70:63:61:70:00"   # net_pcap's MAC for the first pcap device of a process
 

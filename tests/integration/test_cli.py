@@ -18,7 +18,7 @@ import ncd_test as T  # noqa: E402
 import nc_wire as W  # noqa: E402
 from test_datapath import EAL  # noqa: E402
 
-NCCTL = os.path.join(T.BUILD, "app/ncctl/ncctl")
+NCCTL = T.NCCTL
 CLIENT = os.path.join(T.BUILD, "tests/integration/nc_client_test")
 # Telemetry is on here (the other tests turn it off).
 EAL_TEL = [a for a in EAL if a != "--no-telemetry"]

@@ -189,6 +189,45 @@ class Control(T.DaemonCase):
         c.close()
         self.stop_ok()
 
+    def test_rates(self):
+        """show port stats and show channel give rates over the last interval (about a
+        second): the port's rx rate is what two readings of its counter a second apart give,
+        bits are 8 times the frames' bytes, a channel nobody empties drops at its hit rate,
+        and a channel younger than two samples has none yet."""
+        c = self.start()
+        c.hello()
+
+        def show(line):
+            status, body = c.cli(line, W.CLI_F_JSON)
+            self.assertEqual(status, 0, body)
+            return json.loads(body)
+        time.sleep(2.5)                     # two samples, a second apart
+        t0, rx0 = time.time(), show("show port stats wire0")[0]["rx"]
+        time.sleep(1)
+        t1, p = time.time(), show("show port stats wire0")[0]
+        ours = (p["rx"] - rx0) / (t1 - t0)
+        r = p["rates"]
+        self.assertGreaterEqual(r["interval_s"], 0.9, r)
+        self.assertLess(r["interval_s"], 2.5, r)
+        self.assertGreater(r["rx_pps"], 0, r)
+        self.assertTrue(0.5 < r["rx_pps"] / ours < 2, (r, ours))
+        # 62-byte frames (Ethernet, IPv4, UDP, 20 bytes): bits a second are 496 a packet.
+        self.assertAlmostEqual(r["nic_rx_bps"] / r["nic_rx_pps"], 62 * 8, delta=8)
+        # What the exception device (net_null, which generates 64-byte packets) sends out.
+        self.assertGreater(r["nic_tx_pps"], 0, r)
+        self.assertAlmostEqual(r["nic_tx_bps"] / r["nic_tx_pps"], 64 * 8, delta=8)
+        hi = show("show channel hi")["rates"]
+        self.assertEqual(hi["delivered_pps"], 0, hi)    # its ring is full: nobody empties it
+        self.assertGreater(hi["hits_pps"], 0, hi)
+        self.assertAlmostEqual(hi["drop_pps"] / hi["hits_pps"], 1, delta=0.05)
+        self.assertEqual(c.create("young", wire_rule(dport=5000))[0], 0)
+        self.assertIsNone(show("show channel young")["rates"])
+        text = subprocess.run([T.NCCTL, "-s", self.sock, "-c", "show port stats wire0"],
+                              capture_output=True, text=True, check=True).stdout
+        self.assertRegex(text, r"\nrates:\n  interval_s: \d\.\d{3}\n  rx_pps: \d+\n")
+        c.close()
+        self.stop_ok()
+
     def test_permissions(self):
         c = self.start(allow=[{"uid": os.getuid(), "dport": "1024-65535"}])
         c.hello()

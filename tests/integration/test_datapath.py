@@ -110,7 +110,7 @@ class Datapath(T.DaemonCase):
         d = self.run_daemon(pcap_config(self.w, channels))
         # No consumer: the rings fill. Wait until the whole file is read.
         time.sleep(1.5)
-        shown = subprocess.run([os.path.join(T.BUILD, "app/ncctl/ncctl"), "-s",
+        shown = subprocess.run([T.NCCTL, "-s",
                                 f"{self.w}/ncd.sock", "--json", "-c", "show channel all"],
                                capture_output=True, text=True, check=True, timeout=30).stdout
         queued = {c["name"]: c["bytes_queued"] for c in json.loads(shown)}

@@ -79,6 +79,9 @@ render(FILE *f, const json_t *v, int indent)
 	case JSON_INTEGER:
 		fprintf(f, "%" JSON_INTEGER_FORMAT "\n", json_integer_value(v));
 		break;
+	case JSON_REAL:
+		fprintf(f, "%.3f\n", json_real_value(v));
+		break;
 	case JSON_TRUE:
 		fprintf(f, "yes\n");
 		break;

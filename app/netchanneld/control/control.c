@@ -36,6 +36,7 @@
 #include "channel/region.h"
 #include "control/control.h"
 #include "control/ctl_decode.h"
+#include "control/rates.h"
 #include "control/views.h"
 #include "core/match.h"
 #include "core/stats.h"
@@ -775,6 +776,10 @@ ncd_control_init(struct ncd *d)
 	ctl.handlers[NC_CTL_CHANNEL_DESTROY] = do_destroy;
 	ctl.handlers[NC_CTL_CHANNEL_STATS] = do_chan_stats;
 	ctl.handlers[NC_CTL_CHANNEL_EVENTFD] = do_eventfd;
+	if (ncd_rates_init(d) != 0) {
+		NCD_LOG(ERR, "rates: out of memory for %u channels' samples", d->cfg.max_channels);
+		return -1;
+	}
 	for (unsigned int i = 0; i < NCD_MAX_CLIENTS; i++) {
 		ctl.clients[i].fd = -1;
 		/*
@@ -837,6 +842,7 @@ ncd_control_poll(struct ncd *d, int timeout_ms)
 	ncd_nh_run(d);
 	ncd_nat_expire(d, false);
 	reclaim_pending(d);
+	ncd_rates_tick(d);
 	for (int i = 0; i < n; i++) {
 		if (evs[i].data.ptr == NULL)
 			accept_clients();
@@ -868,6 +874,7 @@ ncd_control_close(struct ncd *d)
 		unlink(ctl.path);
 	}
 	ctl.epoll_fd = ctl.listen_fd = -1;
+	ncd_rates_free();
 	for (unsigned int i = 0; i < NCD_MAX_CLIENTS; i++) {
 		ncd_ring_drain(d, d->free_rings[i], false);
 		rte_ring_free(d->free_rings[i]);

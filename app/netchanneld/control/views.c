@@ -16,6 +16,7 @@
 #include <rte_version.h>
 
 #include "channel/channel.h"
+#include "control/rates.h"
 #include "control/control.h"
 #include "control/views.h"
 #include "core/stats.h"
@@ -66,6 +67,7 @@ ncd_view_port_stats(const struct ncd *d, unsigned int pi)
 						      (json_int_t)d->ports[pi].nh_stats.resolved,
 						      "no_route", (json_int_t)d->ports[pi].nh_stats.no_route,
 						      "no_neigh", (json_int_t)d->ports[pi].nh_stats.no_neigh));
+	json_object_set_new(o, "rates", ncd_rates_port(pi));
 	return o;
 }
 
@@ -271,6 +273,7 @@ ncd_view_channel(const struct ncd *d, uint32_t id)
 		json_object_set_new(o, "tx_count", U64(rte_ring_count(ch->tx)));
 chan_counters(c, &s);
 	json_object_set_new(o, "counters", c);
+	json_object_set_new(o, "rates", ncd_rates_channel(d, id));
 	json_object_set_new(o, "offload", view_offload(d, ch));
 	return o;
 }
