@@ -3,20 +3,25 @@
  * ncctl: netchanneld's CLI, remotely, over its control socket.
  *
  *   ncctl [-s SOCKET] [--json] [-c "COMMAND"]...
+ *   ncctl [-s SOCKET] [--json] monitor [port P|channel C|all] [-i SECONDS] [-n COUNT]
  *
  * With -c it runs the command(s) and exits: 0 if all succeeded, 1 if one
  * failed (the daemon's message on stderr; with --json, {"error", "errno"} on
  * stdout), 2 for bad usage. Without, it is an
  * interactive prompt with the daemon's commands, tab completion and history
- * (or, with stdin not a terminal, one command per input line).
+ * (or, with stdin not a terminal, one command per input line). monitor is a
+ * live view of the ports, the workers' load, the mempool and the busiest
+ * channels, refreshed every interval; with --json, one object per interval.
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <getopt.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -36,12 +41,17 @@ static void
 usage(FILE *f)
 {
 	fprintf(f, "usage: ncctl [-s SOCKET] [--json] [-c \"COMMAND\"]...\n"
+		   "       ncctl [-s SOCKET] [--json] monitor [port P|channel C|all] [-i SECONDS]\n"
+		   "             [-n COUNT]\n"
 		   "  -s, --socket   netchanneld's control socket (default " NC_DEFAULT_SOCKET ")\n"
 		   "  -j, --json     print each command's output as one line of JSON (errors too:\n"
 		   "                 {\"error\": \"...\", \"errno\": N})\n"
 		   "  -c, --command  run this command and exit (may be given more than once)\n"
 		   "  -h, --help     this text, and the commands\n"
 		   "      --version  the version (the daemon's: the command \"show version\")\n"
+		   "  monitor        a live view, every SECONDS (1): ports, the workers' load,\n"
+		   "                 the mempool and the 10 busiest channels, with rates; with\n"
+		   "                 --json one object per interval; COUNT intervals, or until ^C\n"
 		   "\n"
 		   "Exit codes: 0, 1 (no daemon, or a command failed), 2 (usage).\n"
 		   "\n"
@@ -108,6 +118,220 @@ run(const char *line, void *arg)
 	return ret == -EPIPE ? 1 : ret == 0 ? 0 : -1;
 }
 
+/* ---- monitor --------------------------------------------------------------- */
+
+#define MONITOR_TOP 10                 /* channels shown, the busiest by hits a second */
+
+static volatile sig_atomic_t monitor_stop;
+
+static void
+on_interrupt(int sig)
+{
+	(void)sig;
+	monitor_stop = 1;
+}
+
+/* A command's JSON output, or NULL (the error is reported, as for -c). */
+static json_t *
+query(struct session *s, const char *line, int *err)
+{
+	char *out = NULL;
+	json_t *v = NULL;
+
+	*err = nc_cli(s->c, line, 1, &out);
+	if (*err == 0)
+		v = json_loads(out, 0, NULL);
+	free(out);
+	return v;
+}
+
+static double
+num(const json_t *o, const char *key)
+{
+	const json_t *v = json_object_get(o, key);
+
+	return json_is_number(v) ? json_number_value(v) : -1;
+}
+
+/* A rate in a column: "-" before the daemon has two samples, SI suffixes past 10^6. */
+static void
+col(double v, int width)
+{
+	if (v < 0)
+		printf(" %*s", width, "-");
+	else if (v >= 1e9)
+		printf(" %*.2fG", width - 1, v / 1e9);
+	else if (v >= 1e6)
+		printf(" %*.2fM", width - 1, v / 1e6);
+	else
+		printf(" %*.0f", width, v);
+}
+
+static int
+by_hits(const void *a, const void *b)
+{
+	double x = num(json_object_get(*(json_t *const *)a, "rates"), "hits_pps");
+	double y = num(json_object_get(*(json_t *const *)b, "rates"), "hits_pps");
+
+	return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* The busiest channels first, at most MONITOR_TOP of them (a new array). */
+static json_t *
+busiest(json_t *all)
+{
+	size_t n = json_array_size(all);
+	json_t **v = calloc(n ? n : 1, sizeof(*v)), *top = json_array();
+
+	for (size_t i = 0; i < n; i++)
+		v[i] = json_array_get(all, i);
+	qsort(v, n, sizeof(*v), by_hits);
+	for (size_t i = 0; i < n && i < MONITOR_TOP; i++)
+		json_array_append(top, v[i]);
+	free(v);
+	return top;
+}
+
+static void
+monitor_text(const json_t *snap, double every, bool tty)
+{
+	const json_t *ports = json_object_get(snap, "ports"), *ws = json_object_get(snap, "workers");
+	const json_t *mp = json_object_get(snap, "mempool"), *chs = json_object_get(snap, "channels");
+	time_t now = time(NULL);
+	char when[32];
+	const json_t *x;
+	size_t i;
+
+	strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", localtime(&now));
+	if (tty)
+		printf("\033[H\033[2J");
+	printf("netchanneld monitor, every %g s, %s (^C to stop)\n\n", every, when);
+	printf("%-12s %12s %12s %12s %12s %12s %12s\n", "port", "rx/s", "delivered/s",
+	       "to_kernel/s", "drops/s", "nic rx bit/s", "nic tx bit/s");
+	json_array_foreach(ports, i, x) {
+		const json_t *r = json_object_get(x, "rates");
+
+		printf("%-12s", json_string_value(json_object_get(x, "name")));
+		col(num(r, "rx_pps"), 12);
+		col(num(r, "delivered_pps"), 12);
+		col(num(r, "to_kernel_pps"), 12);
+		col(num(r, "drop_pps"), 12);
+		col(num(r, "nic_rx_bps"), 12);
+		col(num(r, "nic_tx_bps"), 12);
+		printf("\n");
+	}
+	printf("\n%-12s %12s %12s %12s %12s\n", "worker", "lcore", "busy", "pkts/busy", "loops/s");
+	json_array_foreach(ws, i, x) {
+		const json_t *r = json_object_get(x, "rates");
+		double busy = num(r, "busy_share");
+
+		printf("%-12d %12d", (int)num(x, "worker"), (int)num(x, "lcore"));
+		if (busy < 0)
+			printf(" %12s", "-");
+		else
+			printf(" %11.0f%%", busy * 100);
+		col(num(r, "packets_per_busy_loop"), 12);
+		col(num(r, "loops_per_s"), 12);
+		printf("\n");
+	}
+	printf("\nmempool: %.0f of %.0f in use\n", num(mp, "in_use"), num(mp, "size"));
+	if (!json_is_array(chs)) {
+		printf("\nchannels: too many to show here (show channel NAME shows one)\n");
+		return;
+	}
+	printf("\n%-24s %12s %12s %12s %12s\n", "channel", "hits/s", "delivered/s", "drops/s",
+	       "in ring");
+	json_array_foreach(chs, i, x) {
+		const json_t *r = json_object_get(x, "rates");
+
+		printf("%-24s", json_string_value(json_object_get(x, "name")));
+		col(num(r, "hits_pps"), 12);
+		col(num(r, "delivered_pps"), 12);
+		col(num(r, "drop_pps"), 12);
+		col(num(x, "ring_count"), 12);
+		printf("\n");
+	}
+}
+
+/*
+ * monitor [port P|channel C|all] [-i SECONDS] [-n COUNT]: a snapshot every
+ * interval, drawn for a person or printed as one JSON object a line.
+ * @return the exit status
+ */
+static int
+monitor(struct session *s, int argc, char **argv)
+{
+	const char *port = "all", *channel = "all";
+	double every = 1;
+	long count = 0;
+	int err;
+
+	for (int i = 0; i < argc; i++) {
+		char *end = NULL;
+
+		if (strcmp(argv[i], "all") == 0)
+			continue;
+		if (i + 1 < argc && strcmp(argv[i], "port") == 0)
+			port = argv[++i];
+		else if (i + 1 < argc && strcmp(argv[i], "channel") == 0)
+			channel = argv[++i];
+		else if (i + 1 < argc && strcmp(argv[i], "-i") == 0)
+			every = strtod(argv[++i], &end);
+		else if (i + 1 < argc && strcmp(argv[i], "-n") == 0)
+			count = strtol(argv[++i], &end, 10);
+		else
+			end = argv[i];
+		if (end != NULL && (*end != '\0' || every < 0.1 || every > 3600 || count < 0)) {
+			fprintf(stderr, "ncctl: monitor: bad argument '%s'\n", argv[i]);
+			return 2;
+		}
+	}
+	signal(SIGINT, on_interrupt);
+	signal(SIGTERM, on_interrupt);
+	for (long n = 0; !monitor_stop && (count == 0 || n < count); n++) {
+		char line[NC_CLI_MAX_LINE];
+		json_t *snap = json_object(), *chs;
+		struct timespec ts = { (time_t)every, (long)((every - (time_t)every) * 1e9) };
+
+		if (n > 0)
+			nanosleep(&ts, NULL);
+		if (monitor_stop)
+			break;
+		snprintf(line, sizeof(line), "show port stats %s", port);
+		json_object_set_new(snap, "ports", query(s, line, &err));
+		if (err != 0) {
+			client_error(s->json, err, "monitor: %s: %s", line, nc_strerror(err));
+			json_decref(snap);
+			return 1;
+		}
+		json_object_set_new(snap, "time", json_integer((json_int_t)time(NULL)));
+		json_object_set_new(snap, "workers", query(s, "show workers", &err));
+		json_object_set_new(snap, "mempool", query(s, "show mempool", &err));
+		snprintf(line, sizeof(line), "show channel %s", channel);
+		chs = query(s, line, &err);
+		if (json_is_object(chs)) {         /* one channel */
+			json_t *a = json_array();
+
+			json_array_append_new(a, chs);
+			chs = a;
+		}
+		/* Past about 80 channels the reply is too large (E2BIG): none shown. */
+		json_object_set_new(snap, "channels", chs ? busiest(chs) : json_null());
+		json_decref(chs);
+		if (s->json) {
+			char *text = json_dumps(snap, JSON_COMPACT);
+
+			printf("%s\n", text);
+			free(text);
+		} else {
+			monitor_text(snap, every, isatty(STDOUT_FILENO));
+		}
+		fflush(stdout);
+		json_decref(snap);
+	}
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -123,7 +347,8 @@ main(int argc, char **argv)
 	struct session s = { 0 };
 	int ncmds = 0, o;
 
-	while ((o = getopt_long(argc, argv, "s:jc:h", opts, NULL)) != -1) {
+	/* "+": options stop at the first word, so that monitor's own options stay its. */
+	while ((o = getopt_long(argc, argv, "+s:jc:h", opts, NULL)) != -1) {
 		switch (o) {
 		case 's': sock = optarg; break;
 		case 'j': s.json = true; break;
@@ -142,7 +367,7 @@ main(int argc, char **argv)
 		default: usage(stderr); return 2;
 		}
 	}
-	if (optind != argc) {
+	if (optind != argc && (strcmp(argv[optind], "monitor") != 0 || ncmds > 0)) {
 		fprintf(stderr, "ncctl: unexpected argument '%s' (a command goes after -c, quoted)\n",
 			argv[optind]);
 		return 2;
@@ -151,6 +376,12 @@ main(int argc, char **argv)
 	if (s.c == NULL) {
 		client_error(s.json, errno, "connect to %s: %s", sock, nc_strerror(errno));
 		return 1;
+	}
+	if (optind != argc) {
+		int ret = monitor(&s, argc - optind - 1, argv + optind + 1);
+
+		nc_disconnect(s.c);
+		return ret;
 	}
 	if (ncmds > 0) {
 		for (int i = 0; i < ncmds && run(cmds[i], &s) != 1; i++)

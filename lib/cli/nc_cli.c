@@ -34,6 +34,8 @@ const struct nc_cli_cmd nc_cli_cmds[NC_CLI_NCMDS] = {
 	{ NC_CLI_SHOW_NAT, "show nat", "NAT's reverse mappings: capacity, in use, expired" },
 	{ NC_CLI_SHOW_VERSION, "show version",
 	  "the daemon's version, DPDK's, and those of the control protocol and shared memory" },
+	{ NC_CLI_SHOW_WORKERS, "show workers",
+	  "each worker: its lcore, rx queues, loops, the loops that received, packets, and its load" },
 	{ NC_CLI_CHANNEL_CREATE, "channel create <name> [options...]",
 	  "a channel clients attach to by name; options: proto P, src A, dst A, sport S, dport D, "
 	  "priority N, action deliver|drop, ring_size N, queue_bytes N, port P, queue N, tx (as in the config); "

@@ -118,7 +118,43 @@ class Cli(T.DaemonCase):
         for cmd in ("show port info|stats|xstats <port>", "channel create <name> [options...]",
                     "set log level <type> <level>", "show nat", "action nat", "quit"):
             self.assertIn(cmd, help_)
-        self.assertEqual(len(self.js("help")), 13)
+        self.assertEqual(len(self.js("help")), 14)
+        self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
+
+    def test_monitor_and_workers(self):
+        """ncctl monitor: with --json one snapshot an interval (ports with rates, the workers'
+        load, the mempool, the busiest channels); in text a table; show workers gives each
+        worker's loops and load, busy while traffic flows."""
+        self.start(infinite=True)
+        r = subprocess.run([NCCTL, "-s", self.sock, "--json", "monitor", "-i", "0.6", "-n",
+                            "4"], capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        snaps = [json.loads(line) for line in r.stdout.splitlines()]
+        self.assertEqual(len(snaps), 4)
+        last = snaps[-1]
+        self.assertEqual(set(last), {"time", "ports", "workers", "mempool", "channels"})
+        self.assertGreater(last["ports"][0]["rates"]["rx_pps"], 0)
+        self.assertEqual([c["name"] for c in last["channels"]], ["dns"])
+        self.assertGreater(last["channels"][0]["rates"]["hits_pps"], 0)
+        w = last["workers"][0]
+        self.assertEqual((w["worker"], w["lcore"]), (0, 1))
+        self.assertGreater(w["rates"]["busy_share"], 0.5, w)     # it never runs dry
+        self.assertLessEqual(w["rates"]["packets_per_busy_loop"], 32, w)
+        self.assertGreater(w["packets"], 0)
+        r = subprocess.run([NCCTL, "-s", self.sock, "monitor", "channel", "dns", "-n", "1"],
+                           capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("netchanneld monitor, every 1 s", r.stdout)
+        self.assertRegex(r.stdout, r"\nwire0 +\S+")
+        self.assertRegex(r.stdout, r"\ndns +\S+")
+        self.assertIn("\nmempool: ", r.stdout)
+        r = subprocess.run([NCCTL, "-s", self.sock, "monitor", "-i", "0"], capture_output=True,
+                           text=True, timeout=30)
+        self.assertEqual(r.returncode, 2, r.stdout)
+        self.assertIn("monitor: bad argument '0'", r.stderr)
+        text = self.ncctl("show workers").stdout
+        self.assertIn("lcore: 1\n", text)
+        self.assertIn("busy_share: ", text)
         self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
 
     def test_versions(self):

@@ -425,6 +425,7 @@ ncd_cli_exec(struct ncd *d, const char *line, bool json, bool priv, FILE *out)
 	case NC_CLI_SHOW_MEMPOOL: res = ncd_view_mempool(d); break;
 	case NC_CLI_SHOW_NAT: res = ncd_view_nat(d); break;
 	case NC_CLI_SHOW_VERSION: res = ncd_view_version(); break;
+	case NC_CLI_SHOW_WORKERS: res = ncd_view_workers(d); break;
 	case NC_CLI_CHANNEL_CREATE: ret = cmd_channel_create(&x, argv, argc, &res); break;
 	case NC_CLI_CHANNEL_DESTROY: ret = cmd_channel_destroy(&x, argv, &res); break;
 	case NC_CLI_SET_LOG_LEVEL: ret = cmd_set_log(&x, argv, &res); break;

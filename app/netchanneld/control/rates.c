@@ -9,6 +9,7 @@
 #include "channel/channel.h"
 #include "control/rates.h"
 #include "core/stats.h"
+#include "datapath/datapath.h"
 #include "ncd.h"
 
 #define SAMPLE_MS 1000
@@ -16,6 +17,11 @@
 /* What a port's rates come from. */
 struct port_sample {
 	uint64_t rx, delivered, to_kernel, drops, ipackets, opackets, ibytes, obytes;
+};
+
+/* A worker's loops, busy loops and packets. */
+struct worker_sample {
+	uint64_t loops, busy_loops, packets;
 };
 
 /* A channel's, and which channel it was (an id is reused). */
@@ -27,6 +33,7 @@ struct chan_sample {
 static struct {
 	uint64_t tsc[2];               /* when each sample was taken; [1] is the newer */
 	struct port_sample port[2][NCD_MAX_PORTS];
+	struct worker_sample worker[2][NCD_MAX_WORKERS];
 	struct chan_sample *chan[2];   /* [max_channels] each */
 	uint32_t nchan;
 } rt;
@@ -70,6 +77,16 @@ ncd_rates_tick(struct ncd *d)
 	rt.tsc[0] = rt.tsc[1];
 	rt.tsc[1] = now;
 	memcpy(rt.port[0], rt.port[1], sizeof(rt.port[0]));
+	memcpy(rt.worker[0], rt.worker[1], sizeof(rt.worker[0]));
+	for (unsigned int i = 0; i < d->cfg.nworkers; i++) {
+		const struct ncd_worker *w = &d->workers[i];
+
+		rt.worker[1][i] = (struct worker_sample){
+			.loops = __atomic_load_n(&w->loops, __ATOMIC_RELAXED),
+			.busy_loops = __atomic_load_n(&w->busy_loops, __ATOMIC_RELAXED),
+			.packets = __atomic_load_n(&w->packets, __ATOMIC_RELAXED),
+		};
+	}
 	t = rt.chan[0];
 	rt.chan[0] = rt.chan[1];
 	rt.chan[1] = t;
@@ -136,6 +153,24 @@ ncd_rates_port(unsigned int pi)
 			 per_s(a->ibytes, b->ibytes, t, 8), "nic_tx_pps",
 			 per_s(a->opackets, b->opackets, t, 1), "nic_tx_bps",
 			 per_s(a->obytes, b->obytes, t, 8));
+}
+
+json_t *
+ncd_rates_worker(unsigned int i)
+{
+	const struct worker_sample *a = &rt.worker[0][i], *b = &rt.worker[1][i];
+	uint64_t loops = b->loops - a->loops, busy = b->busy_loops - a->busy_loops;
+	double t;
+
+	if (rt.tsc[0] == 0)
+		return json_null();
+	t = interval_s();
+	return json_pack("{s:f, s:o, s:o, s:f, s:f}", "interval_s", t,
+			 "loops_per_s", per_s(a->loops, b->loops, t, 1), "pps",
+			 per_s(a->packets, b->packets, t, 1),
+			 "busy_share", loops ? (double)busy / (double)loops : 0.0,
+			 "packets_per_busy_loop",
+			 busy ? (double)(b->packets - a->packets) / (double)busy : 0.0);
 }
 
 json_t *

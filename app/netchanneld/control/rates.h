@@ -29,6 +29,13 @@ void ncd_rates_tick(struct ncd *d);
 json_t *ncd_rates_port(unsigned int port);
 
 /**
+ * A worker's load over the last interval: its loops a second, packets a
+ * second, the share of loops whose rx bursts brought packets (busy_share),
+ * and packets per such loop. @return the object, or JSON null
+ */
+json_t *ncd_rates_worker(unsigned int worker);
+
+/**
  * A channel's: hits, delivered, drops and tx in packets a second, delivered
  * and tx in bits a second. @return the object, or JSON null before two
  * samples of this channel (a new channel, or its id reused)

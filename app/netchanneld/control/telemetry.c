@@ -213,6 +213,16 @@ v_nat(const struct ncd *d, const char *params, int *err)
 	return ncd_view_nat(d);
 }
 
+static json_t *
+v_workers(const struct ncd *d, const char *params, int *err)
+{
+	json_t *a = ncd_view_workers(d);
+
+	(void)params;
+	(void)err;
+	return json_pack("{s:i, s:o}", "count", (int)json_array_size(a), "workers", a);
+}
+
 #define ENDPOINT(fn) \
 	static int tel_##fn(const char *cmd, const char *params, struct rte_tel_data *t) \
 	{ (void)cmd; return answer(t, v_##fn, params); }
@@ -223,6 +233,7 @@ ENDPOINT(channel)
 ENDPOINT(clients)
 ENDPOINT(mempool)
 ENDPOINT(nat)
+ENDPOINT(workers)
 
 int
 ncd_telemetry_init(struct ncd *d)
@@ -238,6 +249,7 @@ ncd_telemetry_init(struct ncd *d)
 		{ "/netchannel/channel", tel_channel, "One channel. Parameter: its id" },
 		{ "/netchannel/clients", tel_clients, "The connected clients" },
 		{ "/netchannel/mempool", tel_mempool, "The mbuf pool: size, in_use, available" },
+		{ "/netchannel/workers", tel_workers, "Each worker's loops, packets and load" },
 		{ "/netchannel/nat", tel_nat, "NAT's reverse mappings: capacity, used, expired" },
 	};
 

@@ -338,6 +338,31 @@ ncd_view_channel_list(const struct ncd *d)
 }
 
 json_t *
+ncd_view_workers(const struct ncd *d)
+{
+	json_t *a = json_array();
+
+	for (unsigned int i = 0; i < d->cfg.nworkers; i++) {
+		const struct ncd_worker *w = &d->workers[i];
+		json_t *q = json_array();
+
+		for (unsigned int k = 0; k < w->nrx; k++)
+			json_array_append_new(q, json_pack("{s:s, s:i}", "port",
+							   d->cfg.ports[w->rx[k].port].name, "queue",
+							   (int)w->rx[k].queue));
+		json_array_append_new(a, json_pack("{s:i, s:i, s:o, s:I, s:I, s:I, s:o}", "worker",
+						   (int)i, "lcore", (int)w->lcore, "rx", q, "loops",
+						   (json_int_t)__atomic_load_n(&w->loops, __ATOMIC_RELAXED),
+						   "busy_loops", (json_int_t)__atomic_load_n(&w->busy_loops,
+											 __ATOMIC_RELAXED),
+						   "packets", (json_int_t)__atomic_load_n(&w->packets,
+										      __ATOMIC_RELAXED),
+						   "rates", ncd_rates_worker(i)));
+	}
+	return a;
+}
+
+json_t *
 ncd_view_version(void)
 {
 	return json_pack("{s:s, s:s, s:s, s:i, s:i, s:i}", "netchanneld", NC_PROJECT_VERSION, "git",

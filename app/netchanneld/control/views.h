@@ -44,6 +44,9 @@ json_t *ncd_view_mempool(const struct ncd *d);
 /** The daemon's version (and git describe), DPDK's, the control protocol's and the shared memory's. */
 json_t *ncd_view_version(void);
 
+/** Each worker: lcore, rx queues, its loops, busy loops, packets and their rates (load). */
+json_t *ncd_view_workers(const struct ncd *d);
+
 /** Every counter: ports, channels, mempool, control socket, NAT (STATS, --stats). */
 json_t *ncd_view_stats(const struct ncd *d);
 

@@ -42,6 +42,11 @@ struct ncd_worker {
 	struct rte_ring *nh_done;        /* control thread -> worker: IP packets, next hop resolved */
 	uint32_t stats_gen;              /* the last ncd.stats_gen this worker acted on */
 	uint64_t slots;             /* the client slots whose free and alloc rings it serves */
+	/*
+	 * Its load, as VPP's vectors per call: loops, and loops whose rx bursts
+	 * brought packets, and those packets. Only it writes them; relaxed.
+	 */
+	uint64_t loops, busy_loops, packets;
 } __rte_cache_aligned;
 
 /**

@@ -319,6 +319,8 @@ ncd_worker_main(void *arg)
 			       !__atomic_load_n(&d->stop, __ATOMIC_RELAXED))
 				rte_pause();
 		}
+		uint32_t got = 0;
+
 		for (unsigned int i = 0; i < w->nrx; i++) {
 			const struct ncd_rxq *q = &w->rx[i];
 			uint16_t n = rte_eth_rx_burst(d->ports[q->port].port_id, q->queue, pkts,
@@ -326,6 +328,13 @@ ncd_worker_main(void *arg)
 
 			if (n > 0)
 				process_burst(d, w, q->port, pkts, n);
+			got += n;
+		}
+		/* One writer: plain stores the control thread reads whole. */
+		__atomic_store_n(&w->loops, w->loops + 1, __ATOMIC_RELAXED);
+		if (got > 0) {
+			__atomic_store_n(&w->busy_loops, w->busy_loops + 1, __ATOMIC_RELAXED);
+			__atomic_store_n(&w->packets, w->packets + got, __ATOMIC_RELAXED);
 		}
 		for (unsigned int pi = 0; pi < d->cfg.nports; pi++)
 			if (polls_port[pi] && d->ports[pi].has_exc)
