@@ -8,9 +8,10 @@
 # namespace joined by a veth pair), runs netchanneld on its embedded default config (the
 # host's veth through net_af_xdp, the kernel behind a TAP), and shows from the peer: ping
 # and ping6 and an HTTP fetch answered by the host's kernel, UDP port 7 answered by nc-echo
-# (a client process on libnetchannel, zero-copy both ways), port 9 by a kernel socket, and
-# port 7 by the kernel again once nc-echo has gone; then the counters, with ncctl. Bounded
-# (well under a minute), tears everything down, safe to run twice.
+# (an isolated client process on libnetchannel: copies in and out of its own region), port 9
+# by a kernel socket, and port 7 by the kernel again once nc-echo has gone; then the
+# counters, with ncctl. Bounded (well under a minute), tears everything down, safe to run
+# twice.
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)

@@ -146,7 +146,7 @@ usage(FILE *f)
 {
 	fprintf(f,
 		"usage: netchanneld [-c FILE] [-i] [--check-config] [--stats FILE] [--mark-mock[=OPTS]]\n"
-		"                   [-- EAL-ARGS]\n"
+		"                   [--socket PATH] [--file-prefix NAME] [-- EAL-ARGS]\n"
 		"       netchanneld --default-config\n"
 		"\n"
 		"  -c, --config FILE   the JSON config (docs/config.md, netchanneld(8)); without it, the\n"
@@ -156,6 +156,9 @@ usage(FILE *f)
 		"  -i, --interactive   the CLI on the terminal (type help; tab completes)\n"
 		"      --check-config  check the config, print \"FILE: ok\" and exit\n"
 		"      --stats FILE    at exit, write every counter to FILE as JSON\n"
+		"      --socket PATH   the control socket, over the config's control.socket\n"
+		"      --file-prefix NAME  EAL's --file-prefix (telemetry, dumpcap, clients), over\n"
+		"                      the config's and EAL-ARGS'\n"
 		"      --mark-mock[=OPTS]  tests only: ports that offload take flow rules into a\n"
 		"                      stand-in that marks matching packets from an rx callback\n"
 		"                      (no software PMD accepts MARK). OPTS, comma-separated:\n"
@@ -264,11 +267,13 @@ main(int argc, char **argv)
 		{ "default-config", no_argument, NULL, 'D' },
 		{ "stats", required_argument, NULL, 's' },
 		{ "mark-mock", optional_argument, NULL, 'M' },
+		{ "socket", required_argument, NULL, 'S' },
+		{ "file-prefix", required_argument, NULL, 'P' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *config = NULL, *stats = NULL;
+	const char *config = NULL, *stats = NULL, *socket_path = NULL, *prefix = NULL;
 	bool check = false, interactive = false, has_prefix = false, print_default = false;
 	char *eal[2 * NCD_MAX_EAL_ARGS + 4];
 	int eal_argc = 0, c, ret = 1;
@@ -285,6 +290,8 @@ main(int argc, char **argv)
 		case 'D': print_default = true; break;
 		case 's': stats = optarg; break;
 		case 'M': d->mark_mock = optarg != NULL ? optarg : "on"; break;
+		case 'S': socket_path = optarg; break;
+		case 'P': prefix = optarg; break;
 		case 'h': usage(stdout); return 0;
 		case 'V':
 			printf("netchanneld %s (%s), %s, control protocol %d, shared memory %d\n",
@@ -308,6 +315,18 @@ main(int argc, char **argv)
 		ncd_config_free(&d->cfg);
 		return 2;
 	}
+	/* The command line's socket over the config's, checked as the config's is. */
+	if (socket_path != NULL) {
+		char err[160];
+
+		if (ncd_socket_path_check(socket_path, err, sizeof(err)) != 0) {
+			fprintf(stderr, "netchanneld: --socket: %s\n", err);
+			ncd_config_free(&d->cfg);
+			return 2;
+		}
+		free(d->cfg.control_socket);
+		d->cfg.control_socket = strdup(socket_path);
+	}
 	if (check) {
 		printf("%s: ok (%u ports, %u workers, %u channels)\n",
 		       config ? config : "<default config>", d->cfg.nports,
@@ -321,8 +340,13 @@ main(int argc, char **argv)
 	snprintf(d->file_prefix, sizeof(d->file_prefix), "netchanneld");
 	for (unsigned int i = 0; i < d->cfg.neal; i++)
 		eal[eal_argc++] = d->cfg.eal[i];
-	for (int i = optind; i < argc && eal_argc < (int)RTE_DIM(eal) - 3; i++)
+	for (int i = optind; i < argc && eal_argc < (int)RTE_DIM(eal) - 5; i++)
 		eal[eal_argc++] = argv[i];
+	/* --file-prefix here is EAL's, last: it wins over the config's and EAL-ARGS'. */
+	if (prefix != NULL) {
+		eal[eal_argc++] = (char *)"--file-prefix";
+		eal[eal_argc++] = (char *)prefix;
+	}
 	/* The last --file-prefix wins in EAL too; clients need to know it. */
 	for (int i = 1; i + 1 < eal_argc; i++)
 		if (strcmp(eal[i], "--file-prefix") == 0) {

@@ -157,6 +157,32 @@ class Cli(T.DaemonCase):
         self.assertIn("busy_share: ", text)
         self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
 
+    def test_socket_and_prefix_flags(self):
+        """netchanneld --socket and --file-prefix override the config's: the socket is there,
+        EAL's runtime directory has the prefix, ncctl and show version answer through it; a
+        relative --socket is refused (exit 2)."""
+        sock = os.path.join(self.w, "other.sock")
+        prefix = self.prefix + "_flag"
+        self.addCleanup(T.cleanup_prefix, prefix)
+        cfg = {"eal": EAL, "mempool": {"mbufs": 8191, "cache": 64},
+               "ports": [{"name": "wire0", "device": f"net_pcap0,rx_pcap={self.w}/in.pcap",
+                          "exception": {"device": "none"}}],
+               "workers": [{"lcore": 1}], "control": {"socket": self.sock}}
+        self.daemon = T.Daemon(cfg, self.w, self.prefix,
+                               args=["--socket", sock, "--file-prefix", prefix])
+        self.daemon.start()
+        self.assertTrue(os.path.exists(sock), self.daemon.output())
+        self.assertFalse(os.path.exists(self.sock))
+        self.assertTrue(os.path.isdir(f"/var/run/dpdk/{prefix}"))
+        r = subprocess.run([NCCTL, "-s", sock, "-c", "show version"], capture_output=True,
+                           text=True, timeout=30)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
+        r = subprocess.run([T.DAEMON, "--socket", "relative.sock", "--check-config"],
+                           capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("netchanneld: --socket: 'relative.sock' is not an absolute path", r.stderr)
+
     def test_versions(self):
         """--version on every binary names the release, the build's git describe and DPDK's
         version, and exits 0; "show version" gives the daemon's, DPDK's and the protocols'."""

@@ -641,6 +641,22 @@ load_socket_access(struct ctx *c, const json_t *ctl)
 	return 0;
 }
 
+int
+ncd_socket_path_check(const char *path, char *err, size_t len)
+{
+	if (path[0] != '/') {
+		snprintf(err, len, "'%s' is not an absolute path", path);
+		return -1;
+	}
+	/* Checked here, not at bind(): --check-config passes only what can start. */
+	if (strlen(path) >= NCD_SOCKET_PATH_MAX) {
+		snprintf(err, len, "%zu bytes, longer than a Unix socket's path takes (%d)",
+			 strlen(path), NCD_SOCKET_PATH_MAX - 1);
+		return -1;
+	}
+	return 0;
+}
+
 static int
 load_control(struct ctx *c, const json_t *root)
 {
@@ -660,15 +676,13 @@ load_control(struct ctx *c, const json_t *root)
 	c->cfg->mbuf_quota = (uint32_t)quota;
 	if (load_region(c, ctl) || (ctl != NULL && load_socket_access(c, ctl)))
 		return -1;
-	if (sock != NULL && sock[0] != '/') {
-		push(c, "socket", 0);
-		return fail(c, "'%s' is not an absolute path", sock);
-	}
-	/* Checked here, not at bind(): --check-config passes only what can start. */
-	if (sock != NULL && strlen(sock) >= NCD_SOCKET_PATH_MAX) {
-		push(c, "socket", 0);
-		return fail(c, "%zu bytes, longer than a Unix socket's path takes (%d)", strlen(sock),
-			    NCD_SOCKET_PATH_MAX - 1);
+	if (sock != NULL) {
+		char err[160];
+
+		if (ncd_socket_path_check(sock, err, sizeof(err)) != 0) {
+			push(c, "socket", 0);
+			return fail(c, "%s", err);
+		}
 	}
 	c->cfg->control_socket = strdup(sock ? sock : "/run/netchanneld/netchanneld.sock");
 	allow = ctl ? json_object_get(ctl, "allow") : NULL;

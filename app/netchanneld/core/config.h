@@ -132,6 +132,12 @@ int ncd_config_load(const char *path, struct ncd_config *cfg);
 /** As ncd_config_load(), from a JSON text; name stands for the file in messages. */
 int ncd_config_load_text(const char *name, const char *text, struct ncd_config *cfg);
 
+/**
+ * Whether a path can be the control socket's: absolute, and short enough for
+ * a Unix socket. @return 0, or -1 with the reason in err
+ */
+int ncd_socket_path_check(const char *path, char *err, size_t len);
+
 /** Release what ncd_config_load() allocated. */
 void ncd_config_free(struct ncd_config *cfg);
 
