@@ -198,7 +198,7 @@ struct nc_ctl_channel_stats {
 	uint64_t tx_ring_full;     /**< dropped: resolved, but the transmit ring was full */
 	uint32_t rx_count;         /**< packets in the receive ring now */
 	uint32_t tx_count;         /**< packets in the transmit ring now */
-	uint64_t drop_no_buf;      /**< dropped: an isolated client held every buffer of its region */
+	uint64_t drop_no_buf;      /**< dropped: an isolated client held every buffer, or too long */
 };
 
 _Static_assert(sizeof(struct nc_ctl_channel_stats) == 128,

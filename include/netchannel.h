@@ -128,7 +128,8 @@ struct nc_channel_stats {
 	uint64_t tx_ring_full;     /**< dropped: resolved, but the transmit ring was full */
 	uint32_t rx_count;         /**< packets in the receive ring now */
 	uint32_t tx_count;         /**< packets in the transmit ring now */
-	uint64_t drop_no_buf;      /**< dropped: this isolated client held every buffer of its region */
+	uint64_t drop_no_buf;      /**< dropped: this isolated client held every buffer of its region,
+				     or the frame was longer than a buffer */
 };
 
 /** Channel options (nc_channel_create()); pass NULL for the defaults. */

@@ -321,7 +321,7 @@ ncd_region_deliver(struct ncd_worker *w, struct ncd_port_stats *ps, struct ncd_c
 {
 	struct ncd_region_ring *q = &rg->rx[ch->region_ring];
 	struct ncd_chan_stats *cs = &w->cstats[ch->id];
-	uint32_t room, i, sent = 0, nobuf = 0;
+	uint32_t room, i, sent = 0, nobuf = 0, full = 0;
 	uint64_t bytes = 0;
 
 	rte_spinlock_lock(&rg->lock);
@@ -338,18 +338,26 @@ ncd_region_deliver(struct ncd_worker *w, struct ncd_port_stats *ps, struct ncd_c
 		if (((q->own + i) & 3) == 0 || i == 0)
 			ncd_prefetch_for_write(&q->r->desc[(q->own + i) & q->mask]);
 	}
-	for (i = 0; i < n && sent < room; i++) {
+	for (i = 0; i < n; i++) {
 		uint32_t len = m[i]->pkt_len, b, off;
 		const void *src;
 
-		if (rg->nfree == 0) {
-			nobuf = n - i;
-			break;
+		/*
+		 * A buffer holds the largest frame of any port's MTU; a longer one (a
+		 * PMD that passes more) would run into the next buffer, or past the
+		 * region's end.
+		 */
+		if (unlikely(len > rg->buf_size) || rg->nfree == 0) {
+			nobuf++;
+			continue;
+		}
+		if (sent == room) {
+			full++;
+			continue;
 		}
 		b = rg->free_bufs[--rg->nfree];
 		rg->held[b] = 1;
 		off = (uint32_t)(rg->buf_off + (uint64_t)b * rg->buf_size);
-		/* buf_size is at least the largest frame any port takes. */
 		src = rte_pktmbuf_read(m[i], 0, len, rg->base + off);
 		if (src != rg->base + off)
 			rte_memcpy(rg->base + off, src, len);
@@ -367,10 +375,10 @@ ncd_region_deliver(struct ncd_worker *w, struct ncd_port_stats *ps, struct ncd_c
 	cs->delivered += sent;
 	cs->bytes += bytes;
 	cs->drop_no_buf += nobuf;
-	cs->drop_ring_full += n - sent - nobuf;
+	cs->drop_ring_full += full;
 	ps->delivered += sent;
 	ps->drop_no_buf += nobuf;
-	ps->drop_ring_full += n - sent - nobuf;
+	ps->drop_ring_full += full;
 	return sent;
 }
 

@@ -23,7 +23,7 @@ struct ncd_port_stats {
 	uint64_t to_kernel;            /* sent to the exception device */
 	uint64_t drop_ring_full;       /* channel ring full */
 	uint64_t drop_queue_bytes;     /* channel over its byte budget */
-	uint64_t drop_no_buf;          /* isolated client holds every buffer of its region */
+	uint64_t drop_no_buf;          /* isolated client: every buffer held, or the frame too long */
 	uint64_t drop_exc_full;        /* exception device did not take it */
 	uint64_t drop_no_exception;    /* exception device "none" */
 	uint64_t drop_too_big;         /* larger than the exception device takes */
