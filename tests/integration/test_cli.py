@@ -280,6 +280,17 @@ class Cli(T.DaemonCase):
         self.assertEqual(err["errno"], errno.ENOENT)
         self.assertIn("connect to", err["error"])
         self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
+        # Every change an operator made, or tried, is in the log with who made it; looking,
+        # and what was refused to a user who may not change, is not.
+        log = self.daemon.output()
+        me = f"pid \\d+ uid {os.getuid()}"
+        for line in (r"channel create web proto tcp dst 192\.0\.2\.1 dport 80-81 priority 5 "
+                     r"ring_size 64\n",
+                     r"channel destroy web\n", r"clear port stats all\n",
+                     r"channel create x dport 70000: failed: .*dport.*\n"):
+            self.assertRegex(log, r"cli: " + me + ": " + line)
+        self.assertNotIn("cli: pid", "".join(ln for ln in log.splitlines(True)
+                                             if "show " in ln or "uid 65534" in ln))
 
     def test_concurrent_sessions(self):
         """An interactive ncctl session (commands on its stdin) and one-shot ncctls at the

@@ -387,13 +387,15 @@ help_json(void)
 }
 
 int
-ncd_cli_exec(struct ncd *d, const char *line, bool json, bool priv, FILE *out)
+ncd_cli_exec(struct ncd *d, const char *line, bool json, bool priv, const char *who,
+	     FILE *out)
 {
 	struct cmd_ctx x = { .d = d, .priv = priv, .out = out };
 	char buf[NC_CLI_MAX_LINE], *argv[NC_CLI_MAX_WORDS];
 	const struct nc_cli_cmd *c;
 	json_t *res = NULL;
 	int argc, ret = 0;
+	bool change = false;
 
 	c = nc_cli_match(line, buf, argv, &argc, x.err, sizeof(x.err));
 	if (c == NULL) {
@@ -412,6 +414,7 @@ ncd_cli_exec(struct ncd *d, const char *line, bool json, bool priv, FILE *out)
 				   c->syntax);
 			goto out;
 		}
+		change = true;
 		break;
 	default:
 		break;
@@ -441,6 +444,15 @@ ncd_cli_exec(struct ncd *d, const char *line, bool json, bool priv, FILE *out)
 		break;
 	}
 out:
+	/* What an operator changed, and who: the log says it, as it says what clients do. */
+	if (change) {
+		int n = (int)strlen(line);
+
+		while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == ' '))
+			n--;
+		NCD_LOG(NOTICE, "cli: %s: %.*s%s%s", who, n, line, ret < 0 ? ": failed: " : "",
+			ret < 0 ? x.err : "");
+	}
 	if (ret < 0) {
 		if (json) {
 			json_t *e = json_pack("{s:s, s:i}", "error", x.err, "errno", -ret);
@@ -468,7 +480,7 @@ static int
 serve_cli(struct ncd *d, struct ncd_conn *c, const struct nc_ctl_req *req, const void *body,
 	  uint32_t len)
 {
-	char line[NC_CLI_MAX_LINE], *buf = NULL;
+	char line[NC_CLI_MAX_LINE], *buf = NULL, who[64];
 	size_t blen = 0;
 	uid_t uid;
 	gid_t gid;
@@ -485,7 +497,8 @@ serve_cli(struct ncd *d, struct ncd_conn *c, const struct nc_ctl_req *req, const
 	f = open_memstream(&buf, &blen);
 	if (f == NULL)
 		return ncd_ctl_reply(c, req, -ENOMEM, NULL, 0);
-	ret = ncd_cli_exec(d, line, json, priv, f);
+	snprintf(who, sizeof(who), "pid %d uid %u", (int)pid, (unsigned int)uid);
+	ret = ncd_cli_exec(d, line, json, priv, who, f);
 	fclose(f);
 	if (ret == 1)
 		ret = 0;                       /* quit: the client's own business */
