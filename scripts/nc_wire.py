@@ -79,10 +79,18 @@ class Ctl:
     """A connection to the control socket."""
 
     def __init__(self, path, timeout=10):
-        self.s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        self.s.settimeout(timeout)
-        self.s.connect(path)
+        self.path, self.timeout, self._s = path, timeout, None
         self.next_id = 1
+
+    @property
+    def s(self):
+        """The socket, connected on first use: the daemon closes a connection that says no
+        HELLO within control.hello_timeout_ms, and a test may set one up well before."""
+        if self._s is None:
+            self._s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            self._s.settimeout(self.timeout)
+            self._s.connect(self.path)
+        return self._s
 
     def send(self, type_, body=b"", raw=None):
         self.next_id += 1
@@ -136,4 +144,5 @@ class Ctl:
         return json.loads(body)
 
     def close(self):
-        self.s.close()
+        if self._s is not None:
+            self._s.close()

@@ -71,9 +71,18 @@ call_fd(struct nc_client *c, uint16_t type, const void *body, uint32_t len, void
 	ssize_t n;
 
 	if (sendmsg(c->fd, &mh, MSG_NOSIGNAL) < 0) {
-		if (errno == ECONNRESET || errno == EPIPE)
+		int err = errno;
+
+		/* A daemon that refused us as it accepted us has hung up: its reason still waits. */
+		n = recv(c->fd, buf, sizeof(buf), MSG_DONTWAIT);
+		if (n >= (ssize_t)sizeof(rep)) {
+			memcpy(&rep, buf, sizeof(rep));
+			if (rep.magic == NC_CTL_MAGIC && rep.for_id == 0 && rep.status < 0)
+				return rep.status;
+		}
+		if (err == ECONNRESET || err == EPIPE)
 			c->gone = 1;
-		return errno == ECONNRESET ? -EPIPE : -errno;
+		return err == ECONNRESET ? -EPIPE : -err;
 	}
 	do
 		n = recvmsg(c->fd, &rmh, MSG_CMSG_CLOEXEC);
@@ -95,6 +104,10 @@ call_fd(struct nc_client *c, uint16_t type, const void *body, uint32_t len, void
 	if ((size_t)n < sizeof(rep))
 		return -EBADMSG;
 	memcpy(&rep, buf, sizeof(rep));
+	/* A refusal the daemon sent unasked (id 0) as it accepted us: every slot is taken. */
+	if (rep.magic == NC_CTL_MAGIC && rep.for_id == 0 && rep.status < 0 &&
+	    rep.len == n - sizeof(rep))
+		return rep.status;
 	if (rep.magic != NC_CTL_MAGIC || rep.for_id != req.id || rep.len != n - sizeof(rep))
 		return -EBADMSG;
 	last_len = rep.len;
@@ -860,6 +873,8 @@ nc_strerror(int err)
 			   "attached to the channel";
 	case EEXIST: return "a channel with that name exists";
 	case EPIPE: return "the daemon is gone";
+	case ENOSPC: return "the daemon is busy (every connection slot is taken) or full (every "
+			    "channel)";
 	case EPROTO: return "protocol error (version mismatch, or HELLO missing)";
 	case ENOSYS: return "zero-copy needs libnetchannel_zc (pkg-config libnetchannel-zc)";
 	}

@@ -36,7 +36,7 @@ class Control(T.DaemonCase):
                         Raw(b"x" * 20)) for port in (5000, 6000, 53) for i in range(4)]
         T.write_pcap(os.path.join(self.w, "in.pcap"), frames)
 
-    def start(self, allow=None, **extra):
+    def start(self, allow=None, control_extra=None, **extra):
         cfg = {"eal": EAL, "mempool": {"mbufs": 8191, "cache": 64},
                "ports": [{"name": "wire0",
                           "device": f"net_pcap0,rx_pcap={self.w}/in.pcap,infinite_rx=1",
@@ -46,6 +46,7 @@ class Control(T.DaemonCase):
                             {"name": "hi", "match": {"proto": "udp", "dport": 6000}}]}
         if allow is not None:
             cfg["control"]["allow"] = allow
+        cfg["control"].update(control_extra or {})
         cfg.update(extra)
         self.daemon = T.Daemon(cfg, self.w, self.prefix)
         self.daemon.start()
@@ -186,6 +187,37 @@ class Control(T.DaemonCase):
             time.sleep(0.05)
         self.assertNotIn("doomed", {ch["name"] for ch in c.json(LIST)})
         self.assertLessEqual(c.json(STATS)["mempool"]["in_use"], base + 32)
+        c.close()
+        self.stop_ok()
+
+    def test_handshake_timeout(self):
+        """Connections that never say HELLO hold a slot for control.hello_timeout_ms at most:
+        with every slot taken, ncctl says the daemon is busy (not gone); once they are closed
+        (and counted), it gets in."""
+        import socket
+        c = self.start(control_extra={"hello_timeout_ms": 1000})
+        idle = []
+        for _ in range(64):
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            s.connect(self.sock)
+            idle.append(s)
+        self.addCleanup(lambda: [s.close() for s in idle])
+        r = subprocess.run([T.NCCTL, "-s", self.sock, "-c", "show mempool"], capture_output=True,
+                           text=True, timeout=30)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("the daemon is busy", r.stderr)
+        self.assertNotIn("gone", r.stderr)
+        time.sleep(1.5)
+        for s in idle:
+            s.settimeout(1)
+            self.assertEqual(s.recv(100), b"", "closed by the daemon")
+        r = subprocess.run([T.NCCTL, "-s", self.sock, "--json", "-c", "show mempool"],
+                           capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        c.hello()
+        ctl = c.json(STATS)["control"]
+        self.assertEqual((ctl["hello_timeouts"], ctl["refused"], ctl["connections"]), (64, 1, 1),
+                         ctl)
         c.close()
         self.stop_ok()
 

@@ -52,6 +52,7 @@ struct ncd_conn {
 	uint64_t pending_since;        /* ms, from the TSC */
 	bool hello;
 	uint32_t hello_flags;          /* NC_HELLO_F_* of its HELLO */
+	uint64_t accepted_ms;          /* when it connected: it has hello_timeout_ms to say HELLO */
 	struct ucred cred;
 	unsigned int errors;
 	unsigned int lcore_id;
@@ -69,6 +70,7 @@ static struct {
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	uint64_t bad_messages;         /* over every connection */
 	uint64_t accepted, refused;
+	uint64_t hello_timeouts;       /* connections closed for not saying HELLO in time */
 	int nh_tag;                    /* its address marks the next-hop eventfd in epoll */
 	ncd_ctl_handler_t handlers[NC_CTL_TYPE_MAX]; /* by request type; HELLO is the socket's own */
 } ctl = { .listen_fd = -1, .epoll_fd = -1 };
@@ -80,10 +82,18 @@ ncd_client_cred(int slot, pid_t *pid, uid_t *uid)
 	*uid = slot >= 0 && slot < NCD_MAX_CLIENTS ? ctl.clients[slot].cred.uid : 0;
 }
 
-uint64_t
-ncd_control_bad_messages(void)
+json_t *
+ncd_view_control(void)
 {
-	return ctl.bad_messages;
+	unsigned int open = 0;
+
+	for (unsigned int i = 0; i < NCD_MAX_CLIENTS; i++)
+		open += ctl.clients[i].fd >= 0;
+	return json_pack("{s:I, s:I, s:I, s:I, s:i, s:i}", "bad_messages",
+			 (json_int_t)ctl.bad_messages, "accepted", (json_int_t)ctl.accepted,
+			 "refused", (json_int_t)ctl.refused, "hello_timeouts",
+			 (json_int_t)ctl.hello_timeouts, "connections", (int)open,
+			 "max_connections", NCD_MAX_CLIENTS);
 }
 
 static const char *
@@ -280,6 +290,29 @@ detach(struct ncd *d, struct ncd_conn *c, unsigned int k)
 	    ch->region == d->regions[c - ctl.clients])
 		ncd_channel_region_detach(d, ch);
 	c->attached[k] = c->attached[--c->nattached];
+}
+
+static void client_close(struct ncd *d, struct ncd_conn *c);
+
+/*
+ * Connections that have not said HELLO in control.hello_timeout_ms: closed
+ * and counted, so that idle connections cannot hold every slot.
+ */
+static void
+expire_handshakes(struct ncd *d)
+{
+	uint64_t now = now_ms();
+
+	for (unsigned int i = 0; i < NCD_MAX_CLIENTS; i++) {
+		struct ncd_conn *c = &ctl.clients[i];
+
+		if (c->fd < 0 || c->hello || now - c->accepted_ms < d->cfg.hello_timeout_ms)
+			continue;
+		NCD_LOG(NOTICE, "control: pid %d uid %u said no HELLO in %u ms: closed",
+			(int)c->cred.pid, c->cred.uid, d->cfg.hello_timeout_ms);
+		ctl.hello_timeouts++;
+		client_close(d, c);
+	}
 }
 
 static void
@@ -731,8 +764,12 @@ accept_clients(void)
 			}
 		if (c == NULL) {
 			struct ncd_conn tmp = { .fd = fd };
+			char why[64];
+			int n = snprintf(why, sizeof(why), "the daemon is busy: %d connections",
+					 NCD_MAX_CLIENTS);
 
-			reply(&tmp, NULL, -ENOSPC, NULL, 0);
+			/* Unasked (id 0): what the client reads first, in place of its HELLO's reply. */
+			reply(&tmp, NULL, -ENOSPC, why, (size_t)n);
 			close(fd);
 			ctl.refused++;
 			continue;
@@ -740,6 +777,7 @@ accept_clients(void)
 		memset(c, 0, sizeof(*c));
 		c->fd = fd;
 		getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &c->cred, &len);
+		c->accepted_ms = now_ms();
 		/* Each client's EAL gets an lcore id of its own, above the daemon's. */
 		c->lcore_id = RTE_MAX_LCORE / 2 + (unsigned int)(c - ctl.clients);
 		ev.data.ptr = c;
@@ -842,6 +880,7 @@ ncd_control_poll(struct ncd *d, int timeout_ms)
 	ncd_nh_run(d);
 	ncd_nat_expire(d, false);
 	reclaim_pending(d);
+	expire_handshakes(d);
 	ncd_rates_tick(d);
 	for (int i = 0; i < n; i++) {
 		if (evs[i].data.ptr == NULL)

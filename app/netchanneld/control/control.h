@@ -57,8 +57,11 @@ void ncd_control_run(struct ncd *d);
 /** Close every client (their channels go) and the socket. */
 void ncd_control_close(struct ncd *d);
 
-/** Malformed, truncated, oversized or out-of-order control messages, over every connection. */
-uint64_t ncd_control_bad_messages(void);
+/**
+ * The control socket's counters: bad messages, connections accepted and
+ * refused (every slot taken), closed for saying no HELLO in time, and open.
+ */
+json_t *ncd_view_control(void);
 
 /** A connected client's pid and uid, by slot (0 and 0 for none). */
 void ncd_client_cred(int slot, pid_t *pid, uid_t *uid);

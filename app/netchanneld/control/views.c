@@ -393,8 +393,7 @@ ncd_view_stats(const struct ncd *d)
 	json_object_set_new(o, "ports", ports);
 	json_object_set_new(o, "channels", chans);
 	json_object_set_new(o, "mempool", ncd_view_mempool(d));
-	json_object_set_new(o, "control", json_pack("{s:I}", "bad_messages",
-						    (json_int_t)ncd_control_bad_messages()));
+	json_object_set_new(o, "control", ncd_view_control());
 	json_object_set_new(o, "nat", ncd_view_nat(d));
 	return o;
 }

@@ -661,19 +661,21 @@ static int
 load_control(struct ctx *c, const json_t *root)
 {
 	static const char *const keys[] = { "socket", "allow", "mbuf_quota", "owner", "group", "mode",
-					    "region", NULL };
+					    "region", "hello_timeout_ms", NULL };
 	static const char *const akeys[] = { "uid", "gid", "dport", "zero_copy", NULL };
 	json_t *ctl = json_object_get(root, "control"), *allow, *a;
 	const char *sock = NULL;
-	int64_t quota = c->cfg->mbufs / 4;
+	int64_t quota = c->cfg->mbufs / 4, hello_ms = 1000;
 	size_t l, i;
 
 	l = push(c, "control", 0);
 	if (ctl != NULL && (want_type(c, ctl, JSON_OBJECT, "an object") ||
 			    check_keys(c, ctl, keys) || get_str(c, ctl, "socket", false, &sock) ||
-			    get_int(c, ctl, "mbuf_quota", 1, c->cfg->mbufs, quota, &quota)))
+			    get_int(c, ctl, "mbuf_quota", 1, c->cfg->mbufs, quota, &quota) ||
+			    get_int(c, ctl, "hello_timeout_ms", 100, 60000, 1000, &hello_ms)))
 		return -1;
 	c->cfg->mbuf_quota = (uint32_t)quota;
+	c->cfg->hello_timeout_ms = (uint32_t)hello_ms;
 	if (load_region(c, ctl) || (ctl != NULL && load_socket_access(c, ctl)))
 		return -1;
 	if (sock != NULL) {

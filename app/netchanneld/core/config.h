@@ -102,6 +102,7 @@ struct ncd_config {
 	char *control_socket;
 	int64_t socket_uid, socket_gid; /* control.owner, .group: -1 for the daemon's */
 	uint32_t socket_mode;        /* control.mode */
+	uint32_t hello_timeout_ms;   /* control.hello_timeout_ms: a connection's time to say HELLO */
 	struct ncd_region_conf region;
 	uint32_t mbuf_quota;         /* most mbufs one client may hold */
 	struct ncd_allow_conf *allow;
