@@ -192,6 +192,14 @@ busiest(json_t *all)
 	return top;
 }
 
+/* One row's rate columns: the keys of a rates object, in order, up to a NULL. */
+static void
+rate_cols(const json_t *rates, const char *const *keys)
+{
+	for (; *keys != NULL; keys++)
+		col(num(rates, *keys), 12);
+}
+
 static void
 monitor_text(const json_t *snap, double every, bool tty)
 {
@@ -209,15 +217,11 @@ monitor_text(const json_t *snap, double every, bool tty)
 	printf("%-12s %12s %12s %12s %12s %12s %12s\n", "port", "rx/s", "delivered/s",
 	       "to_kernel/s", "drops/s", "nic rx bit/s", "nic tx bit/s");
 	json_array_foreach(ports, i, x) {
-		const json_t *r = json_object_get(x, "rates");
+		static const char *const keys[] = { "rx_pps", "delivered_pps", "to_kernel_pps",
+						    "drop_pps", "nic_rx_bps", "nic_tx_bps", NULL };
 
 		printf("%-12s", json_string_value(json_object_get(x, "name")));
-		col(num(r, "rx_pps"), 12);
-		col(num(r, "delivered_pps"), 12);
-		col(num(r, "to_kernel_pps"), 12);
-		col(num(r, "drop_pps"), 12);
-		col(num(r, "nic_rx_bps"), 12);
-		col(num(r, "nic_tx_bps"), 12);
+		rate_cols(json_object_get(x, "rates"), keys);
 		printf("\n");
 	}
 	printf("\n%-12s %12s %12s %12s %12s\n", "worker", "lcore", "busy", "pkts/busy", "loops/s");
@@ -230,8 +234,7 @@ monitor_text(const json_t *snap, double every, bool tty)
 			printf(" %12s", "-");
 		else
 			printf(" %11.0f%%", busy * 100);
-		col(num(r, "packets_per_busy_loop"), 12);
-		col(num(r, "loops_per_s"), 12);
+		rate_cols(r, (const char *const[]){ "packets_per_busy_loop", "loops_per_s", NULL });
 		printf("\n");
 	}
 	printf("\nmempool: %.0f of %.0f in use\n", num(mp, "in_use"), num(mp, "size"));
@@ -242,12 +245,10 @@ monitor_text(const json_t *snap, double every, bool tty)
 	printf("\n%-24s %12s %12s %12s %12s\n", "channel", "hits/s", "delivered/s", "drops/s",
 	       "in ring");
 	json_array_foreach(chs, i, x) {
-		const json_t *r = json_object_get(x, "rates");
+		static const char *const keys[] = { "hits_pps", "delivered_pps", "drop_pps", NULL };
 
 		printf("%-24s", json_string_value(json_object_get(x, "name")));
-		col(num(r, "hits_pps"), 12);
-		col(num(r, "delivered_pps"), 12);
-		col(num(r, "drop_pps"), 12);
+		rate_cols(json_object_get(x, "rates"), keys);
 		col(num(x, "ring_count"), 12);
 		printf("\n");
 	}

@@ -52,7 +52,7 @@ struct nc_client {
 struct nc_channel {
 	struct nc_client *client;
 	struct nc_region_ring *ring; /* isolated: its rx ring in the region */
-	uint32_t rx_head_seen;     /* isolated: the daemon's head, as last read */
+	uint32_t rx_tail;          /* isolated: our index of the rx ring (only we write its tail) */
 	int can_tx;
 	struct rte_ring *rx;
 	struct rte_ring *tx;

@@ -291,7 +291,7 @@ channel_open(struct nc_client *c, const struct nc_ctl_channel *info, int owned)
 			}
 			ch->ring = (struct nc_region_ring *)(c->rg.base + c->rg.h.rx_off +
 							     info->region_ring * c->rg.h.rx_stride);
-			ch->rx_head_seen = __atomic_load_n(&ch->ring->tail, __ATOMIC_RELAXED);
+			ch->rx_tail = __atomic_load_n(&ch->ring->tail, __ATOMIC_RELAXED);
 		}
 		return ch;
 	}
@@ -554,7 +554,7 @@ nc_rx_bufs(struct nc_channel *ch, struct nc_buf *bufs, uint16_t n)
 		return 0;
 	}
 	mask = c->rg.h.rx_size - 1;
-	tail = ch->rx_head_seen;
+	tail = ch->rx_tail;
 	k = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE) - tail;
 	if (k > c->rg.h.rx_size)       /* not the daemon's doing: this process wrote there */
 		k = 0;
@@ -574,7 +574,7 @@ nc_rx_bufs(struct nc_channel *ch, struct nc_buf *bufs, uint16_t n)
 		bufs[i] = (struct nc_buf){ .data = c->rg.base + off, .len = len,
 					   .channel = d->channel, .offset = off };
 	}
-	ch->rx_head_seen = tail + k;
+	ch->rx_tail = tail + k;
 	/* The entries are read: the ring's, to reuse. The buffers stay ours until released. */
 	__atomic_store_n(&r->tail, tail + k, __ATOMIC_RELEASE);
 	return (uint16_t)k;

@@ -25,7 +25,7 @@ struct ncd_region_ring {
 	struct nc_region_ring *r;
 	uint32_t size, mask;
 	uint32_t own;                  /* the daemon's index: head of an rx ring, tail of the others */
-	uint32_t seen;                 /* the client's index as last accepted */
+	uint32_t seen;                 /* rx rings: the client's tail as last accepted */
 };
 
 /* What a region's client did that was refused, and what it was given. */
@@ -53,7 +53,6 @@ struct ncd_region {
 	uint32_t *free_bufs;           /* [rx_bufs]: a stack of the buffers the daemon holds */
 	uint32_t nfree;
 	uint8_t *held;                 /* [rx_bufs]: 1 while the client holds the buffer */
-	unsigned int slot;             /* the connection's */
 	unsigned int worker;           /* the worker that serves its tx and free rings */
 	struct ncd_region_stats st;
 };
