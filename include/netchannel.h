@@ -468,6 +468,21 @@ const char *nc_version(void);
  */
 const char *nc_strerror(int err);
 
+/**
+ * The daemon's own reason for the last refusal on this thread, when it gave
+ * one: the limit it names ("control.limits.channels: uid 1000 would hold 65,
+ * over its 64"), or how busy it is ("the daemon is busy: 64 clients").
+ * Print it beside nc_strerror() of the error.
+ *
+ * @return
+ *   The reason, or "" when the last refusal came without one. Valid until the
+ *   thread's next call into the library.
+ */
+const char *nc_last_reason(void);
+
+/** printf() arguments for "%s%s": ": " and the daemon's reason r, or nothing. */
+#define NC_REASON(r) ((r)[0] ? ": " : ""), (r)
+
 #ifdef __cplusplus
 }
 #endif

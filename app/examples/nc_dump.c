@@ -220,8 +220,8 @@ main(int argc, char **argv)
 	zero_copy |= channel != NULL || want_latency;
 	c = nc_connect(sock, zero_copy ? NC_CONNECT_ZEROCOPY : 0);
 	if (c == NULL) {
-		fprintf(stderr, "nc-dump: connect to %s: %s\n", sock ? sock : NC_DEFAULT_SOCKET,
-			nc_strerror(errno));
+		fprintf(stderr, "nc-dump: connect to %s: %s%s%s\n", sock ? sock : NC_DEFAULT_SOCKET,
+			nc_strerror(errno), NC_REASON(nc_last_reason()));
 		return 1;
 	}
 	if (channel != NULL) {
@@ -233,7 +233,8 @@ main(int argc, char **argv)
 		ch = nc_channel_create(c, name, &rule, NULL);
 	}
 	if (ch == NULL) {
-		fprintf(stderr, "nc-dump: channel: %s\n", nc_strerror(errno));
+		fprintf(stderr, "nc-dump: channel: %s%s%s\n", nc_strerror(errno),
+			NC_REASON(nc_last_reason()));
 		nc_disconnect(c);
 		return 1;
 	}

@@ -267,13 +267,15 @@ again:
 		return 0;
 	c = nc_connect(sock, zero_copy ? NC_CONNECT_ZEROCOPY : 0);
 	if (c == NULL) {
-		fprintf(stderr, "nc-echo: connect to %s: %s\n", sock, nc_strerror(errno));
+		fprintf(stderr, "nc-echo: connect to %s: %s%s%s\n", sock, nc_strerror(errno),
+			NC_REASON(nc_last_reason()));
 		return 1;
 	}
 	snprintf(name, sizeof(name), "nc-echo-%ld", dport);
 	ch = nc_channel_create(c, name, &rule, &copts);
 	if (ch == NULL) {
-		fprintf(stderr, "nc-echo: claim %s port %ld: %s\n", proto, dport, nc_strerror(errno));
+		fprintf(stderr, "nc-echo: claim %s port %ld: %s%s%s\n", proto, dport,
+			nc_strerror(errno), NC_REASON(nc_last_reason()));
 		nc_disconnect(c);
 		return 1;
 	}

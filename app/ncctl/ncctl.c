@@ -375,7 +375,11 @@ main(int argc, char **argv)
 	}
 	s.c = nc_connect(sock, NC_CONNECT_CONTROL);
 	if (s.c == NULL) {
-		client_error(s.json, errno, "connect to %s: %s", sock, nc_strerror(errno));
+		int err = errno;
+
+		/* The daemon's words when it gave some: the limit, or how busy it is. */
+		client_error(s.json, err, "connect to %s: %s", sock,
+			     nc_last_reason()[0] ? nc_last_reason() : nc_strerror(err));
 		return 1;
 	}
 	if (optind != argc) {

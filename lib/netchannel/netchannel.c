@@ -44,6 +44,20 @@ static void tx_flush(struct nc_client *c);
 /* The last reply's body, for requests whose answer has no fixed size. */
 static __thread uint8_t last_body[NC_CTL_MAX_MSG];
 static __thread uint32_t last_len;
+/* The daemon's reason for the last refusal (nc_last_reason()). */
+static __thread char last_reason[160];
+
+/* A refusal's body is its reason, in words, if it has one. */
+static void
+keep_reason(int32_t status, const uint8_t *body, uint32_t len)
+{
+	if (status >= 0)
+		return;
+	if (len >= sizeof(last_reason))
+		len = 0;
+	memcpy(last_reason, body, len);
+	last_reason[len] = '\0';
+}
 
 /*
  * One request, one reply. Returns the reply's status, or -errno of the
@@ -70,6 +84,7 @@ call_fd(struct nc_client *c, uint16_t type, const void *body, uint32_t len, void
 	int fd = -1;
 	ssize_t n;
 
+	last_reason[0] = '\0';
 	if (sendmsg(c->fd, &mh, MSG_NOSIGNAL) < 0) {
 		int err = errno;
 
@@ -77,8 +92,11 @@ call_fd(struct nc_client *c, uint16_t type, const void *body, uint32_t len, void
 		n = recv(c->fd, buf, sizeof(buf), MSG_DONTWAIT);
 		if (n >= (ssize_t)sizeof(rep)) {
 			memcpy(&rep, buf, sizeof(rep));
-			if (rep.magic == NC_CTL_MAGIC && rep.for_id == 0 && rep.status < 0)
+			if (rep.magic == NC_CTL_MAGIC && rep.for_id == 0 && rep.status < 0 &&
+			    rep.len == n - sizeof(rep)) {
+				keep_reason(rep.status, buf + sizeof(rep), rep.len);
 				return rep.status;
+			}
 		}
 		if (err == ECONNRESET || err == EPIPE)
 			c->gone = 1;
@@ -106,12 +124,15 @@ call_fd(struct nc_client *c, uint16_t type, const void *body, uint32_t len, void
 	memcpy(&rep, buf, sizeof(rep));
 	/* A refusal the daemon sent unasked (id 0) as it accepted us: every slot is taken. */
 	if (rep.magic == NC_CTL_MAGIC && rep.for_id == 0 && rep.status < 0 &&
-	    rep.len == n - sizeof(rep))
+	    rep.len == n - sizeof(rep)) {
+		keep_reason(rep.status, buf + sizeof(rep), rep.len);
 		return rep.status;
+	}
 	if (rep.magic != NC_CTL_MAGIC || rep.for_id != req.id || rep.len != n - sizeof(rep))
 		return -EBADMSG;
 	last_len = rep.len;
 	memcpy(last_body, buf + sizeof(rep), rep.len);
+	keep_reason(rep.status, last_body, rep.len);
 	if (rep.status == 0 && out != NULL) {
 		if (rep.len != out_len)
 			return -EBADMSG;
@@ -196,6 +217,7 @@ nc_connect(const char *path, unsigned int flags)
 	struct nc_client *c;
 	int ret, rfd = -1;
 
+	last_reason[0] = '\0';
 	if (path == NULL)
 		path = NC_DEFAULT_SOCKET;
 	/* The application's own EAL is a zero-copy client's. */
@@ -877,9 +899,16 @@ nc_strerror(int err)
 			    "channel)";
 	case EPROTO: return "protocol error (version mismatch, or HELLO missing)";
 	case ENOSYS: return "zero-copy needs libnetchannel_zc (pkg-config libnetchannel-zc)";
+	case EDQUOT: return "over one of the user's limits (the daemon's control.limits)";
 	}
 	s = strerrordesc_np(err);
 	return s ? s : "unknown error";
+}
+
+NC_EXPORT const char *
+nc_last_reason(void)
+{
+	return last_reason;
 }
 
 NC_EXPORT const char *

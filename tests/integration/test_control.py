@@ -191,13 +191,13 @@ class Control(T.DaemonCase):
         self.stop_ok()
 
     def test_handshake_timeout(self):
-        """Connections that never say HELLO hold a slot for control.hello_timeout_ms at most:
-        with every slot taken, ncctl says the daemon is busy (not gone); once they are closed
+        """Connections that never say HELLO hold an entry for control.hello_timeout_ms at most:
+        with all 128 taken, ncctl says the daemon is busy (not gone); once they are closed
         (and counted), it gets in."""
         import socket
         c = self.start(control_extra={"hello_timeout_ms": 1000})
         idle = []
-        for _ in range(64):
+        for _ in range(128):
             s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
             s.connect(self.sock)
             idle.append(s)
@@ -205,7 +205,7 @@ class Control(T.DaemonCase):
         r = subprocess.run([T.NCCTL, "-s", self.sock, "-c", "show mempool"], capture_output=True,
                            text=True, timeout=30)
         self.assertEqual(r.returncode, 1)
-        self.assertIn("the daemon is busy", r.stderr)
+        self.assertIn("the daemon is busy: 128 connections", r.stderr)
         self.assertNotIn("gone", r.stderr)
         time.sleep(1.5)
         for s in idle:
@@ -216,8 +216,8 @@ class Control(T.DaemonCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         c.hello()
         ctl = c.json(STATS)["control"]
-        self.assertEqual((ctl["hello_timeouts"], ctl["refused"], ctl["connections"]), (64, 1, 1),
-                         ctl)
+        self.assertEqual((ctl["hello_timeouts"], ctl["refused"], ctl["connections"]),
+                         (128, 1, 1), ctl)
         c.close()
         self.stop_ok()
 

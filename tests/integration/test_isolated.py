@@ -37,7 +37,7 @@ class Isolated(T.DaemonCase):
                     "lib/netchannel/libnetchannel.so.0", "lib/netchannel/libnetchannel_zc.so.0"):
             shutil.copy(os.path.join(T.BUILD, exe), self.w)
 
-    def start(self, frames, region=None):
+    def start(self, frames, region=None, control=None, **extra):
         T.write_pcap(os.path.join(self.w, "in.pcap"), frames)
         cfg = {"eal": EAL, "mempool": {"mbufs": 8191, "cache": 64},
                "ports": [{"name": "wire0",
@@ -51,6 +51,8 @@ class Isolated(T.DaemonCase):
                "channels": [{"name": "hi", "match": {"proto": "udp", "dport": 6000}}]}
         if region is not None:
             cfg["control"]["region"] = region
+        cfg["control"].update(control or {})
+        cfg.update(extra)
         self.daemon = T.Daemon(cfg, self.w, self.prefix)
         self.daemon.start()
 

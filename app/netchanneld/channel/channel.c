@@ -74,6 +74,15 @@ tx_list_del(struct ncd_worker *w, const struct ncd_channel *ch)
 		}
 }
 
+size_t
+ncd_ring_memsize(uint32_t ring_size)
+{
+	/* What rte_ring_create() reserves for an exact-size ring: the next power of two. */
+	ssize_t sz = rte_ring_get_memsize(rte_align32pow2(ring_size + 1));
+
+	return sz < 0 ? 0 : (size_t)sz;
+}
+
 /*
  * A ring of a channel: single consumer, and multi-producer unless sp (one
  * producer only: a receive ring when one worker runs, which spares it the
@@ -86,19 +95,18 @@ static struct rte_ring *
 channel_ring(const struct ncd_channel_conf *cc, const char *fmt, uint32_t id, char *name, bool sp)
 {
 	const unsigned int flags = RING_F_SC_DEQ | RING_F_EXACT_SZ | (sp ? RING_F_SP_ENQ : 0);
-	/* What rte_ring_create() reserves for an exact-size ring: the next power of two. */
-	ssize_t sz = rte_ring_get_memsize(rte_align32pow2(cc->ring_size + 1));
+	size_t sz = ncd_ring_memsize(cc->ring_size);
 	struct rte_ring *r;
 	int ret;
 
 	snprintf(name, NC_NAME_SIZE, fmt, id);
-	if (sz < 0) {
+	if (sz == 0) {
 		rte_errno = EINVAL;
 		return NULL;
 	}
 	r = rte_zmalloc_socket(name, (size_t)sz, RTE_CACHE_LINE_SIZE, (int)rte_socket_id());
 	if (r == NULL) {
-		NCD_LOG(ERR, "rte_zmalloc(%zd) for ring %s of channel %s: out of memory", sz, name,
+		NCD_LOG(ERR, "rte_zmalloc(%zu) for ring %s of channel %s: out of memory", sz, name,
 			cc->name);
 		rte_errno = ENOMEM;
 		return NULL;

@@ -84,6 +84,12 @@ void ncd_channel_del(struct ncd *d, uint32_t id);
 int ncd_channel_eventfd(struct ncd_channel *ch);
 
 /**
+ * The bytes of the heap one of a channel's rings of ring_size entries takes
+ * (what a user's control.limits.memory_mb counts), or 0 for a size no ring can have.
+ */
+size_t ncd_ring_memsize(uint32_t ring_size);
+
+/**
  * An isolated client attaches to a static deliver channel: from now on the
  * workers copy its packets into a ring of the client's region, not onto its
  * own ring (control thread). One such client at a time.

@@ -24,6 +24,7 @@
 
 #include <rte_cycles.h>
 #include <rte_eal.h>
+#include <rte_hash.h>
 #include <rte_lcore.h>
 #include <rte_mbuf.h>
 #include <rte_mbuf_dyn.h>
@@ -45,9 +46,16 @@
 #define NCD_MAX_CLIENTS NC_MAX_CLIENTS
 #define FREE_RING_MAX 16384u           /* entries of a client's free ring, at most */
 #define NCD_MAX_CLIENT_CHANNELS 64
+/* Connections and client slots only root may take: others never lock the operator out. */
+#define ROOT_RESERVE 4
+
+/* control.limits, in the order of the STATS view's limit_refusals. */
+enum { LIM_CONNECTIONS, LIM_CHANNELS, LIM_MEMORY, LIM_EVENTFDS, LIM_N };
+static const char *const lim_names[LIM_N] = { "connections", "channels", "memory_mb", "eventfds" };
 
 struct ncd_conn {
-	int fd;                        /* -1: closed (the slot is free unless pending) */
+	int fd;                        /* -1: closed (free unless pending) */
+	int slot;                      /* its client slot from HELLO on, else -1 */
 	bool pending;                  /* closed, but its process still runs: mbufs not yet back */
 	uint64_t pending_since;        /* ms, from the TSC */
 	bool hello;
@@ -66,11 +74,15 @@ struct ncd_conn {
 static struct {
 	int listen_fd;
 	int epoll_fd;
-	struct ncd_conn clients[NCD_MAX_CLIENTS];
+	/* Connections; a slot of the client table is given at HELLO, not at accept. */
+	struct ncd_conn conns[NCD_MAX_CONNECTIONS];
+	struct ncd_conn *slot_conn[NCD_MAX_CLIENTS]; /* who holds each slot, or NULL */
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	uint64_t bad_messages;         /* over every connection */
 	uint64_t accepted, refused;
 	uint64_t hello_timeouts;       /* connections closed for not saying HELLO in time */
+	uint64_t limit_refusals[LIM_N]; /* requests refused over a user's control.limits */
+	uint64_t reserve_refusals;     /* others' refused from the room kept for root */
 	int nh_tag;                    /* its address marks the next-hop eventfd in epoll */
 	ncd_ctl_handler_t handlers[NC_CTL_TYPE_MAX]; /* by request type; HELLO is the socket's own */
 } ctl = { .listen_fd = -1, .epoll_fd = -1 };
@@ -78,22 +90,141 @@ static struct {
 void
 ncd_client_cred(int slot, pid_t *pid, uid_t *uid)
 {
-	*pid = slot >= 0 && slot < NCD_MAX_CLIENTS ? ctl.clients[slot].cred.pid : 0;
-	*uid = slot >= 0 && slot < NCD_MAX_CLIENTS ? ctl.clients[slot].cred.uid : 0;
+	const struct ncd_conn *c = slot >= 0 && slot < NCD_MAX_CLIENTS ? ctl.slot_conn[slot] : NULL;
+
+	*pid = c != NULL ? c->cred.pid : 0;
+	*uid = c != NULL ? c->cred.uid : 0;
 }
 
 json_t *
 ncd_view_control(void)
 {
-	unsigned int open = 0;
+	unsigned int open = 0, clients = 0;
+	json_t *lim = json_object();
 
+	for (unsigned int i = 0; i < NCD_MAX_CONNECTIONS; i++)
+		open += ctl.conns[i].fd >= 0;
 	for (unsigned int i = 0; i < NCD_MAX_CLIENTS; i++)
-		open += ctl.clients[i].fd >= 0;
-	return json_pack("{s:I, s:I, s:I, s:I, s:i, s:i}", "bad_messages",
+		clients += ctl.slot_conn[i] != NULL;
+	for (int k = 0; k < LIM_N; k++)
+		json_object_set_new(lim, lim_names[k], json_integer((json_int_t)ctl.limit_refusals[k]));
+	return json_pack("{s:I, s:I, s:I, s:I, s:i, s:i, s:i, s:i, s:o, s:I}", "bad_messages",
 			 (json_int_t)ctl.bad_messages, "accepted", (json_int_t)ctl.accepted,
 			 "refused", (json_int_t)ctl.refused, "hello_timeouts",
 			 (json_int_t)ctl.hello_timeouts, "connections", (int)open,
-			 "max_connections", NCD_MAX_CLIENTS);
+			 "max_connections", NCD_MAX_CONNECTIONS, "clients", (int)clients,
+			 "max_clients", NCD_MAX_CLIENTS, "limit_refusals", lim,
+			 "reserve_refusals", (json_int_t)ctl.reserve_refusals);
+}
+
+/* root, or the daemon's own user: the operator, whom no limit or reserve holds back. */
+static bool
+privileged(const struct ucred *cr)
+{
+	return cr->uid == 0 || cr->uid == geteuid();
+}
+
+/* The limits a user is held to: those of its first allow entry with limits, else control.limits;
+ * NULL for the operator. */
+static const struct ncd_limits *
+user_limits(const struct ncd *d, const struct ucred *cr)
+{
+	if (privileged(cr))
+		return NULL;
+	for (unsigned int i = 0; i < d->cfg.nallow; i++) {
+		const struct ncd_allow_conf *a = &d->cfg.allow[i];
+
+		if ((a->uid < 0 || a->uid == cr->uid) && (a->gid < 0 || a->gid == cr->gid) &&
+		    a->has_limits)
+			return &a->limits;
+	}
+	return &d->cfg.limits;
+}
+
+static uint64_t
+limit_value(const struct ncd_limits *l, int k)
+{
+	switch (k) {
+	case LIM_CONNECTIONS: return l->connections;
+	case LIM_CHANNELS: return l->channels;
+	case LIM_MEMORY: return l->memory;
+	default: return l->eventfds;
+	}
+}
+
+/* What a user holds, over all of its open connections, in the units of its limits. */
+static void
+user_usage(const struct ncd *d, uid_t uid, uint64_t use[LIM_N])
+{
+	memset(use, 0, LIM_N * sizeof(use[0]));
+	for (unsigned int i = 0; i < NCD_MAX_CONNECTIONS; i++) {
+		const struct ncd_conn *c = &ctl.conns[i];
+
+		if (c->fd < 0 || c->cred.uid != uid)
+			continue;
+		use[LIM_CONNECTIONS]++;
+		use[LIM_CHANNELS] += c->nchannels;
+		if (c->slot >= 0 && d->regions[c->slot] != NULL)
+			use[LIM_MEMORY] += d->regions[c->slot]->size;
+		for (unsigned int k = 0; k < c->nchannels; k++) {
+			const struct ncd_channel *ch = d->channels[c->channels[k]];
+
+			if (ch == NULL)
+				continue;
+			use[LIM_MEMORY] += ncd_ring_memsize(ch->dir->ring_size) *
+					   ((ch->rx != NULL) + (ch->tx != NULL));
+			use[LIM_EVENTFDS] += ch->efd >= 0;
+		}
+	}
+}
+
+/*
+ * Whether the user cr may hold `more` of limit k on top of what it holds. If
+ * not, the refusal is counted, logged, and its reason, naming the limit, goes
+ * to why.
+ */
+static bool
+within_limit(const struct ncd *d, const struct ucred *cr, int k, uint64_t more, char *why,
+	     size_t len)
+{
+	const struct ncd_limits *l = user_limits(d, cr);
+	uint64_t use[LIM_N], max;
+
+	if (l == NULL)
+		return true;
+	max = limit_value(l, k);
+	user_usage(d, cr->uid, use);
+	if (use[k] + more <= max)
+		return true;
+	ctl.limit_refusals[k]++;
+	if (k == LIM_MEMORY)
+		snprintf(why, len, "control.limits.memory_mb: uid %u would hold %" PRIu64 " MiB, "
+			 "over its %" PRIu64, cr->uid, (use[k] + more + (1 << 20) - 1) >> 20, max >> 20);
+	else
+		snprintf(why, len, "control.limits.%s: uid %u would hold %" PRIu64 ", over its %"
+			 PRIu64, lim_names[k], cr->uid, use[k] + more, max);
+	NCD_LOG(INFO, "control: pid %d refused: %s", (int)cr->pid, why);
+	return false;
+}
+
+/* A user's use against its limits, as show clients gives it. */
+static json_t *
+user_view(const struct ncd *d, const struct ucred *cr)
+{
+	const struct ncd_limits *l = user_limits(d, cr);
+	json_t *o = json_object(), *lim = l != NULL ? json_object() : json_null();
+	uint64_t use[LIM_N];
+
+	user_usage(d, cr->uid, use);
+	use[LIM_MEMORY] >>= 20;
+	for (int k = 0; k < LIM_N; k++) {
+		json_object_set_new(o, lim_names[k], json_integer((json_int_t)use[k]));
+		if (l != NULL)
+			json_object_set_new(lim, lim_names[k], json_integer((json_int_t)(
+				k == LIM_MEMORY ? l->memory >> 20 : limit_value(l, k))));
+	}
+	json_object_set_new(o, "limits", lim);
+	return o;
 }
 
 static const char *
@@ -110,10 +241,11 @@ ncd_view_clients(const struct ncd *d)
 {
 	json_t *a = json_array();
 
-	for (unsigned int i = 0; i < NCD_MAX_CLIENTS; i++) {
-		const struct ncd_conn *c = &ctl.clients[i];
-		const struct nc_client_entry *e = &d->clients[i];
-		const struct ncd_region *rg = d->regions[i];
+	for (unsigned int i = 0; i < NCD_MAX_CONNECTIONS; i++) {
+		const struct ncd_conn *c = &ctl.conns[i];
+		static const struct nc_client_entry none;
+		const struct nc_client_entry *e = c->slot >= 0 ? &d->clients[c->slot] : &none;
+		const struct ncd_region *rg = c->slot >= 0 ? d->regions[c->slot] : NULL;
 		json_t *chs, *o;
 
 		if (c->fd < 0)
@@ -122,7 +254,7 @@ ncd_view_clients(const struct ncd *d)
 		for (unsigned int k = 0; k < c->nchannels; k++)
 			json_array_append_new(chs, json_string(d->channels[c->channels[k]]->name));
 		o = json_pack("{s:i, s:i, s:i, s:i, s:b, s:s, s:i, s:o, s:I, s:I, s:I, s:i}",
-			      "slot", (int)i, "pid", (int)c->cred.pid, "uid", (int)c->cred.uid,
+			      "slot", c->slot, "pid", (int)c->cred.pid, "uid", (int)c->cred.uid,
 			      "gid", (int)c->cred.gid, "hello", c->hello, "mode", conn_mode(c),
 			      "lcore", (int)c->lcore_id, "channels", chs,
 			      "mbufs_held", (json_int_t)e->held, "mbuf_quota", (json_int_t)e->quota,
@@ -139,6 +271,7 @@ ncd_view_clients(const struct ncd *d)
 #undef X
 			json_object_set_new(o, "region", r);
 		}
+		json_object_set_new(o, "user", user_view(d, &c->cred));
 		json_array_append_new(a, o);
 	}
 	return a;
@@ -217,7 +350,7 @@ slot_rings_stop(struct ncd *d, unsigned int slot)
 static void
 reclaim_mbufs(struct ncd *d, struct ncd_conn *c)
 {
-	unsigned int slot = (unsigned int)(c - ctl.clients);
+	unsigned int slot = (unsigned int)c->slot;
 	struct nc_client_entry *e = &d->clients[slot];
 	struct rte_mempool_cache *cache = rte_mempool_default_cache(d->pool, c->lcore_id);
 	struct reclaim r = { .off = d->owner_off, .owner = slot + 1 };
@@ -244,14 +377,21 @@ now_ms(void)
 	return rte_get_tsc_cycles() / (rte_get_tsc_hz() / 1000);
 }
 
-/* The slot is free again: its client entry, its owner id and its lcore id may be reused. */
+/*
+ * The connection's entry is free again, and its slot if it had one: its
+ * client entry, its owner id and its lcore id may be reused.
+ */
 static void
 slot_free(struct ncd *d, struct ncd_conn *c)
 {
-	slot_rings_stop(d, (unsigned int)(c - ctl.clients));
-	memset(&d->clients[c - ctl.clients], 0, sizeof(d->clients[0]));
+	if (c->slot >= 0) {
+		slot_rings_stop(d, (unsigned int)c->slot);
+		memset(&d->clients[c->slot], 0, sizeof(d->clients[0]));
+		ctl.slot_conn[c->slot] = NULL;
+	}
 	memset(c, 0, sizeof(*c));
 	c->fd = -1;
+	c->slot = -1;
 }
 
 /*
@@ -262,15 +402,15 @@ slot_free(struct ncd *d, struct ncd_conn *c)
 static void
 reclaim_pending(struct ncd *d)
 {
-	for (unsigned int i = 0; i < NCD_MAX_CLIENTS; i++) {
-		struct ncd_conn *c = &ctl.clients[i];
+	for (unsigned int i = 0; i < NCD_MAX_CONNECTIONS; i++) {
+		struct ncd_conn *c = &ctl.conns[i];
 
 		if (!c->pending)
 			continue;
 		if (process_gone(c->cred.pid)) {
 			reclaim_mbufs(d, c);
 			slot_free(d, c);
-		} else if (d->clients[i].held == 0 && now_ms() - c->pending_since > 10000) {
+		} else if (d->clients[c->slot].held == 0 && now_ms() - c->pending_since > 10000) {
 			slot_free(d, c);
 		}
 	}
@@ -287,7 +427,7 @@ detach(struct ncd *d, struct ncd_conn *c, unsigned int k)
 	struct ncd_channel *ch = d->channels[c->attached[k].id];
 
 	if (ch != NULL && ch->dir->generation == c->attached[k].gen &&
-	    ch->region == d->regions[c - ctl.clients])
+	    ch->region == d->regions[c->slot])
 		ncd_channel_region_detach(d, ch);
 	c->attached[k] = c->attached[--c->nattached];
 }
@@ -303,8 +443,8 @@ expire_handshakes(struct ncd *d)
 {
 	uint64_t now = now_ms();
 
-	for (unsigned int i = 0; i < NCD_MAX_CLIENTS; i++) {
-		struct ncd_conn *c = &ctl.clients[i];
+	for (unsigned int i = 0; i < NCD_MAX_CONNECTIONS; i++) {
+		struct ncd_conn *c = &ctl.conns[i];
 
 		if (c->fd < 0 || c->hello || now - c->accepted_ms < d->cfg.hello_timeout_ms)
 			continue;
@@ -342,7 +482,7 @@ client_close(struct ncd *d, struct ncd_conn *c)
 		/* The slot waits: its owner id still marks the mbufs the process holds. */
 		c->pending = true;
 		c->pending_since = now_ms();
-		__atomic_store_n(&d->clients[c - ctl.clients].live, 0, __ATOMIC_RELEASE);
+		__atomic_store_n(&d->clients[c->slot].live, 0, __ATOMIC_RELEASE);
 	}
 }
 
@@ -465,19 +605,36 @@ do_create(struct ncd *d, struct ncd_conn *c, const struct nc_ctl_req *req, const
 	  uint32_t len)
 {
 	const struct nc_ctl_create *m = body;
+	struct ncd_region *rg = d->regions[c->slot];
 	struct ncd_channel_conf cc;
 	struct nc_ctl_channel info;
+	uint32_t reserve = RTE_MIN(RTE_MAX(d->cfg.max_channels / 16, 1u), 64u);
+	char why[160];
 	int id;
 
 	if (ncd_ctl_decode_create(m, len, d->cfg.nports, &cc) != 0)
 		return reply(c, req, -EINVAL, NULL, 0);
 	/* A NAT channel sends the flow on to anywhere: not for any user the allow list names. */
 	if (!allowed(d, &c->cred, &cc.rule) ||
-	    (cc.action == NC_ACTION_NAT && c->cred.uid != 0 && c->cred.uid != geteuid()))
+	    (cc.action == NC_ACTION_NAT && !privileged(&c->cred)))
 		return reply(c, req, -EPERM, NULL, 0);
 	if (c->nchannels == NCD_MAX_CLIENT_CHANNELS)
 		return reply(c, req, -ENOSPC, NULL, 0);
-	id = ncd_channel_add(d, &cc, (int)(c - ctl.clients), d->regions[c - ctl.clients]);
+	if (!within_limit(d, &c->cred, LIM_CHANNELS, 1, why, sizeof(why)) ||
+	    !within_limit(d, &c->cred, LIM_MEMORY, ncd_ring_memsize(cc.ring_size) *
+			  ((cc.action == NC_ACTION_DELIVER && rg == NULL) + (cc.tx && rg == NULL)),
+			  why, sizeof(why)))
+		return reply(c, req, -EDQUOT, why, strlen(why));
+	/* The last channels of max_channels are the operator's. */
+	if (!privileged(&c->cred) &&
+	    (uint32_t)rte_hash_count(d->names) + reserve >= d->cfg.max_channels) {
+		int n = snprintf(why, sizeof(why), "max_channels: %d of %u in use, and the last %u "
+				 "are root's", rte_hash_count(d->names), d->cfg.max_channels, reserve);
+
+		ctl.reserve_refusals++;
+		return reply(c, req, -ENOSPC, why, (size_t)n);
+	}
+	id = ncd_channel_add(d, &cc, c->slot, rg);
 	if (id < 0)
 		return reply(c, req, id, NULL, 0);
 	c->channels[c->nchannels++] = (uint32_t)id;
@@ -530,12 +687,12 @@ do_attach(struct ncd *d, struct ncd_conn *c, const struct nc_ctl_req *req, const
 		if (c->hello_flags & NC_HELLO_F_CONTROL)
 			return reply(c, req, -EOPNOTSUPP, NULL, 0);
 		/* An isolated client's: delivered into its region while it is attached. */
-		if (d->regions[c - ctl.clients] != NULL && ch->action == NC_ACTION_DELIVER) {
+		if (d->regions[c->slot] != NULL && ch->action == NC_ACTION_DELIVER) {
 			int ret;
 
 			if (c->nattached == NCD_MAX_CLIENT_CHANNELS)
 				return reply(c, req, -ENOSPC, NULL, 0);
-			ret = ncd_channel_region_attach(d->channels[id], d->regions[c - ctl.clients]);
+			ret = ncd_channel_region_attach(d->channels[id], d->regions[c->slot]);
 			if (ret < 0)
 				return reply(c, req, ret, NULL, 0);
 			c->attached[c->nattached].id = (uint32_t)id;
@@ -558,7 +715,7 @@ usable_channel(const struct ncd *d, const struct ncd_conn *c, uint32_t id, struc
 
 	if (ch == NULL)
 		return -ENOENT;
-	if (ch->owner != (int)(c - ctl.clients) &&
+	if (ch->owner != c->slot &&
 	    (ch->owner >= 0 || !allowed(d, &c->cred, &ch->rule)))
 		return -EPERM;
 	*out = ch;
@@ -577,6 +734,13 @@ do_eventfd(struct ncd *d, struct ncd_conn *c, const struct nc_ctl_req *req, cons
 		return reply(c, req, ret, NULL, 0);
 	if (ch->action != NC_ACTION_DELIVER) /* nothing to wait for: drop and NAT channels */
 		return reply(c, req, -EINVAL, NULL, 0);
+	/* A channel of its own costs the daemon an eventfd; a static channel has one anyway. */
+	if (ch->efd < 0 && ch->owner == c->slot) {
+		char why[160];
+
+		if (!within_limit(d, &c->cred, LIM_EVENTFDS, 1, why, sizeof(why)))
+			return reply(c, req, -EDQUOT, why, strlen(why));
+	}
 	ret = ncd_channel_eventfd(ch);
 	if (ret < 0)
 		return reply(c, req, ret, NULL, 0);
@@ -633,9 +797,10 @@ static int
 do_hello(struct ncd *d, struct ncd_conn *c, const struct nc_ctl_req *req, const void *body)
 {
 	const struct nc_ctl_hello *h = body;
-	unsigned int slot = (unsigned int)(c - ctl.clients);
+	unsigned int slot = NCD_MAX_CLIENTS, nfree = 0;
 	struct nc_ctl_hello_reply hr;
 	struct ncd_region *rg = NULL;
+	char why[160];
 	int ret;
 
 	if (c->hello || h->version != NC_CTL_VERSION) {
@@ -653,6 +818,20 @@ do_hello(struct ncd *d, struct ncd_conn *c, const struct nc_ctl_req *req, const 
 		reply(c, req, -EPERM, NULL, 0);
 		return -EPERM;
 	}
+	for (unsigned int i = NCD_MAX_CLIENTS; i-- > 0;)
+		if (ctl.slot_conn[i] == NULL) {
+			slot = i;
+			nfree++;
+		}
+	/* The last free slots are the operator's. */
+	if (nfree == 0 || (nfree <= ROOT_RESERVE && !privileged(&c->cred))) {
+		int n = snprintf(why, sizeof(why), "the daemon is busy: %d clients",
+				 NCD_MAX_CLIENTS - (int)nfree);
+
+		ctl.reserve_refusals += nfree > 0;
+		reply(c, req, -ENOSPC, why, (size_t)n);
+		return -ENOSPC;
+	}
 	if (h->flags == 0) {
 		rg = ncd_region_create(d, slot);
 		if (rg == NULL) {
@@ -660,7 +839,16 @@ do_hello(struct ncd *d, struct ncd_conn *c, const struct nc_ctl_req *req, const 
 			reply(c, req, ret, NULL, 0);
 			return ret;
 		}
+		if (!within_limit(d, &c->cred, LIM_MEMORY, rg->size, why, sizeof(why))) {
+			ncd_region_free(rg);
+			reply(c, req, -EDQUOT, why, strlen(why));
+			return -EDQUOT;
+		}
 	}
+	c->slot = (int)slot;
+	ctl.slot_conn[slot] = c;
+	/* Each client's EAL gets an lcore id of its own, above the daemon's. */
+	c->lcore_id = RTE_MAX_LCORE / 2 + slot;
 	c->hello = true;
 	c->hello_flags = h->flags;
 	d->clients[slot] = (struct nc_client_entry){
@@ -747,7 +935,7 @@ client_readable(struct ncd *d, struct ncd_conn *c)
 }
 
 static void
-accept_clients(void)
+accept_clients(const struct ncd *d)
 {
 	for (;;) {
 		int fd = accept4(ctl.listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -755,31 +943,43 @@ accept_clients(void)
 		socklen_t len = sizeof(struct ucred);
 		struct ncd_conn *c = NULL;
 
+		struct ucred cred = { .pid = 0, .uid = UINT32_MAX, .gid = UINT32_MAX };
+		unsigned int nfree = 0;
+		char why[160];
+		int err = 0, n = 0;
+
 		if (fd < 0)
 			return;
-		for (unsigned int i = 0; i < NCD_MAX_CLIENTS; i++)
-			if (ctl.clients[i].fd < 0 && !ctl.clients[i].pending) {
-				c = &ctl.clients[i];
-				break;
+		getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len);
+		for (unsigned int i = NCD_MAX_CONNECTIONS; i-- > 0;)
+			if (ctl.conns[i].fd < 0 && !ctl.conns[i].pending) {
+				c = &ctl.conns[i];
+				nfree++;
 			}
-		if (c == NULL) {
+		/* The last free entries are the operator's; a user has control.limits.connections. */
+		if (nfree == 0 || (nfree <= ROOT_RESERVE && !privileged(&cred))) {
+			n = snprintf(why, sizeof(why), "the daemon is busy: %d connections",
+				     NCD_MAX_CONNECTIONS - (int)nfree);
+			err = -ENOSPC;
+			ctl.reserve_refusals += nfree > 0;
+		} else if (!within_limit(d, &cred, LIM_CONNECTIONS, 1, why, sizeof(why))) {
+			n = (int)strlen(why);
+			err = -EDQUOT;
+		}
+		if (err != 0) {
 			struct ncd_conn tmp = { .fd = fd };
-			char why[64];
-			int n = snprintf(why, sizeof(why), "the daemon is busy: %d connections",
-					 NCD_MAX_CLIENTS);
 
 			/* Unasked (id 0): what the client reads first, in place of its HELLO's reply. */
-			reply(&tmp, NULL, -ENOSPC, why, (size_t)n);
+			reply(&tmp, NULL, err, why, (size_t)n);
 			close(fd);
 			ctl.refused++;
 			continue;
 		}
 		memset(c, 0, sizeof(*c));
 		c->fd = fd;
-		getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &c->cred, &len);
+		c->slot = -1;
+		c->cred = cred;
 		c->accepted_ms = now_ms();
-		/* Each client's EAL gets an lcore id of its own, above the daemon's. */
-		c->lcore_id = RTE_MAX_LCORE / 2 + (unsigned int)(c - ctl.clients);
 		ev.data.ptr = c;
 		epoll_ctl(ctl.epoll_fd, EPOLL_CTL_ADD, fd, &ev);
 		ctl.accepted++;
@@ -818,8 +1018,9 @@ ncd_control_init(struct ncd *d)
 		NCD_LOG(ERR, "rates: out of memory for %u channels' samples", d->cfg.max_channels);
 		return -1;
 	}
+	for (unsigned int i = 0; i < NCD_MAX_CONNECTIONS; i++)
+		ctl.conns[i] = (struct ncd_conn){ .fd = -1, .slot = -1 };
 	for (unsigned int i = 0; i < NCD_MAX_CLIENTS; i++) {
-		ctl.clients[i].fd = -1;
 		/*
 		 * The free ring: a client produces, a worker consumes. It holds the
 		 * client's whole quota, up to a bound on its memory (a client over it
@@ -884,7 +1085,7 @@ ncd_control_poll(struct ncd *d, int timeout_ms)
 	ncd_rates_tick(d);
 	for (int i = 0; i < n; i++) {
 		if (evs[i].data.ptr == NULL)
-			accept_clients();
+			accept_clients(d);
 		else if (evs[i].data.ptr == &ctl.nh_tag)
 			continue;
 		else if (((struct ncd_conn *)evs[i].data.ptr)->fd >= 0)
@@ -903,9 +1104,9 @@ ncd_control_run(struct ncd *d)
 void
 ncd_control_close(struct ncd *d)
 {
-	for (unsigned int i = 0; i < NCD_MAX_CLIENTS; i++)
-		if (ctl.clients[i].fd >= 0)
-			client_close(d, &ctl.clients[i]);
+	for (unsigned int i = 0; i < NCD_MAX_CONNECTIONS; i++)
+		if (ctl.conns[i].fd >= 0)
+			client_close(d, &ctl.conns[i]);
 	if (ctl.epoll_fd >= 0)
 		close(ctl.epoll_fd);
 	if (ctl.listen_fd >= 0) {

@@ -610,6 +610,34 @@ load_region(struct ctx *c, const json_t *ctl)
 }
 
 /*
+ * A limits object (control.limits, or an allow entry's): its fields replace
+ * those of *lim, which holds the defaults.
+ */
+static int
+load_limits(struct ctx *c, const json_t *obj, struct ncd_limits *lim)
+{
+	static const char *const keys[] = { "connections", "channels", "memory_mb", "eventfds",
+					    NULL };
+	const json_t *o = json_object_get(obj, "limits");
+	int64_t conns, chans, mb, efds;
+	size_t l = strlen(c->where);
+
+	if (o == NULL)
+		return 0;
+	push(c, "limits", 0);
+	if (want_type(c, o, JSON_OBJECT, "an object") || check_keys(c, o, keys) ||
+	    get_int(c, o, "connections", 1, NCD_MAX_CONNECTIONS, lim->connections, &conns) ||
+	    get_int(c, o, "channels", 0, 1 << 20, lim->channels, &chans) ||
+	    get_int(c, o, "memory_mb", 0, 1 << 20, (int64_t)(lim->memory >> 20), &mb) ||
+	    get_int(c, o, "eventfds", 0, 1 << 20, lim->eventfds, &efds))
+		return -1;
+	*lim = (struct ncd_limits){ .connections = (uint32_t)conns, .channels = (uint32_t)chans,
+				    .memory = (uint64_t)mb << 20, .eventfds = (uint32_t)efds };
+	pop(c, l);
+	return 0;
+}
+
+/*
  * control.owner, .group and .mode: who may open the control socket. Any
  * process that may, and that control.allow allows, is a client.
  */
@@ -661,8 +689,8 @@ static int
 load_control(struct ctx *c, const json_t *root)
 {
 	static const char *const keys[] = { "socket", "allow", "mbuf_quota", "owner", "group", "mode",
-					    "region", "hello_timeout_ms", NULL };
-	static const char *const akeys[] = { "uid", "gid", "dport", "zero_copy", NULL };
+					    "region", "hello_timeout_ms", "limits", NULL };
+	static const char *const akeys[] = { "uid", "gid", "dport", "zero_copy", "limits", NULL };
 	json_t *ctl = json_object_get(root, "control"), *allow, *a;
 	const char *sock = NULL;
 	int64_t quota = c->cfg->mbufs / 4, hello_ms = 1000;
@@ -676,7 +704,10 @@ load_control(struct ctx *c, const json_t *root)
 		return -1;
 	c->cfg->mbuf_quota = (uint32_t)quota;
 	c->cfg->hello_timeout_ms = (uint32_t)hello_ms;
-	if (load_region(c, ctl) || (ctl != NULL && load_socket_access(c, ctl)))
+	c->cfg->limits = (struct ncd_limits){ .connections = 16, .channels = 64,
+					      .memory = UINT64_C(256) << 20, .eventfds = 64 };
+	if (load_region(c, ctl) || (ctl != NULL && load_limits(c, ctl, &c->cfg->limits)) ||
+	    (ctl != NULL && load_socket_access(c, ctl)))
 		return -1;
 	if (sock != NULL) {
 		char err[160];
@@ -691,7 +722,8 @@ load_control(struct ctx *c, const json_t *root)
 	if (allow == NULL) {
 		/* Root only, by default. */
 		c->cfg->allow = calloc(1, sizeof(*c->cfg->allow));
-		c->cfg->allow[0] = (struct ncd_allow_conf){ 0, -1, 0, UINT16_MAX, true };
+		c->cfg->allow[0] = (struct ncd_allow_conf){ .uid = 0, .gid = -1, .port_hi = UINT16_MAX,
+							    .zero_copy = true };
 		c->cfg->nallow = 1;
 		pop(c, l);
 		return 0;
@@ -712,6 +744,10 @@ load_control(struct ctx *c, const json_t *root)
 		    get_int(c, a, "gid", 0, UINT32_MAX - 1, -1, &ac->gid) ||
 		    get_str(c, a, "dport", false, &dp) ||
 		    get_bool(c, a, "zero_copy", false, &ac->zero_copy))
+			return -1;
+		ac->limits = c->cfg->limits;
+		ac->has_limits = json_object_get(a, "limits") != NULL;
+		if (load_limits(c, a, &ac->limits))
 			return -1;
 		ac->port_lo = 0;
 		ac->port_hi = UINT16_MAX;

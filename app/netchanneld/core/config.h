@@ -75,11 +75,24 @@ struct ncd_channel_conf {
 	struct ncd_nat_conf nat;     /* action NC_ACTION_NAT */
 };
 
+/* Connections at once, with or without HELLO; 64 of them (NC_MAX_CLIENTS) may be clients. */
+#define NCD_MAX_CONNECTIONS 128
+
+/* control.limits: what one user (uid) may hold at once, over all of its connections. */
+struct ncd_limits {
+	uint32_t connections;        /* connections, with or without HELLO */
+	uint32_t channels;           /* channels its clients created */
+	uint64_t memory;             /* bytes: its regions and its channels' rings */
+	uint32_t eventfds;           /* eventfds the daemon made for its channels */
+};
+
 struct ncd_allow_conf {
 	int64_t uid;                 /* -1: any */
 	int64_t gid;                 /* -1: any */
 	uint16_t port_lo, port_hi;   /* which dports the user may claim */
 	bool zero_copy;              /* it may connect as a zero-copy (secondary process) client */
+	bool has_limits;             /* limits replaces control.limits for the users it names */
+	struct ncd_limits limits;
 };
 
 /* control.region: an isolated client's region (channel/region.c). */
@@ -104,6 +117,7 @@ struct ncd_config {
 	uint32_t socket_mode;        /* control.mode */
 	uint32_t hello_timeout_ms;   /* control.hello_timeout_ms: a connection's time to say HELLO */
 	struct ncd_region_conf region;
+	struct ncd_limits limits;    /* control.limits: every user's but root's, unless allow says */
 	uint32_t mbuf_quota;         /* most mbufs one client may hold */
 	struct ncd_allow_conf *allow;
 	unsigned int nallow;

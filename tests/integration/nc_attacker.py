@@ -1,0 +1,102 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
+"""A hostile local user of the control socket (run as uid 65534 by test_limits.py): it takes
+all it can, prints one JSON line of what each request got (status, and the daemon's reason),
+then holds on to everything until its stdin closes.
+
+    nc_attacker.py SOCKET connect N [hello]   N connections, HELLO on each with "hello"
+    nc_attacker.py SOCKET channels N K        N channels over K connections
+    nc_attacker.py SOCKET ring SIZE N         N zero-copy channels with rings of SIZE entries
+    nc_attacker.py SOCKET eventfds N          N channels, and an eventfd for each
+"""
+import json
+import socket
+import sys
+import time
+
+import nc_wire as W
+
+
+def unasked(c):
+    """A refusal the daemon sent as it accepted the connection, or None."""
+    c.s.setblocking(False)
+    try:
+        data = c.s.recv(4096)
+    except BlockingIOError:
+        return None
+    finally:
+        c.s.settimeout(c.timeout)
+    if not data:
+        return (0, "closed")
+    _, _, _, status, _ = W.REP.unpack(data[:W.REP.size])
+    return (status, data[W.REP.size:].decode())
+
+
+def hello(c, flags=0):
+    status, body = c.call(W.HELLO, W.hello_body(flags=flags))
+    return (status, body.decode() if status < 0 else "")
+
+
+def create(c, name, ring_size=0):
+    """A channel of its own, udp/5000 from a source port no other of its channels has."""
+    create.n += 1
+    status, body = c.call(W.CREATE, W.create_body(
+        name, W.rule(proto=17, dport=5000, sport=1000 + create.n), ring_size=ring_size))
+    return (status, body.decode() if status < 0 else ""), body
+
+
+create.n = 0
+
+
+def main():
+    path, mode = sys.argv[1], sys.argv[2]
+    args = sys.argv[3:]
+    conns, out = [], []
+    if mode == "connect":
+        # All at once, then HELLO on each: as many as it can before any times out.
+        conns = [W.Ctl(path) for _ in range(int(args[0]))]
+        for c in conns:
+            while True:
+                try:
+                    c.s
+                    break
+                except BlockingIOError:    # the listen backlog is full: the daemon accepts
+                    c._s.close()
+                    c._s = None
+                    time.sleep(0.01)
+        time.sleep(0.3)
+        for c in conns:
+            refused = unasked(c)
+            if refused is None and len(args) > 1:
+                refused = hello(c)
+            out.append(refused or (0, ""))
+    elif mode == "channels":
+        conns = [W.Ctl(path) for _ in range(int(args[1]))]
+        for c in conns:
+            assert hello(c)[0] == 0
+        for i in range(int(args[0])):
+            out.append(create(conns[i % len(conns)], f"att{i}")[0])
+    elif mode == "ring":
+        c = W.Ctl(path)
+        conns.append(c)
+        out.append(hello(c, W.HELLO_F_ZEROCOPY))
+        for i in range(int(args[1])):
+            out.append(create(c, f"ring{i}", ring_size=int(args[0]))[0])
+    elif mode == "eventfds":
+        c = W.Ctl(path)
+        conns.append(c)
+        assert hello(c)[0] == 0
+        for i in range(int(args[0])):
+            (status, why), body = create(c, f"efd{i}")
+            if status != 0:
+                out.append((status, why))
+                continue
+            cid = W.CHANNEL.unpack(body)[0]
+            status, body, fds = c.call_fds(W.EVENTFD, W.ID.pack(cid))
+            out.append((status, body.decode() if status < 0 else ""))
+    print(json.dumps(out), flush=True)
+    sys.stdin.read()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,175 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
+"""control.limits under attack: a hostile uid 65534 takes all it can over the control socket.
+Each attack is refused with a distinct errno and a reason naming the limit, and counted; root's
+ncctl and an honest client keep working while the attacker holds what it got."""
+import errno
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ncd_test as T  # noqa: E402
+import nc_wire as W  # noqa: E402
+from nc_wire import CLI_F_JSON, Ctl, STATS  # noqa: E402
+from test_isolated import NOBODY, Isolated  # noqa: E402
+
+FLOW = ("203.0.113.1", 2001, 5000)
+
+
+class Limits(Isolated):
+    def setUp(self):
+        super().setUp()
+        for f in (os.path.join(os.path.dirname(os.path.abspath(__file__)), "nc_attacker.py"),
+                  W.__file__):
+            shutil.copy(f, self.w)
+
+    def attack(self, *args):
+        """The attacker's results, once it has them; it holds on until self.release()."""
+        p = subprocess.Popen(NOBODY + ["/usr/bin/python3", os.path.join(self.w, "nc_attacker.py"),
+                                       self.sock] + [str(a) for a in args],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True)
+        self.procs.append(p)
+        line = p.stdout.readline()
+        try:
+            return p, [tuple(r) for r in json.loads(line)]
+        except ValueError:
+            self.fail(line + p.stdout.read())
+
+    def attackers(self):
+        """show clients' entries of the attacker's connections."""
+        status, body = self.root.cli("show clients", CLI_F_JSON)
+        self.assertEqual(status, 0, body)
+        return [cl for cl in json.loads(body) if cl["uid"] == 65534]
+
+    def release(self, p):
+        """The attacker lets go: its connections close, and the daemon takes back its all."""
+        p.stdin.close()
+        self.assertEqual(p.wait(timeout=30), 0)
+        deadline = time.time() + 5
+        while time.time() < deadline:
+            if not self.attackers():
+                return
+            time.sleep(0.1)
+        self.fail("the attacker's connections are still open")
+
+    def start_as(self, limits, **kw):
+        allow = {"uid": 65534, "dport": "5000-5001", "limits": limits}
+        allow.update(kw.pop("allow", {}))
+        self.start(self.frames([FLOW], "echo me"),
+                   control={"allow": [{"uid": 0}, allow]}, **kw)
+        self.root = Ctl(self.sock)
+        self.assertEqual(self.root.hello(flags=W.HELLO_F_CONTROL)[0], 0)
+        self.addCleanup(self.root.close)
+
+    def refusals(self):
+        return self.root.json(STATS)["control"]
+
+    def root_still_works(self):
+        """root's ncctl gets in, and root's honest client echoes what it receives."""
+        r = subprocess.run([T.NCCTL, "-s", self.sock, "-c", "show mempool"], capture_output=True,
+                           text=True, timeout=30)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        p = subprocess.Popen([os.path.join(T.BUILD, "app/examples/nc-echo"), "-s", self.sock,
+                              "--dport", "5000", "-c", "100"], stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True)
+        self.procs.append(p)
+        out = self.finish(p)
+        self.assertEqual(p.returncode, 0, out)
+        self.assertIn("100 echoed", out)
+
+    def root_creates(self, name):
+        """root's ncctl creates a channel, whatever the attacker holds."""
+        r = subprocess.run([T.NCCTL, "-s", self.sock, "-c", f"channel create {name} dport 9"],
+                           capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+
+    def test_connections(self):
+        """control.limits.connections, per uid: connections past it are refused as they are
+        accepted (EDQUOT, with the limit's name), whether or not they would say HELLO."""
+        self.start_as({"connections": 4})
+        p, got = self.attack("connect", 6, "hello")
+        why = "control.limits.connections: uid 65534 would hold 5, over its 4"
+        self.assertEqual(got, [(0, "")] * 4 + [(-errno.EDQUOT, why)] * 2)
+        mine = self.attackers()
+        self.assertEqual(len(mine), 4)
+        self.assertEqual(mine[0]["user"]["connections"], 4, mine[0])
+        self.assertEqual(mine[0]["user"]["limits"]["connections"], 4, mine[0])
+        self.root_still_works()
+        ctl = self.refusals()
+        self.assertEqual((ctl["limit_refusals"]["connections"], ctl["refused"]), (2, 2), ctl)
+        # The daemon's reason reaches a library user's own words too.
+        r = subprocess.run(NOBODY + [os.path.join(self.w, "nc-echo"), "-s", self.sock, "--dport",
+                                     "5001", "-c", "1"], capture_output=True, text=True,
+                           env=dict(os.environ, LD_LIBRARY_PATH=self.w), timeout=30)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn(why, r.stderr)
+        self.release(p)
+        self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
+
+    def test_flood_leaves_room_for_root(self):
+        """A user allowed every connection takes all it can: the last connections and client
+        slots stay free for root (ENOSPC, "the daemon is busy"), and root gets in."""
+        small = {"rx_ring_size": 32, "rx_buffers": 64, "tx_ring_size": 32}
+        self.start_as({"connections": 128, "memory_mb": 4096}, region=small)
+        p, got = self.attack("connect", 128, "hello")
+        # root's own control connection holds one of the 128 entries and one of the 64 slots.
+        self.assertEqual(got.count((0, "")), 64 - 1 - 4, got)
+        self.assertEqual(got.count((-errno.ENOSPC, "the daemon is busy: 60 clients")), 64, got)
+        self.assertEqual(got.count((-errno.ENOSPC, "the daemon is busy: 124 connections")), 5,
+                         got)
+        self.root_still_works()
+        ctl = self.refusals()
+        self.assertEqual((ctl["reserve_refusals"], ctl["refused"]), (69, 5), ctl)
+        self.release(p)
+        self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
+
+    def test_channels_memory_eventfds(self):
+        """control.limits from the user's allow entry, over all of its connections: channels,
+        memory (regions and zero-copy rings) and eventfds each refused past the limit."""
+        self.start_as({"connections": 4, "channels": 8, "memory_mb": 24, "eventfds": 2},
+                      allow={"zero_copy": True})
+        p, got = self.attack("channels", 10, 2)
+        why = "control.limits.channels: uid 65534 would hold 9, over its 8"
+        self.assertEqual(got, [(0, "")] * 8 + [(-errno.EDQUOT, why)] * 2)
+        self.root_creates("ops")
+        self.release(p)
+        # Two regions of 10 MiB fit in 24 MiB; a third does not.
+        p, got = self.attack("connect", 3, "hello")
+        self.assertEqual(got, [(0, "")] * 2 + [(-errno.EDQUOT, "control.limits.memory_mb: "
+                                                "uid 65534 would hold 30 MiB, over its 24")])
+        self.release(p)
+        # Zero-copy rings of 2^20 entries take 16 MiB each: the second is refused.
+        p, got = self.attack("ring", 1 << 20, 2)
+        self.assertEqual(got, [(0, ""), (0, ""), (-errno.EDQUOT, "control.limits.memory_mb: "
+                                                   "uid 65534 would hold 33 MiB, over its 24")])
+        self.release(p)
+        p, got = self.attack("eventfds", 3)
+        self.assertEqual(got, [(0, "")] * 2 + [(-errno.EDQUOT, "control.limits.eventfds: "
+                                                "uid 65534 would hold 3, over its 2")])
+        self.root_still_works()
+        self.release(p)
+        self.assertEqual(self.refusals()["limit_refusals"],
+                         {"connections": 0, "channels": 2, "memory_mb": 2, "eventfds": 1})
+        self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
+
+    def test_channel_reserve(self):
+        """The last channels of max_channels are root's: a user within its own limits still
+        cannot take them (ENOSPC, naming max_channels), and root's channel create succeeds."""
+        self.start_as({}, max_channels=8)
+        p, got = self.attack("channels", 8, 1)
+        why = "max_channels: 7 of 8 in use, and the last 1 are root's"
+        self.assertEqual(got, [(0, "")] * 6 + [(-errno.ENOSPC, why)] * 2)
+        self.root_creates("ops")
+        self.assertEqual(self.refusals()["reserve_refusals"], 2)
+        self.release(p)
+        self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
+
+
+if __name__ == "__main__":
+    unittest.main()
