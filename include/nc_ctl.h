@@ -29,7 +29,7 @@ extern "C" {
 #endif
 
 #define NC_CTL_MAGIC 0x6e63u          /* "nc" */
-#define NC_CTL_VERSION 3
+#define NC_CTL_VERSION 4
 #define NC_CTL_MAX_MSG 65536          /**< largest message either side sends */
 #define NC_CTL_MAX_ERRORS 16          /**< bad messages before the daemon hangs up */
 
@@ -174,6 +174,9 @@ struct nc_ctl_channel {
 	char tx_ring[NC_NAME_SIZE];    /**< "" without NC_CREATE_F_TX */
 	uint32_t region_ring;          /**< an isolated client's deliver channel: its rx ring there */
 	uint32_t flags;                /**< NC_CHANNEL_F_* */
+	/** With NC_CHANNEL_F_TX: its port's MAC, the only source MAC its frames may have. */
+	uint8_t tx_mac[6];
+	uint16_t reserved;
 };
 
 /** nc_ctl_channel flags. */
@@ -211,7 +214,7 @@ _Static_assert(sizeof(struct nc_ctl_rep) == 16, "nc_ctl_rep layout is part of th
 _Static_assert(sizeof(struct nc_ctl_rule) == 52, "nc_ctl_rule layout is part of the protocol");
 _Static_assert(sizeof(struct nc_ctl_create) == 112, "nc_ctl_create layout is part of the protocol");
 _Static_assert(sizeof(struct nc_ctl_nat) == 52, "nc_ctl_nat layout is part of the protocol");
-_Static_assert(sizeof(struct nc_ctl_channel) == 120, "nc_ctl_channel layout is part of the protocol");
+_Static_assert(sizeof(struct nc_ctl_channel) == 128, "nc_ctl_channel layout is part of the protocol");
 
 #ifdef __cplusplus
 }

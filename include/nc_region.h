@@ -52,6 +52,8 @@ extern "C" {
 #define NC_REGION_HDR_SIZE 4096u
 
 /** nc_desc flags, on the tx ring. */
+#define NC_RING_NO_CHANNEL 0xffffffffu /**< nc_region_ring.channel of a ring no channel has */
+
 #define NC_DESC_F_IP 0x1              /**< an IP packet: the daemon adds the Ethernet header */
 
 /** One packet: where it is in the region, how long, and whose. */
@@ -65,7 +67,17 @@ struct nc_desc {
 /** A ring: each index on a cache line of its own, then its descriptors. */
 struct nc_region_ring {
 	uint32_t head;                 /**< entries produced, ever (the producer writes it) */
-	uint8_t pad0[60];
+	/**
+	 * rx rings: the channel that has the ring, its id and the low 32 bits of
+	 * its generation (struct nc_ctl_channel), which the daemon writes before
+	 * the first packet; NC_RING_NO_CHANNEL once the channel is gone (destroyed
+	 * by the operator, or detached), and what the ring held then is the
+	 * daemon's again. A consumer that finds another channel here stops
+	 * (ESTALE).
+	 */
+	uint32_t channel;
+	uint32_t generation;
+	uint8_t pad0[52];
 	uint32_t tail;                 /**< entries consumed, ever (the consumer writes it) */
 	/**
 	 * rx rings: the client, about to sleep, sets it (then looks at the ring

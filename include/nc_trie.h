@@ -171,6 +171,16 @@ int nc_trie_rule_validate(const struct nc_trie_rule *r);
 int nc_trie_rule_matches(const struct nc_trie_rule *r, const struct nc_trie_key *k);
 
 /**
+ * Whether two valid rules overlap: some key with ports matches both (what
+ * one channel's rule, at a priority not below the other's, would take from
+ * it).
+ *
+ * @return
+ *   1 if they overlap, 0 if no key matches both.
+ */
+int nc_trie_rules_overlap(const struct nc_trie_rule *a, const struct nc_trie_rule *b);
+
+/**
  * The ports a port match covers, as an inclusive range (ANY: 0..65535).
  *
  * @param p

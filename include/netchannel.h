@@ -204,13 +204,15 @@ struct nc_channel *nc_channel_create(struct nc_client *c, const char *name,
 
 /**
  * Attach to a static channel of the daemon's config (or one an operator
- * created). An isolated client's attach has the daemon deliver the channel
- * into its region, until nc_channel_destroy() or the client's end; one
- * isolated client at a time.
+ * created). A deliver channel has one consumer at a time, until
+ * nc_channel_destroy() or the client's end; an isolated client's attach has
+ * the daemon deliver the channel into its region. If the operator destroys
+ * the channel meanwhile, the next receive fails with ESTALE, and no packet of
+ * a channel made later (whatever its id) reaches this handle.
  *
  * @return
  *   The channel, or NULL with errno set: ENOENT (no such channel), EPERM,
- *   EBUSY (another isolated client is attached to it), EINVAL, EPIPE.
+ *   EBUSY (another client is attached to it), EINVAL, EPIPE.
  */
 struct nc_channel *nc_channel_attach(struct nc_client *c, const char *name);
 
@@ -232,7 +234,9 @@ int nc_channel_destroy(struct nc_channel *ch);
  *
  * @return
  *   The number of packets: 0 when none is waiting, or when the daemon is
- *   gone (errno EPIPE), or for a zero-copy client (errno EOPNOTSUPP).
+ *   gone (errno EPIPE), or the channel is (errno ESTALE: an operator
+ *   destroyed the static channel), or for a zero-copy client (errno
+ *   EOPNOTSUPP).
  */
 uint16_t nc_rx_bufs(struct nc_channel *ch, struct nc_buf *bufs, uint16_t n);
 
@@ -275,7 +279,8 @@ uint16_t nc_tx_bufs_send(struct nc_channel *ch, const struct nc_buf *bufs, uint1
  * @return
  *   The number of packets: 0 when none is waiting, or when the client holds
  *   its quota of mbufs (errno ENOBUFS), or when the daemon is gone (errno
- *   EPIPE), or for an isolated client (errno EOPNOTSUPP).
+ *   EPIPE), or the channel is (errno ESTALE), or for an isolated client
+ *   (errno EOPNOTSUPP).
  */
 uint16_t nc_rx_burst(struct nc_channel *ch, struct rte_mbuf **pkts, uint16_t n);
 
@@ -387,8 +392,8 @@ uint64_t nc_mbuf_rx_tsc(const struct nc_client *c, const struct rte_mbuf *m);
  *   sleeps on the channel's eventfd: an idle client uses no CPU.
  * @return
  *   The frame's length, or a negative errno: -EAGAIN (nothing in time), -EPIPE
- *   (the daemon is gone), or that of nc_channel_fd() or poll() (it could not
- *   sleep).
+ *   (the daemon is gone), -ESTALE (the channel is: an operator destroyed it),
+ *   or that of nc_channel_fd() or poll() (it could not sleep).
  */
 ssize_t nc_recv(struct nc_channel *ch, void *buf, size_t len, int timeout_ms);
 
@@ -418,6 +423,16 @@ int nc_channel_arm(struct nc_channel *ch);
 
 /** The channel's id in the daemon. */
 uint32_t nc_channel_id(const struct nc_channel *ch);
+
+/**
+ * The MAC of the port a channel transmits on: the source MAC its frames
+ * must carry (others are dropped, tx_spoofed_mac). IP packets
+ * (nc_send_ip(), NC_DESC_F_IP) get it from the daemon.
+ *
+ * @return
+ *   0 with mac set, or -EINVAL for a channel that cannot transmit.
+ */
+int nc_channel_tx_mac(const struct nc_channel *ch, uint8_t mac[6]);
 
 /**
  * Run a CLI command in the daemon, as `netchanneld -i` or `ncctl -c` would.

@@ -10,7 +10,7 @@ import socket
 import struct
 
 MAGIC = 0x6e63                          # NC_CTL_MAGIC
-VERSION = 3                             # NC_CTL_VERSION
+VERSION = 4                             # NC_CTL_VERSION
 (HELLO, CREATE, ATTACH, DESTROY, LIST, STATS, CLI, CHAN_STATS,
  EVENTFD) = range(1, 10)                # enum nc_ctl_type
 DELIVER, DROP, NAT = 0, 1, 2            # enum nc_dir_action
@@ -30,13 +30,13 @@ HELLO_REPLY = struct.Struct("<II64s32sIIQ")  # version, lcore, file_prefix, pool
 RULE = struct.Struct("<BBBBBBBB16s16sHHHHI")  # struct nc_ctl_rule
 CREATE_BODY = struct.Struct("<32s52sIIIQIHH")  # struct nc_ctl_create
 NAT_BODY = struct.Struct("<IB6sBHHHH16s16s")   # struct nc_ctl_nat
-CHANNEL = struct.Struct("<IIQ32s32s32sII")     # struct nc_ctl_channel
+CHANNEL = struct.Struct("<IIQ32s32s32sII6sH")  # struct nc_ctl_channel
 NAME = struct.Struct("<32s")                   # struct nc_ctl_name
 ID = struct.Struct("<I")                       # struct nc_ctl_id
 CLI_HEAD = struct.Struct("<I")                 # struct nc_ctl_cli: flags, then the line
 
 assert (REQ.size, REP.size, RULE.size, CREATE_BODY.size, NAT_BODY.size, CHANNEL.size,
-        HELLO_BODY.size, HELLO_REPLY.size) == (16, 16, 52, 112, 52, 120, 16, 120), \
+        HELLO_BODY.size, HELLO_REPLY.size) == (16, 16, 52, 112, 52, 128, 16, 120), \
     "nc_proto.h's layouts"
 
 
@@ -131,7 +131,7 @@ class Ctl:
     def create(self, name, rule_, **kw):
         status, rep = self.call(CREATE, create_body(name, rule_, **kw))
         if status == 0:
-            cid, _, _, _, ring, _, _, _ = CHANNEL.unpack(rep)
+            cid, ring = CHANNEL.unpack(rep)[0], CHANNEL.unpack(rep)[4]
             return status, (cid, ring.rstrip(b"\0").decode())
         return status, None
 

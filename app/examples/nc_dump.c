@@ -280,7 +280,7 @@ main(int argc, char **argv)
 			failed = 1;
 			break;
 		}
-		if (n == 0 && errno != EPIPE && busy_us > 0) {
+		if (n == 0 && errno != EPIPE && errno != ESTALE && busy_us > 0) {
 			if (idle++ == 0)
 				idle_since = now_us();
 			if (idle % 64 != 0 || now_us() - idle_since < (uint64_t)busy_us)
@@ -291,7 +291,7 @@ main(int argc, char **argv)
 			struct pollfd p = { .events = POLLIN };
 			uint64_t v;
 
-			if (errno == EPIPE) {
+			if (errno == EPIPE || errno == ESTALE) {
 				fprintf(stderr, "nc-dump: receive: %s\n", nc_strerror(errno));
 				break;
 			}

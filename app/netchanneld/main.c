@@ -129,7 +129,7 @@ run_cli(const char *line, void *arg)
 	int ret;
 
 	pthread_mutex_lock(&d->lock);
-	ret = ncd_cli_exec(d, line, false, true, "the terminal", stdout);
+	ret = ncd_cli_exec(d, line, false, true, NULL, "the terminal", stdout);
 	pthread_mutex_unlock(&d->lock);
 	fflush(stdout);
 	return ret == 1 ? 1 : 0;

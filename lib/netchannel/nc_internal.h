@@ -58,6 +58,8 @@ struct nc_channel {
 	struct rte_ring *tx;
 	struct nc_dir_entry *dir;
 	uint32_t id;
+	uint64_t generation;       /* the channel's when we got it: another is a new channel */
+	uint8_t tx_mac[6];         /* its port's MAC, its frames' source (can_tx) */
 	int owned;                 /* created by this client: destroy it in the daemon */
 	int efd;                   /* the daemon's eventfd for this channel, or -1 */
 };

@@ -302,6 +302,8 @@ channel_open(struct nc_client *c, const struct nc_ctl_channel *info, int owned)
 	ch->efd = -1;
 	ch->client = c;
 	ch->id = info->id;
+	ch->generation = info->generation;
+	memcpy(ch->tx_mac, info->tx_mac, sizeof(ch->tx_mac));
 	ch->owned = owned;
 	ch->can_tx = (info->flags & NC_CHANNEL_F_TX) != 0;
 	if (c->rg.base != NULL) {
@@ -444,8 +446,8 @@ nc_channel_destroy(struct nc_channel *ch)
 		return -EINVAL;
 	if (ch->can_tx)
 		tx_flush(ch->client);
-	/* Its own goes; a static one an isolated client attached to is let go of. */
-	if (ch->owned || ch->ring != NULL) {
+	/* Its own goes; a static one it receives from is let go of. */
+	if (ch->owned || ch->ring != NULL || ch->rx != NULL) {
 		m.id = ch->id;
 		ret = call(ch->client, NC_CTL_CHANNEL_DESTROY, &m, sizeof(m), NULL, 0);
 	}
@@ -573,6 +575,12 @@ nc_rx_bufs(struct nc_channel *ch, struct nc_buf *bufs, uint16_t n)
 
 	if (r == NULL) {
 		errno = ch->rx != NULL ? EOPNOTSUPP : EINVAL;
+		return 0;
+	}
+	/* The daemon relabels the ring before it takes back what the ring holds. */
+	if (__atomic_load_n(&r->channel, __ATOMIC_ACQUIRE) != ch->id ||
+	    r->generation != (uint32_t)ch->generation) {
+		errno = ESTALE;
 		return 0;
 	}
 	mask = c->rg.h.rx_size - 1;
@@ -766,15 +774,20 @@ nc_recv(struct nc_channel *ch, void *buf, size_t len, int timeout_ms)
 		uint64_t v;
 		int wait, ret;
 
-		if (ch->ring != NULL && nc_rx_bufs(ch, &b, 1) == 1) {
-			memcpy(buf, b.data, b.len < len ? b.len : len);
-			nc_bufs_release(ch->client, &b, 1);
-			return b.len;
+		errno = 0;
+		if (ch->ring != NULL) {
+			if (nc_rx_bufs(ch, &b, 1) == 1) {
+				memcpy(buf, b.data, b.len < len ? b.len : len);
+				nc_bufs_release(ch->client, &b, 1);
+				return b.len;
+			}
+			if (errno == ESTALE)
+				return -ESTALE;
 		}
 		if (ch->rx != NULL) {
 			ssize_t n = zc->recv_one(ch, buf, len);
 
-			if (n >= 0)
+			if (n >= 0 || n == -ESTALE)
 				return n;
 		}
 		if (ch->client->gone)
@@ -800,6 +813,15 @@ nc_recv(struct nc_channel *ch, void *buf, size_t len, int timeout_ms)
 		if (p[0].revents & POLLIN && read(ch->efd, &v, sizeof(v)) < 0 && errno != EAGAIN)
 			return -errno;
 	}
+}
+
+NC_EXPORT int
+nc_channel_tx_mac(const struct nc_channel *ch, uint8_t mac[6])
+{
+	if (!ch->can_tx)
+		return -EINVAL;
+	memcpy(mac, ch->tx_mac, 6);
+	return 0;
 }
 
 NC_EXPORT uint32_t
@@ -900,6 +922,9 @@ nc_strerror(int err)
 	case EPROTO: return "protocol error (version mismatch, or HELLO missing)";
 	case ENOSYS: return "zero-copy needs libnetchannel_zc (pkg-config libnetchannel-zc)";
 	case EDQUOT: return "over one of the user's limits (the daemon's control.limits)";
+	case ESTALE: return "the channel is gone (destroyed by the operator)";
+	case EADDRINUSE: return "another user's channel has these flows (at this priority or "
+				"a lower one)";
 	}
 	s = strerrordesc_np(err);
 	return s ? s : "unknown error";

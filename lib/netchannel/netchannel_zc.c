@@ -246,6 +246,12 @@ nc_rx_burst(struct nc_channel *ch, struct rte_mbuf **pkts, uint16_t n)
 		errno = ch->ring != NULL ? EOPNOTSUPP : EINVAL;
 		return 0;
 	}
+	/* Destroyed by the operator: its ring is freed after a grace period for the workers only. */
+	if (__atomic_load_n(&ch->dir->state, __ATOMIC_ACQUIRE) != NC_DIR_LIVE ||
+	    ch->dir->generation != ch->generation) {
+		errno = ESTALE;
+		return 0;
+	}
 	room = room_of(c);
 	if (room < n) {
 		n = (uint16_t)room;
@@ -432,8 +438,9 @@ zc_recv_one(struct nc_channel *ch, void *buf, size_t len)
 	uint32_t n, cut;
 	const void *q;
 
+	errno = 0;
 	if (nc_rx_burst(ch, &m, 1) != 1)
-		return -EAGAIN;
+		return errno == ESTALE ? -ESTALE : -EAGAIN;
 	n = m->pkt_len;
 	cut = n < len ? n : (uint32_t)len;
 	q = rte_pktmbuf_read(m, 0, cut, buf);

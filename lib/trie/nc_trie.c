@@ -353,6 +353,33 @@ nc_trie_rule_matches(const struct nc_trie_rule *r, const struct nc_trie_key *k)
 	       port_match(&r->sport, k->sport, noports);
 }
 
+int
+nc_trie_rules_overlap(const struct nc_trie_rule *a, const struct nc_trie_rule *b)
+{
+	uint16_t alo, ahi, blo, bhi;
+
+	if (a->family != NC_TRIE_AF_ANY && b->family != NC_TRIE_AF_ANY && a->family != b->family)
+		return 0;
+	if (((a->proto ^ b->proto) & a->proto_mask & b->proto_mask) != 0)
+		return 0;
+	/* Two prefixes meet when the shorter one matches the longer one's address. */
+	if (a->family != NC_TRIE_AF_ANY && b->family != NC_TRIE_AF_ANY) {
+		const struct nc_trie_rule *sd = a->dst_len <= b->dst_len ? a : b;
+		const struct nc_trie_rule *ss = a->src_len <= b->src_len ? a : b;
+
+		if (!addr_match(&sd->dst, sd->dst_len, sd == a ? &b->dst : &a->dst, a->family) ||
+		    !addr_match(&ss->src, ss->src_len, ss == a ? &b->src : &a->src, a->family))
+			return 0;
+	}
+	for (int i = 0; i < 2; i++) {
+		nc_trie_port_range(i ? &a->sport : &a->dport, &alo, &ahi);
+		nc_trie_port_range(i ? &b->sport : &b->dport, &blo, &bhi);
+		if (alo > bhi || blo > ahi)
+			return 0;
+	}
+	return 1;
+}
+
 /* Copy a valid rule with its values masked, so equal rules compare equal. */
 static void
 rule_normalize(struct nc_trie_rule *out, const struct nc_trie_rule *r)

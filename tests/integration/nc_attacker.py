@@ -8,6 +8,9 @@ then holds on to everything until its stdin closes.
     nc_attacker.py SOCKET channels N K        N channels over K connections
     nc_attacker.py SOCKET ring SIZE N         N zero-copy channels with rings of SIZE entries
     nc_attacker.py SOCKET eventfds N          N channels, and an eventfd for each
+    nc_attacker.py SOCKET claim PORT PRIO     a channel of udp/PORT, any source, at priority PRIO
+    nc_attacker.py SOCKET look NAME           what it sees: CHANNEL_LIST's and STATS' channels,
+                                              show clients' uids, show channel NAME's status
 """
 import json
 import socket
@@ -94,6 +97,22 @@ def main():
             cid = W.CHANNEL.unpack(body)[0]
             status, body, fds = c.call_fds(W.EVENTFD, W.ID.pack(cid))
             out.append((status, body.decode() if status < 0 else ""))
+    elif mode == "claim":
+        c = W.Ctl(path)
+        conns.append(c)
+        assert hello(c)[0] == 0
+        status, body = c.call(W.CREATE, W.create_body(
+            "claim", W.rule(proto=17, dport=int(args[0]), priority=int(args[1]))))
+        out.append((status, body.decode() if status < 0 else ""))
+    elif mode == "look":
+        c = W.Ctl(path)
+        conns.append(c)
+        assert hello(c, W.HELLO_F_CONTROL)[0] == 0
+        status, body = c.cli("show clients", W.CLI_F_JSON)
+        out = [sorted(ch["name"] for ch in c.json(W.LIST)),
+               sorted(ch["name"] for ch in c.json(W.STATS)["channels"]),
+               sorted({cl["uid"] for cl in json.loads(body)}),
+               c.cli(f"show channel {args[0]}", W.CLI_F_JSON)[0]]
     print(json.dumps(out), flush=True)
     sys.stdin.read()
 

@@ -82,6 +82,9 @@ udp_dport(const uint8_t *f, size_t n)
 	return f[14 + ihl + 2] << 8 | f[14 + ihl + 3];
 }
 
+/* The source MAC of the frames udp4_frame() builds: the channel's port's (nc_channel_tx_mac()). */
+static uint8_t smac[6];
+
 /* An Ethernet + IPv4 + UDP frame from src:sport to 203.0.113.9:4000; returns its length. */
 static size_t
 udp4_frame(uint8_t *f, const char *src, uint16_t sport, uint8_t proto)
@@ -89,7 +92,7 @@ udp4_frame(uint8_t *f, const char *src, uint16_t sport, uint8_t proto)
 	struct rte_ether_hdr *eh = (struct rte_ether_hdr *)f;
 	struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(eh + 1);
 	struct rte_udp_hdr *udp = (struct rte_udp_hdr *)(ip + 1);
-	static const uint8_t dmac[6] = { 0x02, 0, 0, 0, 0, 0x09 }, smac[6] = { 0x02, 0, 0, 0, 0, 0x01 };
+	static const uint8_t dmac[6] = { 0x02, 0, 0, 0, 0, 0x09 };
 	size_t payload = 18;
 
 	memset(f, 0, 14 + 20 + 8 + payload);
@@ -147,6 +150,7 @@ spoof(struct nc_client *c, const char *name, int dport)
 		printf("channel %s: %s\n", name, nc_strerror(errno));
 		return 2;
 	}
+	nc_channel_tx_mac(ch, smac);
 	/* 1. Its own flow: on the wire. */
 	n = udp4_frame(f, "192.0.2.1", (uint16_t)dport, IPPROTO_UDP);
 	sent += send_one(ch, f, n, 0);
@@ -169,8 +173,20 @@ spoof(struct nc_client *c, const char *name, int dport)
 	/* 7. An IP packet of its flow, but the port has no kernel interface to route by. */
 	n = udp4_frame(f, "192.0.2.1", (uint16_t)dport, IPPROTO_UDP);
 	sent += send_one(ch, f + 14, n - 14, 1);
+	/* 8. Its own flow from a source MAC not the port's: spoofed. */
+	n = udp4_frame(f, "192.0.2.1", (uint16_t)dport, IPPROTO_UDP);
+	f[11] ^= 0x40;
+	sent += send_one(ch, f, n, 0);
+	/* 9. Its own flow in a VLAN tag of its choosing: spoofed. */
+	n = udp4_frame(f, "192.0.2.1", (uint16_t)dport, IPPROTO_UDP);
+	memmove(f + 16, f + 12, n - 12);
+	f[12] = 0x81;
+	f[13] = 0x00;
+	f[14] = 0x00;
+	f[15] = 0x2a;
+	sent += send_one(ch, f, n + 4, 0);
 	/*
-	 * 8. Over the transmit ring's size (4) in one burst: what it did not take is
+	 * 10. Over the transmit ring's size (4) in one burst: what it did not take is
 	 * still ours, and counted as held until freed.
 	 */
 	for (unsigned int i = 0; i < 64; i++) {
@@ -202,6 +218,10 @@ spoof(struct nc_client *c, const char *name, int dport)
 	       " no_neigh %" PRIu64 " dropped %" PRIu64 " held %" PRIu64 "\n", sent, st.tx,
 	       st.tx_spoofed, st.tx_malformed, st.tx_no_route, st.tx_no_neigh, st.tx_dropped,
 	       nc_mbufs_held(c, NULL));
+	/* The channel stays until stdin closes: the test reads its counters by reason. */
+	fflush(stdout);
+	while (getchar() != EOF)
+		;
 	nc_channel_destroy(ch);
 	return 0;
 }

@@ -6,6 +6,10 @@
  *   nc_iso_client SOCK honest PORT SECONDS   receive with nc_rx_bufs, then print the counts
  *   nc_iso_client SOCK copy PORT COUNT       receive COUNT by nc_recv (blocking), nc_send each back
  *   nc_iso_client SOCK attach NAME COUNT     attach to a static channel, receive COUNT, hold 3 s
+ *   nc_iso_client SOCK frames PORT HEX...    claim udp/PORT (any destination), send each frame,
+ *                                            print the outcomes, hold until stdin closes
+ *   nc_iso_client SOCK follow NAME WORD      attach, receive until the channel is gone (ESTALE),
+ *                                            every packet carrying WORD
  *   nc_iso_client SOCK hostile PORT SECRET   look for SECRET, attack the region until killed
  */
 #define _GNU_SOURCE /* memmem, F_ADD_SEALS */
@@ -175,6 +179,90 @@ attach(const char *sock, const char *name, long count)
 	printf("received %ld\n", got);
 	sleep(3);
 	printf("detach %d\n", nc_channel_destroy(ch));
+	nc_disconnect(c);
+	return 0;
+}
+
+/*
+ * Attach to a static channel and receive by copy, sleeping, until the
+ * channel is gone (ESTALE): every packet must carry word, the channel's own
+ * mark, however the channel's id and ring are reused meanwhile.
+ */
+static int
+follow(const char *sock, const char *name, const char *word)
+{
+	struct nc_client *c = nc_connect(sock, 0);
+	struct nc_channel *ch;
+	long good = 0, wrong = 0;
+	double end = now_s() + 20;
+
+	if (c == NULL || (ch = nc_channel_attach(c, name)) == NULL) {
+		printf("attach: %s\n", nc_strerror(errno));
+		return 2;
+	}
+	printf("attached\n");
+	fflush(stdout);
+	while (now_s() < end) {
+		static char f[2048];
+		ssize_t n = nc_recv(ch, f, sizeof(f), 500);
+
+		if (n == -EAGAIN)
+			continue;
+		if (n < 0) {
+			printf("%s after %ld good %ld wrong\n", n == -ESTALE ? "stale" : nc_strerror((int)n),
+			       good, wrong);
+			printf("destroy %d\n", nc_channel_destroy(ch));
+			nc_disconnect(c);
+			return n == -ESTALE ? 0 : 1;
+		}
+		if (memmem(f, (size_t)n, word, strlen(word)) != NULL)
+			good++;
+		else
+			wrong++;
+		if (good == 10) {
+			printf("receiving\n");
+			fflush(stdout);
+		}
+	}
+	printf("timeout after %ld good %ld wrong\n", good, wrong);
+	return 1;
+}
+
+/*
+ * Claim udp/port with no destination and transmit each frame given in hex:
+ * the daemon lets out only those from the port's MAC and one of the host's
+ * addresses. Prints the outcomes, and keeps the channel until stdin closes.
+ */
+static int
+send_frames(const char *sock, long port, int n, char **hex)
+{
+	struct nc_client *c = nc_connect(sock, 0);
+	struct nc_channel_stats st;
+	struct nc_channel *ch;
+	int sent = 0;
+
+	if (c == NULL) {
+		printf("connect: %s\n", nc_strerror(errno));
+		return 2;
+	}
+	ch = claim(c, "frames", port);
+	for (int i = 0; i < n; i++) {
+		uint8_t f[2048];
+		size_t len = strlen(hex[i]) / 2;
+
+		for (size_t k = 0; k < len && k < sizeof(f); k++)
+			sscanf(hex[i] + 2 * k, "%2hhx", &f[k]);
+		sent += nc_send(ch, f, len < sizeof(f) ? len : sizeof(f)) > 0;
+	}
+	/* Until the daemon has an outcome for each (2 s at most). */
+	for (int i = 0; i < 200 && nc_channel_stats(ch, &st) == 0 &&
+	     st.tx + st.tx_spoofed + st.tx_malformed + st.tx_dropped < (uint64_t)sent; i++)
+		usleep(10000);
+	printf("sent %d tx %" PRIu64 " spoofed %" PRIu64 "\n", sent, st.tx, st.tx_spoofed);
+	fflush(stdout);
+	while (getchar() != EOF)
+		;
+	nc_channel_destroy(ch);
 	nc_disconnect(c);
 	return 0;
 }
@@ -382,9 +470,13 @@ main(int argc, char **argv)
 		return copy_echo(argv[1], strtol(argv[3], NULL, 0), strtol(argv[4], NULL, 0));
 	if (argc == 5 && strcmp(argv[2], "attach") == 0)
 		return attach(argv[1], argv[3], strtol(argv[4], NULL, 0));
+	if (argc >= 4 && strcmp(argv[2], "frames") == 0)
+		return send_frames(argv[1], strtol(argv[3], NULL, 0), argc - 4, argv + 4);
+	if (argc == 5 && strcmp(argv[2], "follow") == 0)
+		return follow(argv[1], argv[3], argv[4]);
 	if (argc == 5 && strcmp(argv[2], "hostile") == 0)
 		return hostile(argv[1], strtol(argv[3], NULL, 0), argv[4]);
 	fprintf(stderr, "usage: nc_iso_client SOCK honest PORT SECONDS | copy PORT COUNT | "
-		"attach NAME COUNT | hostile PORT SECRET\n");
+		"attach NAME COUNT | frames PORT HEX... | follow NAME WORD | hostile PORT SECRET\n");
 	return 2;
 }

@@ -154,6 +154,69 @@ class Isolated(T.DaemonCase):
         c.close()
         self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
 
+    def test_static_channel_destroyed_under_its_consumers(self):
+        """A static channel has one consumer at a time, isolated or zero-copy (EBUSY for the
+        next). Destroyed by the operator, its consumers' next receive fails with ESTALE, and
+        neither ever gets a packet of the channels created in its place, with its id."""
+        self.start(self.frames([("203.0.113.1", 2001, 9000)], "mark-9000") +
+                   self.frames([("203.0.113.2", 2002, 9001)], "mark-9001"))
+        c = Ctl(self.sock)
+        c.hello(flags=W.HELLO_F_CONTROL)
+
+        def cli(line):
+            status, body = c.cli(line, CLI_F_JSON)
+            self.assertEqual(status, 0, (line, body))
+            return json.loads(body) if body.strip() else None
+        ids = {n: cli(f"channel create {n} proto udp dport {p}")["id"]
+               for n, p in (("s9000", 9000), ("s9001", 9001))}
+        env = dict(os.environ, LD_LIBRARY_PATH=self.w)
+        iso = subprocess.Popen([os.path.join(self.w, "nc_iso_client"), self.sock, "follow",
+                                "s9000", "mark-9000"], stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True, env=env)
+        self.procs.append(iso)
+        self.wait_line(iso, "receiving")
+        dump = os.path.join(T.BUILD, "app/examples/nc-dump")
+        # A line a packet: to a file, which no pipe's size can stall.
+        zc_out = os.path.join(self.w, "nc-dump.out")
+        with open(zc_out, "w") as f:
+            zc = subprocess.Popen([dump, "-s", self.sock, "--channel", "s9001"], stdout=f,
+                                  stderr=subprocess.STDOUT)
+        self.procs.append(zc)
+        deadline = time.time() + 20
+        while "> 192.0.2.1.9001" not in open(zc_out).read() and time.time() < deadline:
+            time.sleep(0.1)
+        # A second consumer of either: refused, whichever model.
+        r = subprocess.run([os.path.join(self.w, "nc_iso_client"), self.sock, "attach", "s9001",
+                            "1"], capture_output=True, text=True, env=env, timeout=30)
+        self.assertEqual(r.returncode, 2, r.stdout)
+        self.assertIn("another client is attached to the channel", r.stdout)
+        r = subprocess.run([dump, "-s", self.sock, "--channel", "s9000", "-c", "1"],
+                           capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn("another client is attached to the channel", r.stderr)
+        # Destroyed, and new channels on the same flows, in one go: ids and rings reused.
+        for n in ("s9000", "s9001"):
+            cli(f"channel destroy {n}")
+        new = {n: cli(f"channel create {n} proto udp dport {p}")["id"]
+               for n, p in (("new9000", 9000), ("new9001", 9001))}
+        self.assertEqual(sorted(new.values()), sorted(ids.values()), "the ids are reused")
+        out = self.finish(iso)
+        self.assertEqual(iso.returncode, 0, out)
+        m = re.search(r"stale after (\d+) good (\d+) wrong\ndestroy 0", out)
+        self.assertTrue(m, out)
+        self.assertEqual(m.group(2), "0", out)
+        zc.wait(timeout=10)
+        out = open(zc_out).read()
+        self.assertIn("nc-dump: receive: the channel is gone (destroyed by the operator)", out)
+        time.sleep(0.5)
+        # Nobody took a packet of the new channels: all they delivered is still on their ring.
+        for n in new:
+            ch = cli(f"show channel {n}")
+            self.assertGreater(ch["counters"]["delivered"], 0, ch)
+            self.assertEqual(ch["ring_count"], min(ch["counters"]["delivered"], 1024), ch)
+        c.close()
+        self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
+
     def test_hostile_client(self):
         """A client that attacks its own region: it finds no one else's packet, cannot resize
         the region, and its garbage is counted and refused; an honest client beside it loses

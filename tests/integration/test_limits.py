@@ -19,6 +19,8 @@ from nc_wire import CLI_F_JSON, Ctl, STATS  # noqa: E402
 from test_isolated import NOBODY, Isolated  # noqa: E402
 
 FLOW = ("203.0.113.1", 2001, 5000)
+# Another user, in the socket's group (nogroup) as uid 65534 is.
+OTHER = ["setpriv", "--reuid=65533", "--regid=65534", "--clear-groups"]
 
 
 class Limits(Isolated):
@@ -37,9 +39,18 @@ class Limits(Isolated):
         self.procs.append(p)
         line = p.stdout.readline()
         try:
-            return p, [tuple(r) for r in json.loads(line)]
+            got = json.loads(line)
+            return p, got if args[0] == "look" else [tuple(r) for r in got]
         except ValueError:
             self.fail(line + p.stdout.read())
+
+    def as_other(self, *args):
+        """nc_attacker.py run to its end as uid 65533: its results, and the run."""
+        r = subprocess.run(OTHER + ["/usr/bin/python3", os.path.join(self.w, "nc_attacker.py"),
+                                    self.sock] + list(args), capture_output=True, text=True,
+                           input="", timeout=30)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        return json.loads(r.stdout.splitlines()[0]), r
 
     def attackers(self):
         """show clients' entries of the attacker's connections."""
@@ -58,11 +69,13 @@ class Limits(Isolated):
             time.sleep(0.1)
         self.fail("the attacker's connections are still open")
 
-    def start_as(self, limits, **kw):
+    def start_as(self, limits, more=(), **kw):
+        """The daemon, with uid 65534 allowed ports 5000-5001 and these limits (and more
+        allow entries)."""
         allow = {"uid": 65534, "dport": "5000-5001", "limits": limits}
         allow.update(kw.pop("allow", {}))
         self.start(self.frames([FLOW], "echo me"),
-                   control={"allow": [{"uid": 0}, allow]}, **kw)
+                   control={"allow": [{"uid": 0}, allow] + list(more)}, **kw)
         self.root = Ctl(self.sock)
         self.assertEqual(self.root.hello(flags=W.HELLO_F_CONTROL)[0], 0)
         self.addCleanup(self.root.close)
@@ -156,6 +169,78 @@ class Limits(Isolated):
         self.release(p)
         self.assertEqual(self.refusals()["limit_refusals"],
                          {"connections": 0, "channels": 2, "memory_mb": 2, "eventfds": 1})
+        self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
+
+    def test_users_see_their_own(self):
+        """A user sees only its own clients and channels, and the static channels it may
+        attach to, in show clients, show channel, CHANNEL_LIST and STATS; another channel is
+        "no channel" for it. An allow entry with "view": "all" sees everything, as root."""
+        self.start_as({}, more=[{"uid": 65533, "view": "all"}])
+        for line in ("channel create pub dport 5001", "channel create ops dport 9"):
+            self.assertEqual(self.root.cli(line)[0], 0, line)
+        rooted = Ctl(self.sock)
+        self.addCleanup(rooted.close)
+        rooted.hello()
+        self.assertEqual(rooted.create("rootch", W.rule(dport=7000))[0], 0)
+        p, got = self.attack("channels", 2, 1)
+        self.assertEqual(got, [(0, "")] * 2)
+        everything = ["att0", "att1", "hi", "ops", "pub", "rootch"]
+        q, mine = self.attack("look", "rootch")
+        q.stdin.close()
+        q.wait(timeout=30)
+        self.assertEqual(mine, [["att0", "att1", "pub"], ["att0", "att1", "pub"], [65534],
+                                -errno.ENOENT])
+        r = subprocess.run(NOBODY + [T.NCCTL, "-s", self.sock, "-c", "show channel rootch"],
+                           capture_output=True, text=True, timeout=30)
+        self.assertIn("no channel 'rootch'", r.stdout + r.stderr)
+        seen, r = self.as_other("look", "rootch")
+        self.assertEqual(seen[:2], [everything, everything], r.stdout + r.stderr)
+        self.assertEqual((set(seen[2]) >= {0, 65533, 65534}, seen[3]), (True, 0), seen)
+        # root sees everything too.
+        self.assertEqual(sorted(ch["name"] for ch in self.root.json(W.LIST)), everything)
+        self.release(p)
+        self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
+
+    def test_no_taking_others_flows(self):
+        """A user's channel may not take another user's flows: a rule that overlaps theirs at
+        an equal or higher priority is refused (EADDRINUSE, naming the channel and its owner)
+        and nc-echo keeps echoing; its own channels it may shadow, and so may a user whose
+        allow entry says "preempt", which the daemon logs with both owners."""
+        self.start_as({}, more=[{"uid": 65533, "dport": "5000", "preempt": True}])
+        echo = subprocess.Popen([os.path.join(T.BUILD, "app/examples/nc-echo"), "-s",
+                                 self.sock, "--dport", "5000"], stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True)
+        self.procs.append(echo)
+        self.wait_line(echo, "echoing udp port 5000")
+        p, got = self.attack("claim", 5000, 10)
+        self.assertEqual(got, [(-errno.EADDRINUSE, "it would take the flows of channel "
+                                f"nc-echo-5000 of uid 0 (pid {echo.pid}) (priority 0, this "
+                                "one 10)")])
+        self.release(p)
+        # The operator's static channel likewise; below its priority a claim takes nothing.
+        self.assertEqual(self.root.cli("channel create pub dport 5001 priority 5")[0], 0)
+        for prio, want in ((5, [(-errno.EADDRINUSE, "it would take the flows of channel pub "
+                                 "of the operator (priority 5, this one 5)")]),
+                           (4, [(0, "")])):
+            p, got = self.attack("claim", 5001, prio)
+            self.assertEqual(got, want, prio)
+            self.release(p)
+        # nc-echo still has its flow.
+        def delivered():
+            body = self.root.cli("show channel nc-echo-5000", CLI_F_JSON)[1]
+            return json.loads(body)["counters"]["delivered"]
+        before = delivered()
+        time.sleep(0.3)
+        self.assertLess(before, delivered(), "nc-echo still receives")
+        # A user with preempt takes the flow; the log names both owners.
+        got, r = self.as_other("claim", "5000", "10")
+        self.assertEqual(got, [[0, ""]], r.stdout + r.stderr)
+        self.assertRegex(self.daemon.output(), r"channel claim of uid 65533 \(pid \d+\) takes "
+                         r"flows of channel nc-echo-5000 of uid 0 \(pid %d\) \(priority 10 "
+                         r"over 0\)" % echo.pid)
+        self.assertEqual(self.refusals()["shadow_refusals"], 2)
+        echo.terminate()
+        self.assertIn("echoed", self.finish(echo))
         self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
 
     def test_channel_reserve(self):

@@ -229,6 +229,32 @@ class TestBed(T.DaemonCase):
         self.assertGreater(st["next_hop"]["resolved"], 0)
         self.assertEqual(st["next_hop"]["no_neigh"], 0)
 
+    def test_first_reply_waits_for_its_neighbour(self):
+        """nc-echo --ip's first reply to a peer whose MAC the host's kernel does not know is
+        not lost: it waits while the kernel resolves the neighbour (as the kernel's own
+        arp_queue would) and reaches the peer, IPv4 and IPv6."""
+        e = self.env
+        # The peer learns the host's MAC; then the host forgets the peer's.
+        for addr in (e["TB_HOST4"], e["TB_HOST6"]):
+            self.ns("PEER", "ping", "-c", "1", "-W", "2", addr)
+        self.bg("HOST", ECHO, "-s", self.sock, "--dport", "7", "--ip", ready="echoing udp port 7")
+        # IPv6 neighbour discovery waits for the TAP's link-local address to pass DAD.
+        deadline = time.time() + 10
+        while self.ns("HOST", "ip", "-6", "addr", "show", "dev", "wire0", "tentative").stdout:
+            self.assertLess(time.time(), deadline, "wire0's addresses are still tentative")
+            time.sleep(0.1)
+        for fam in ("-4", "-6"):
+            self.ns("HOST", "ip", fam, "neigh", "flush", "dev", "wire0")
+        for addr in (e["TB_HOST4"], e["TB_HOST6"]):
+            self.assertEqual(self.udp(addr, 7, 1), {"echo": 1, "kernel": 0, "lost": 0,
+                                                    "wrong": 0}, addr)
+        cs = self.ncctl("show channel nc-echo-7")["counters"]
+        self.assertEqual((cs["tx"], cs["tx_no_neigh"]), (2, 0), cs)
+        nh = self.ncctl("show port stats wire0")[0]["next_hop"]
+        self.assertGreaterEqual(nh["queued"], 1, nh)
+        self.assertEqual((nh["queue_full"], nh["failed"]), (0, 0), nh)
+        self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
+
     def test_nat_tcp_both_ways(self):
         """A peer connects to a NATed address:port on the host and reaches a server on
         another address of the peer's host: a real TCP connection, IPv4 and IPv6, through

@@ -2,6 +2,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """Clients that transmit (nc-echo, frames and IP packets), anti-spoofing, mbuf ownership
 (quota, kill -9 while holding mbufs) and reconnecting to a new daemon."""
+import json
 import os
 import re
 import signal
@@ -57,9 +58,9 @@ class Tx(T.DaemonCase):
         self.sock = os.path.join(self.w, "ncd.sock")
         self.tx = os.path.join(self.w, "tx.pcap")
 
-    def client(self, cmd):
+    def client(self, cmd, stdin=None):
         p = subprocess.Popen(T.protected(cmd, [self.tx]), stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT, text=True)
+                             stderr=subprocess.STDOUT, text=True, stdin=stdin)
         self.procs.append(p)
         return p
 
@@ -119,19 +120,27 @@ class Tx(T.DaemonCase):
             self.assertEqual(seen, expected, f"every flow, IPv4 and IPv6, was echoed {mode}")
 
     def test_spoofing_and_malformed_counted(self):
-        """A client may send only from its own flows; the rest is dropped and counted, and only
-        its own frame reaches the wire."""
+        """A client may send only from its own flows, and its frames only from the port's MAC
+        and with no VLAN tag; the rest is dropped and counted by reason, and only its own
+        frame reaches the wire."""
         self.pcap_daemon(self.frames([("203.0.113.1", "192.0.2.1", 2000, 9)]))
-        p = self.client([CLIENT, self.sock, "spoof", "liar", "5353"])
-        out = self.finish(p)
-        self.assertEqual(p.returncode, 0, out)
-        m = re.search(r"burst taken (\d+) held (\d+)", out)
-        self.assertTrue(m, out)
+        p = self.client([CLIENT, self.sock, "spoof", "liar", "5353"], stdin=subprocess.PIPE)
+        m = re.search(r"burst taken (\d+) held (\d+)", self.wait_line(p, "burst taken"))
         taken, held = int(m.group(1)), int(m.group(2))
-        self.assertTrue(1 <= taken <= 4, out)
+        self.assertTrue(1 <= taken <= 4, m.group(0))
         self.assertEqual(held, 64 - taken, "what the ring did not take is still the client's")
-        self.assertIn(f"sent 7 tx {1 + taken} spoofed 4 malformed 1 no_route 1 no_neigh 0 "
-                      "dropped 0 held 0", out)
+        self.assertEqual(self.wait_line(p, "sent "),
+                         f"sent 9 tx {1 + taken} spoofed 6 malformed 1 no_route 1 no_neigh 0 "
+                         "dropped 0 held 0")
+        r = subprocess.run([T.NCCTL, "-s", self.sock, "--json", "-c", "show channel liar"],
+                           capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        cs = json.loads(r.stdout)["counters"]
+        self.assertEqual({k: v for k, v in cs.items() if k.startswith("tx_spoofed")},
+                         {"tx_spoofed": 6, "tx_spoofed_mac": 1, "tx_spoofed_vlan": 1,
+                          "tx_spoofed_addr": 0, "tx_spoofed_flow": 3, "tx_spoofed_not_ip": 1})
+        out = self.finish(p)               # its stdin closes: it lets go of the channel
+        self.assertEqual(p.returncode, 0, out)
         self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
         wire = T.read_pcap(self.tx)
         self.assertEqual(len(wire), 1 + taken)
@@ -179,6 +188,24 @@ class Tx(T.DaemonCase):
         self.assertGreater(tx, 0, out)
         self.assertGreater(no_route, 0, out)
         self.assertGreater(no_neigh, 0, out)
+        # A channel that names no destination sends only from the host's own addresses (the
+        # TAP's), in frames from the port's MAC: 8.8.8.8 and 2001:db8::99 are spoofed.
+        s = scapy()
+        legit = [("192.0.2.1", "192.0.2.2"), ("2001:db8::1", "2001:db8::2")]
+        forged = [("8.8.8.8", "192.0.2.2"), ("2001:db8::99", "2001:db8::2")]
+        hexes = []
+        for src, dst in legit + forged:
+            ip = s.IPv6(src=src, dst=dst) if ":" in src else s.IP(src=src, dst=dst)
+            hexes.append(bytes(s.Ether(src=T.PCAP_MAC, dst=nb_mac) / ip /
+                               s.UDP(sport=7, dport=4242) / s.Raw(b"from")).hex())
+        p = self.client([os.path.join(T.BUILD, "tests/integration/nc_iso_client"), self.sock,
+                         "frames", "7"] + hexes, stdin=subprocess.PIPE)
+        self.assertEqual(self.wait_line(p, "sent "), "sent 4 tx 2 spoofed 2")
+        r = subprocess.run([T.NCCTL, "-s", self.sock, "--json", "-c", "show channel frames"],
+                           capture_output=True, text=True, timeout=30)
+        cs = json.loads(r.stdout)["counters"]
+        self.assertEqual((cs["tx_spoofed_addr"], cs["tx_spoofed"]), (2, 2), cs)
+        self.finish(p)
         time.sleep(0.3)                     # the kernel's ARP request, through the TAP
         self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
         st = self.daemon.read_stats()["ports"][0]
@@ -193,6 +220,10 @@ class Tx(T.DaemonCase):
                 continue
             if s.UDP not in pkt or pkt[s.UDP].sport != 7:
                 continue                                     # the kernel's own traffic
+            if pkt[s.UDP].dport == 4242:
+                self.assertIn(s.Raw(pkt[s.UDP].payload).load, [b"from"], pkt.summary())
+                self.assertIn((pkt.src, pkt[1].src), [(T.PCAP_MAC, a) for a, _ in legit])
+                continue
             ip = pkt[s.IP] if s.IP in pkt else pkt[s.IPv6]
             self.assertIn(ip.dst, want, pkt.summary())
             self.assertEqual(pkt.dst, want[ip.dst], pkt.summary())
@@ -201,7 +232,7 @@ class Tx(T.DaemonCase):
             seen.add(ip.dst)
         self.assertEqual(seen, set(want), "every resolvable destination got its echoes")
         self.assertIn("192.0.2.3", arp_for, "the kernel was asked to resolve the neighbour")
-        self.assertEqual(st["client_tx"], tx)
+        self.assertEqual(st["client_tx"], tx + 2)
 
     def test_quota_and_kill_9_while_holding(self):
         """A client holds at most control.mbuf_quota mbufs; killed with SIGKILL while holding

@@ -861,6 +861,60 @@ random_set(uint32_t nrules, uint32_t nkeys, uint64_t seed)
 }
 
 /* Over a million keys in all: many on small sets, fewer on the 10,000-rule set. */
+/*
+ * nc_trie_rules_overlap() is exact: when it says two rules overlap, a key
+ * built from the meet of their fields matches both; when it says they do not,
+ * no random key (nor that key) matches both.
+ */
+START_TEST(rules_overlap)
+{
+	uint64_t s = 0x0ba7;
+	struct world w;
+	unsigned int yes = 0, no = 0;
+
+	world_init(&w, &s);
+	for (int i = 0; i < 20000; i++) {
+		struct nc_trie_rule a, b;
+		struct nc_trie_key k;
+		uint16_t alo, ahi, blo, bhi;
+		int ov;
+
+		rand_rule(&w, &a, &s);
+		rand_rule(&w, &b, &s);
+		ov = nc_trie_rules_overlap(&a, &b);
+		ck_assert_int_eq(ov, nc_trie_rules_overlap(&b, &a));
+		/* The witness: each field where the two meet. */
+		memset(&k, 0, sizeof(k));
+		k.family = a.family != NC_TRIE_AF_ANY ? a.family :
+			   b.family != NC_TRIE_AF_ANY ? b.family : NC_TRIE_AF_INET;
+		k.proto = (uint8_t)((a.proto & a.proto_mask) | (b.proto & b.proto_mask));
+		k.dst = a.dst_len >= b.dst_len ? a.dst : b.dst;
+		k.src = a.src_len >= b.src_len ? a.src : b.src;
+		nc_trie_port_range(&a.dport, &alo, &ahi);
+		nc_trie_port_range(&b.dport, &blo, &bhi);
+		k.dport = alo > blo ? alo : blo;
+		nc_trie_port_range(&a.sport, &alo, &ahi);
+		nc_trie_port_range(&b.sport, &blo, &bhi);
+		k.sport = alo > blo ? alo : blo;
+		if (ov) {
+			ck_assert_msg(nc_trie_rule_matches(&a, &k) && nc_trie_rule_matches(&b, &k),
+				      "rules said to overlap, but their meet matches not both");
+			yes++;
+			continue;
+		}
+		no++;
+		ck_assert(!(nc_trie_rule_matches(&a, &k) && nc_trie_rule_matches(&b, &k)));
+		for (int j = 0; j < 10; j++) {
+			rand_key(&w, &k, &s);
+			ck_assert(!(nc_trie_rule_matches(&a, &k) && nc_trie_rule_matches(&b, &k)));
+		}
+	}
+	/* Both answers were exercised. */
+	ck_assert_uint_gt(yes, 100);
+	ck_assert_uint_gt(no, 100);
+}
+END_TEST
+
 START_TEST(diff_100) { random_set(100, 600000, 0x1001); }
 END_TEST
 START_TEST(diff_1000) { random_set(1000, 300000, 0x1002); }
@@ -1180,6 +1234,7 @@ trie_suite(void)
 	tcase_add_test(tc, create_errors);
 	tcase_add_test(tc, add_errors);
 	tcase_add_test(tc, dump_and_format);
+	tcase_add_test(tc, rules_overlap);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("differential");

@@ -155,7 +155,7 @@ ncd_channel_region_attach(struct ncd_channel *ch, struct ncd_region *rg)
 
 	if (ch->region != NULL)
 		return -EBUSY;
-	ring = ncd_region_ring_take(rg, ch->id);
+	ring = ncd_region_ring_take(rg, ch->id, ch->dir->generation);
 	if (ring < 0)
 		return ring;
 	ch->region_ring = ring;
@@ -188,6 +188,19 @@ ncd_channel_rx_count(const struct ncd_channel *ch)
 	if (ch->region != NULL)
 		return ncd_region_rx_count(ch->region, ch->region_ring);
 	return ch->rx != NULL ? rte_ring_count(ch->rx) : 0;
+}
+
+int32_t
+ncd_channel_shadowed(const struct ncd *d, const struct nc_trie_rule *r, uint32_t from)
+{
+	for (uint32_t id = from; id < d->cfg.max_channels; id++) {
+		const struct ncd_channel *ch = d->channels[id];
+
+		if (ch != NULL && r->priority >= ch->rule.priority &&
+		    nc_trie_rules_overlap(r, &ch->rule))
+			return (int32_t)id;
+	}
+	return -1;
 }
 
 int32_t
@@ -258,7 +271,8 @@ ncd_channel_add(struct ncd *d, const struct ncd_channel_conf *cc, int owner,
 	ch->wakeup = &e->want_wakeup;
 	ch->region_ring = -1;
 	if (cc->action == NC_ACTION_DELIVER && region != NULL) {
-		ret = ncd_region_ring_take(region, ch->id);
+		/* Labelled with the generation the entry gets below, as the client will be told. */
+		ret = ncd_region_ring_take(region, ch->id, e->generation + 1);
 		if (ret < 0)
 			goto out_delete;
 		ch->region = region;
@@ -442,9 +456,11 @@ ncd_channel_del(struct ncd *d, uint32_t id)
 		ncd_region_ring_put(ch->region, ch->region_ring);
 	rte_free(ch->rx);
 	rte_free(ch->tx);
-	/* A client still holding its copy of the eventfd just never hears from it again. */
-	if (ch->efd >= 0)
+	/* A consumer asleep on its copy of the eventfd wakes, and finds the channel gone (ESTALE). */
+	if (ch->efd >= 0) {
+		eventfd_write(ch->efd, 1);
 		close(ch->efd);
+	}
 	rte_free(ch);
 	ncd_offload_refresh(d, &gone);
 }

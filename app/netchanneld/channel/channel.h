@@ -43,6 +43,7 @@ struct ncd_channel {
 	uint64_t seq;                  /* creation order: among equal priorities the older wins */
 	int32_t queue;                 /* offload: the rx queue to steer to, or -1 */
 	bool consumer_gone;            /* its client died: its rings are drained from their tail */
+	int consumer;                  /* a static deliver channel's one attached client: slot + 1, or 0 */
 	struct ncd_nat_conf nat;       /* a NAT channel's translation (action NC_ACTION_NAT) */
 	/* Per port: the mark its flow rule sets, 0 for none. Workers trust only this one. */
 	uint32_t mark[NCD_MAX_PORTS];
@@ -88,6 +89,13 @@ int ncd_channel_eventfd(struct ncd_channel *ch);
  * (what a user's control.limits.memory_mb counts), or 0 for a size no ring can have.
  */
 size_t ncd_ring_memsize(uint32_t ring_size);
+
+/**
+ * The first channel, from id `from` on, whose packets a rule would take: its
+ * rule overlaps r (nc_trie_rules_overlap()) at a priority not above r's.
+ * @return its id, or -1
+ */
+int32_t ncd_channel_shadowed(const struct ncd *d, const struct nc_trie_rule *r, uint32_t from);
 
 /**
  * An isolated client attaches to a static deliver channel: from now on the

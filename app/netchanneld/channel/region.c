@@ -169,6 +169,7 @@ ncd_region_create(const struct ncd *d, unsigned int slot)
 	}
 	for (uint32_t k = 0; k < RX_RINGS; k++) {
 		ring_init(rg, &rg->rx[k], rx_off + k * rx_stride, rx_size);
+		rg->rx[k].r->channel = NC_RING_NO_CHANNEL;
 		rg->rx_channel[k] = UINT32_MAX;
 	}
 	ring_init(rg, &rg->tx, tx_off, tx_size);
@@ -210,7 +211,7 @@ ncd_region_free(struct ncd_region *rg)
 }
 
 int
-ncd_region_ring_take(struct ncd_region *rg, uint32_t channel)
+ncd_region_ring_take(struct ncd_region *rg, uint32_t channel, uint64_t generation)
 {
 	for (uint32_t k = 0; k < rg->nrx; k++)
 		if (rg->rx_channel[k] == UINT32_MAX) {
@@ -221,6 +222,9 @@ ncd_region_ring_take(struct ncd_region *rg, uint32_t channel)
 			__atomic_store_n(&q->r->head, q->own, __ATOMIC_RELEASE);
 			__atomic_store_n(&q->r->tail, q->own, __ATOMIC_RELEASE);
 			__atomic_store_n(&q->r->want_wakeup, 0, __ATOMIC_RELAXED);
+			__atomic_store_n(&q->r->generation, (uint32_t)generation, __ATOMIC_RELAXED);
+			/* Release: a client that sees its channel here sees the fresh indexes. */
+			__atomic_store_n(&q->r->channel, channel, __ATOMIC_RELEASE);
 			rg->rx_channel[k] = channel;
 			return (int)k;
 		}
@@ -307,6 +311,8 @@ ncd_region_ring_put(struct ncd_region *rg, int ring)
 {
 	struct ncd_region_ring *q = &rg->rx[ring];
 
+	/* First: a client that finds it gone reads no entry whose buffer is taken back below. */
+	__atomic_store_n(&q->r->channel, NC_RING_NO_CHANNEL, __ATOMIC_RELEASE);
 	rte_spinlock_lock(&rg->lock);
 	/*
 	 * What the client did not take comes back now: the entries between the

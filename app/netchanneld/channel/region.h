@@ -68,9 +68,10 @@ struct ncd_region *ncd_region_create(const struct ncd *d, unsigned int slot);
 void ncd_region_free(struct ncd_region *rg);
 
 /**
- * An rx ring for a new channel. @return its index, or -ENOSPC
+ * An rx ring for a channel, labelled with its id and generation for the
+ * client (nc_region_ring.channel). @return its index, or -ENOSPC
  */
-int ncd_region_ring_take(struct ncd_region *rg, uint32_t channel);
+int ncd_region_ring_take(struct ncd_region *rg, uint32_t channel, uint64_t generation);
 
 /** Give a channel's rx ring back, once no worker delivers to it; what was on it returns. */
 void ncd_region_ring_put(struct ncd_region *rg, int ring);

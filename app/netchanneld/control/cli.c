@@ -98,6 +98,7 @@ render(FILE *f, const json_t *v, int indent)
 struct cmd_ctx {
 	struct ncd *d;
 	bool priv;
+	const struct ncd_conn *viewer; /* NULL: sees everything */
 	FILE *out;
 	char err[256];
 };
@@ -147,13 +148,15 @@ channel_of(struct cmd_ctx *x, const char *arg, bool all_ok, int32_t *id)
 		return 0;
 	}
 	*id = ncd_channel_find(x->d, arg);
-	if (*id >= 0)
-		return 0;
-	v = strtoul(arg, &end, 10);
-	if (*arg != '\0' && *end == '\0' && v < x->d->cfg.max_channels && x->d->channels[v] != NULL) {
-		*id = (int32_t)v;
-		return 0;
+	if (*id < 0) {
+		v = strtoul(arg, &end, 10);
+		if (*arg != '\0' && *end == '\0' && v < x->d->cfg.max_channels &&
+		    x->d->channels[v] != NULL)
+			*id = (int32_t)v;
 	}
+	/* One the caller may not see does not exist, for it. */
+	if (*id >= 0 && ncd_conn_sees(x->d, x->viewer, x->d->channels[*id]))
+		return 0;
 	return fail(x, -ENOENT, "no channel '%s'", arg);
 }
 
@@ -197,7 +200,7 @@ cmd_show_channel(struct cmd_ctx *x, char **argv, json_t **res)
 
 	if (ret != 0)
 		return ret;
-	*res = id < 0 ? ncd_view_channels(x->d) : ncd_view_channel(x->d, (uint32_t)id);
+	*res = id < 0 ? ncd_view_channels(x->d, x->viewer) : ncd_view_channel(x->d, (uint32_t)id);
 	return 0;
 }
 
@@ -327,6 +330,7 @@ cmd_channel_create(struct cmd_ctx *x, char **argv, int argc, json_t **res)
 			    "daemon's log says why)");
 	if (id < 0)
 		return fail(x, id, "channel create: %s", strerror(-id));
+	ncd_log_shadowing(x->d, (uint32_t)id, "the operator");
 	*res = ncd_view_channel(x->d, (uint32_t)id);
 	return 0;
 }
@@ -387,10 +391,10 @@ help_json(void)
 }
 
 int
-ncd_cli_exec(struct ncd *d, const char *line, bool json, bool priv, const char *who,
-	     FILE *out)
+ncd_cli_exec(struct ncd *d, const char *line, bool json, bool priv, const struct ncd_conn *viewer,
+	     const char *who, FILE *out)
 {
-	struct cmd_ctx x = { .d = d, .priv = priv, .out = out };
+	struct cmd_ctx x = { .d = d, .priv = priv, .viewer = viewer, .out = out };
 	char buf[NC_CLI_MAX_LINE], *argv[NC_CLI_MAX_WORDS];
 	const struct nc_cli_cmd *c;
 	json_t *res = NULL;
@@ -423,7 +427,7 @@ ncd_cli_exec(struct ncd *d, const char *line, bool json, bool priv, const char *
 	case NC_CLI_SHOW_PORT: ret = cmd_show_port(&x, argv, &res); break;
 	case NC_CLI_CLEAR_PORT: ret = cmd_clear_port(&x, argv, &res); break;
 	case NC_CLI_SHOW_CHANNEL: ret = cmd_show_channel(&x, argv, &res); break;
-	case NC_CLI_SHOW_CLIENTS: res = ncd_view_clients(d); break;
+	case NC_CLI_SHOW_CLIENTS: res = ncd_view_clients(d, viewer); break;
 	case NC_CLI_SHOW_CLASSIFIER: res = ncd_view_classifier(d); break;
 	case NC_CLI_SHOW_MEMPOOL: res = ncd_view_mempool(d); break;
 	case NC_CLI_SHOW_NAT: res = ncd_view_nat(d); break;
@@ -498,7 +502,7 @@ serve_cli(struct ncd *d, struct ncd_conn *c, const struct nc_ctl_req *req, const
 	if (f == NULL)
 		return ncd_ctl_reply(c, req, -ENOMEM, NULL, 0);
 	snprintf(who, sizeof(who), "pid %d uid %u", (int)pid, (unsigned int)uid);
-	ret = ncd_cli_exec(d, line, json, priv, who, f);
+	ret = ncd_cli_exec(d, line, json, priv, c, who, f);
 	fclose(f);
 	if (ret == 1)
 		ret = 0;                       /* quit: the client's own business */

@@ -7,18 +7,21 @@
 #include <stdio.h>
 
 struct ncd;
+struct ncd_conn;
 
 /**
  * Run one CLI command line.
  *
- * @param json  print JSON (one line) instead of text
- * @param priv  the caller may change things (root, or the daemon's user)
- * @param who   the caller, for the log line of every change ("the terminal", "pid 7 uid 0")
- * @param out   where the output, or the error message, goes
+ * @param json    print JSON (one line) instead of text
+ * @param priv    the caller may change things (root, or the daemon's user)
+ * @param viewer  the caller's connection, whose user sees only its own clients and the
+ *                channels it may use (ncd_conn_sees()); NULL: everything (the terminal)
+ * @param who     the caller, for the log line of every change ("the terminal", "pid 7 uid 0")
+ * @param out     where the output, or the error message, goes
  * @return 0; 1 for quit; or -errno, after writing what was wrong to out
  */
-int ncd_cli_exec(struct ncd *d, const char *line, bool json, bool priv, const char *who,
-		 FILE *out);
+int ncd_cli_exec(struct ncd *d, const char *line, bool json, bool priv,
+		 const struct ncd_conn *viewer, const char *who, FILE *out);
 
 /** Serve CLI requests on the control socket. @return 0 or a negative errno. */
 int ncd_cli_register(void);

@@ -83,6 +83,7 @@ static struct {
 	uint64_t hello_timeouts;       /* connections closed for not saying HELLO in time */
 	uint64_t limit_refusals[LIM_N]; /* requests refused over a user's control.limits */
 	uint64_t reserve_refusals;     /* others' refused from the room kept for root */
+	uint64_t shadow_refusals;      /* channels refused that would take another user's flows */
 	int nh_tag;                    /* its address marks the next-hop eventfd in epoll */
 	ncd_ctl_handler_t handlers[NC_CTL_TYPE_MAX]; /* by request type; HELLO is the socket's own */
 } ctl = { .listen_fd = -1, .epoll_fd = -1 };
@@ -108,13 +109,14 @@ ncd_view_control(void)
 		clients += ctl.slot_conn[i] != NULL;
 	for (int k = 0; k < LIM_N; k++)
 		json_object_set_new(lim, lim_names[k], json_integer((json_int_t)ctl.limit_refusals[k]));
-	return json_pack("{s:I, s:I, s:I, s:I, s:i, s:i, s:i, s:i, s:o, s:I}", "bad_messages",
+	return json_pack("{s:I, s:I, s:I, s:I, s:i, s:i, s:i, s:i, s:o, s:I, s:I}", "bad_messages",
 			 (json_int_t)ctl.bad_messages, "accepted", (json_int_t)ctl.accepted,
 			 "refused", (json_int_t)ctl.refused, "hello_timeouts",
 			 (json_int_t)ctl.hello_timeouts, "connections", (int)open,
 			 "max_connections", NCD_MAX_CONNECTIONS, "clients", (int)clients,
 			 "max_clients", NCD_MAX_CLIENTS, "limit_refusals", lim,
-			 "reserve_refusals", (json_int_t)ctl.reserve_refusals);
+			 "reserve_refusals", (json_int_t)ctl.reserve_refusals, "shadow_refusals",
+			 (json_int_t)ctl.shadow_refusals);
 }
 
 /* root, or the daemon's own user: the operator, whom no limit or reserve holds back. */
@@ -124,21 +126,36 @@ privileged(const struct ucred *cr)
 	return cr->uid == 0 || cr->uid == geteuid();
 }
 
+/*
+ * The first control.allow entry that names the user and has the bool at
+ * offset `flag` of struct ncd_allow_conf set (zero_copy, preempt, view_all,
+ * has_limits), or NULL.
+ */
+static const struct ncd_allow_conf *
+allow_entry(const struct ncd *d, const struct ucred *cr, size_t flag)
+{
+	for (unsigned int i = 0; i < d->cfg.nallow; i++) {
+		const struct ncd_allow_conf *a = &d->cfg.allow[i];
+
+		if ((a->uid < 0 || a->uid == cr->uid) && (a->gid < 0 || a->gid == cr->gid) &&
+		    *(const bool *)((const char *)a + flag))
+			return a;
+	}
+	return NULL;
+}
+
+#define ALLOW_ENTRY(d, cr, field) allow_entry(d, cr, offsetof(struct ncd_allow_conf, field))
+
 /* The limits a user is held to: those of its first allow entry with limits, else control.limits;
  * NULL for the operator. */
 static const struct ncd_limits *
 user_limits(const struct ncd *d, const struct ucred *cr)
 {
+	const struct ncd_allow_conf *a = ALLOW_ENTRY(d, cr, has_limits);
+
 	if (privileged(cr))
 		return NULL;
-	for (unsigned int i = 0; i < d->cfg.nallow; i++) {
-		const struct ncd_allow_conf *a = &d->cfg.allow[i];
-
-		if ((a->uid < 0 || a->uid == cr->uid) && (a->gid < 0 || a->gid == cr->gid) &&
-		    a->has_limits)
-			return &a->limits;
-	}
-	return &d->cfg.limits;
+	return a != NULL ? &a->limits : &d->cfg.limits;
 }
 
 static uint64_t
@@ -207,6 +224,78 @@ within_limit(const struct ncd *d, const struct ucred *cr, int k, uint64_t more, 
 	return false;
 }
 
+/* Whether the user of c may see everything: root, or an allow entry's "view": "all". */
+static bool
+sees_all(const struct ncd *d, const struct ncd_conn *c)
+{
+	return c == NULL || privileged(&c->cred) || ALLOW_ENTRY(d, &c->cred, view_all) != NULL;
+}
+
+static bool allowed(const struct ncd *d, const struct ucred *cr, const struct nc_trie_rule *r);
+
+bool
+ncd_conn_sees(const struct ncd *d, const struct ncd_conn *c, const struct ncd_channel *ch)
+{
+	const struct ncd_conn *owner;
+
+	if (sees_all(d, c))
+		return true;
+	if (ch->owner < 0)
+		return allowed(d, &c->cred, &ch->rule);
+	owner = ch->owner < NCD_MAX_CLIENTS ? ctl.slot_conn[ch->owner] : NULL;
+	return owner != NULL && owner->cred.uid == c->cred.uid;
+}
+
+/* Who owns a channel, for a message: the user of the client that made it, or the operator. */
+static void
+owner_name(const struct ncd_channel *ch, char *buf, size_t len)
+{
+	const struct ncd_conn *o = ch->owner >= 0 && ch->owner < NCD_MAX_CLIENTS ?
+				   ctl.slot_conn[ch->owner] : NULL;
+
+	if (o != NULL)
+		snprintf(buf, len, "uid %u (pid %d)", o->cred.uid, (int)o->cred.pid);
+	else
+		snprintf(buf, len, "the operator");
+}
+
+/* Whether the user of c made channel ch (a static channel is the operator's). */
+static bool
+same_user(const struct ncd_conn *c, const struct ncd_channel *ch)
+{
+	const struct ncd_conn *o = ch->owner >= 0 && ch->owner < NCD_MAX_CLIENTS ?
+				   ctl.slot_conn[ch->owner] : NULL;
+
+	return o != NULL && o->cred.uid == c->cred.uid;
+}
+
+void
+ncd_log_shadowing(const struct ncd *d, uint32_t id, const char *who)
+{
+	const struct ncd_channel *ch = d->channels[id];
+	int32_t k;
+
+	for (k = ncd_channel_shadowed(d, &ch->rule, 0); k >= 0;
+	     k = ncd_channel_shadowed(d, &ch->rule, (uint32_t)k + 1)) {
+		const struct ncd_channel *o = d->channels[k];
+		char owner[64];
+
+		if ((uint32_t)k == id || o->owner == ch->owner)
+			continue;
+		owner_name(o, owner, sizeof(owner));
+		NCD_LOG(NOTICE, "control: channel %s of %s takes flows of channel %s of %s "
+			"(priority %u over %u)", ch->name, who, o->name, owner, ch->rule.priority,
+			o->rule.priority);
+	}
+}
+
+/* control.allow: may this user's channels take flows of others' (an entry's "preempt")? */
+static bool
+may_preempt(const struct ncd *d, const struct ucred *cr)
+{
+	return privileged(cr) || ALLOW_ENTRY(d, cr, preempt) != NULL;
+}
+
 /* A user's use against its limits, as show clients gives it. */
 static json_t *
 user_view(const struct ncd *d, const struct ucred *cr)
@@ -237,8 +326,9 @@ conn_mode(const struct ncd_conn *c)
 }
 
 json_t *
-ncd_view_clients(const struct ncd *d)
+ncd_view_clients(const struct ncd *d, const struct ncd_conn *viewer)
 {
+	bool all = sees_all(d, viewer);
 	json_t *a = json_array();
 
 	for (unsigned int i = 0; i < NCD_MAX_CONNECTIONS; i++) {
@@ -248,7 +338,8 @@ ncd_view_clients(const struct ncd *d)
 		const struct ncd_region *rg = c->slot >= 0 ? d->regions[c->slot] : NULL;
 		json_t *chs, *o;
 
-		if (c->fd < 0)
+		/* A user sees its own connections only. */
+		if (c->fd < 0 || (!all && c->cred.uid != viewer->cred.uid))
 			continue;
 		chs = json_array();
 		for (unsigned int k = 0; k < c->nchannels; k++)
@@ -417,9 +508,9 @@ reclaim_pending(struct ncd *d)
 }
 
 /*
- * An isolated client lets go of its k-th attached static channel, if that is
- * still the channel it attached to (it may have been destroyed, and its id
- * reused, meanwhile: the region ring then went with it).
+ * A client lets go of its k-th attached static channel, if that is still the
+ * channel it attached to (it may have been destroyed, and its id reused,
+ * meanwhile: an isolated client's region ring then went with it).
  */
 static void
 detach(struct ncd *d, struct ncd_conn *c, unsigned int k)
@@ -427,8 +518,11 @@ detach(struct ncd *d, struct ncd_conn *c, unsigned int k)
 	struct ncd_channel *ch = d->channels[c->attached[k].id];
 
 	if (ch != NULL && ch->dir->generation == c->attached[k].gen &&
-	    ch->region == d->regions[c->slot])
-		ncd_channel_region_detach(d, ch);
+	    ch->consumer == c->slot + 1) {
+		if (ch->region != NULL)
+			ncd_channel_region_detach(d, ch);
+		ch->consumer = 0;
+	}
 	c->attached[k] = c->attached[--c->nattached];
 }
 
@@ -583,7 +677,7 @@ allowed(const struct ncd *d, const struct ucred *cr, const struct nc_trie_rule *
 }
 
 static void
-channel_info(const struct ncd_channel *ch, struct nc_ctl_channel *info)
+channel_info(const struct ncd *d, const struct ncd_channel *ch, struct nc_ctl_channel *info)
 {
 	memset(info, 0, sizeof(*info));
 	info->id = ch->id;
@@ -596,8 +690,10 @@ channel_info(const struct ncd_channel *ch, struct nc_ctl_channel *info)
 		info->flags |= NC_CHANNEL_F_REGION;
 		info->region_ring = (uint32_t)ch->region_ring;
 	}
-	if (ch->can_tx)
+	if (ch->can_tx) {
 		info->flags |= NC_CHANNEL_F_TX;
+		memcpy(info->tx_mac, d->ports[ch->port].mac.addr_bytes, sizeof(info->tx_mac));
+	}
 }
 
 static int
@@ -625,6 +721,24 @@ do_create(struct ncd *d, struct ncd_conn *c, const struct nc_ctl_req *req, const
 			  ((cc.action == NC_ACTION_DELIVER && rg == NULL) + (cc.tx && rg == NULL)),
 			  why, sizeof(why)))
 		return reply(c, req, -EDQUOT, why, strlen(why));
+	/* Another user's flows are not to be taken (the same rule and priority is EBUSY below). */
+	for (int32_t k = may_preempt(d, &c->cred) ? -1 : ncd_channel_shadowed(d, &cc.rule, 0);
+	     k >= 0; k = ncd_channel_shadowed(d, &cc.rule, (uint32_t)k + 1)) {
+		const struct ncd_channel *o = d->channels[k];
+		char owner[64];
+		int n;
+
+		if (same_user(c, o))
+			continue;
+		owner_name(o, owner, sizeof(owner));
+		n = snprintf(why, sizeof(why), "it would take the flows of channel %s of %s "
+			     "(priority %u, this one %u)", o->name, owner, o->rule.priority,
+			     cc.rule.priority);
+		ctl.shadow_refusals++;
+		NCD_LOG(INFO, "control: pid %d uid %u refused: %s", (int)c->cred.pid, c->cred.uid,
+			why);
+		return reply(c, req, -EADDRINUSE, why, (size_t)n);
+	}
 	/* The last channels of max_channels are the operator's. */
 	if (!privileged(&c->cred) &&
 	    (uint32_t)rte_hash_count(d->names) + reserve >= d->cfg.max_channels) {
@@ -639,7 +753,9 @@ do_create(struct ncd *d, struct ncd_conn *c, const struct nc_ctl_req *req, const
 		return reply(c, req, id, NULL, 0);
 	c->channels[c->nchannels++] = (uint32_t)id;
 	NCD_LOG(INFO, "control: pid %d created channel %s (%d)", (int)c->cred.pid, cc.name, id);
-	channel_info(d->channels[id], &info);
+	owner_name(d->channels[id], why, sizeof(why));
+	ncd_log_shadowing(d, (uint32_t)id, why);
+	channel_info(d, d->channels[id], &info);
 	return reply(c, req, 0, &info, sizeof(info));
 }
 
@@ -686,21 +802,28 @@ do_attach(struct ncd *d, struct ncd_conn *c, const struct nc_ctl_req *req, const
 			return reply(c, req, -EPERM, NULL, 0);
 		if (c->hello_flags & NC_HELLO_F_CONTROL)
 			return reply(c, req, -EOPNOTSUPP, NULL, 0);
-		/* An isolated client's: delivered into its region while it is attached. */
-		if (d->regions[c->slot] != NULL && ch->action == NC_ACTION_DELIVER) {
-			int ret;
-
+		/*
+		 * One consumer at a time: its ring has one. An isolated client's gets
+		 * the packets in its region while it is attached.
+		 */
+		if (ch->action == NC_ACTION_DELIVER) {
 			if (c->nattached == NCD_MAX_CLIENT_CHANNELS)
 				return reply(c, req, -ENOSPC, NULL, 0);
-			ret = ncd_channel_region_attach(d->channels[id], d->regions[c->slot]);
-			if (ret < 0)
-				return reply(c, req, ret, NULL, 0);
+			if (ch->consumer != 0)
+				return reply(c, req, -EBUSY, NULL, 0);
+			if (d->regions[c->slot] != NULL) {
+				int ret = ncd_channel_region_attach(d->channels[id], d->regions[c->slot]);
+
+				if (ret < 0)
+					return reply(c, req, ret, NULL, 0);
+			}
+			d->channels[id]->consumer = c->slot + 1;
 			c->attached[c->nattached].id = (uint32_t)id;
 			c->attached[c->nattached++].gen = ch->dir->generation;
 			NCD_LOG(INFO, "control: pid %d attached to channel %s (%d)", (int)c->cred.pid,
 				ch->name, id);
 		}
-		channel_info(ch, &info);
+		channel_info(d, ch, &info);
 		return reply(c, req, 0, &info, sizeof(info));
 	}
 	return reply(c, req, -ENOENT, NULL, 0);
@@ -777,16 +900,7 @@ do_chan_stats(struct ncd *d, struct ncd_conn *c, const struct nc_ctl_req *req, c
 static bool
 zero_copy_allowed(const struct ncd *d, const struct ucred *cr)
 {
-	if (cr->uid == 0)
-		return true;
-	for (unsigned int i = 0; i < d->cfg.nallow; i++) {
-		const struct ncd_allow_conf *a = &d->cfg.allow[i];
-
-		if ((a->uid < 0 || a->uid == cr->uid) && (a->gid < 0 || a->gid == cr->gid) &&
-		    a->zero_copy)
-			return true;
-	}
-	return false;
+	return cr->uid == 0 || ALLOW_ENTRY(d, cr, zero_copy) != NULL;
 }
 
 /*
@@ -1062,7 +1176,9 @@ ncd_control_init(struct ncd *d)
 	ctl.epoll_fd = epoll_create1(EPOLL_CLOEXEC);
 	nev.data.ptr = &ctl.nh_tag;
 	if (ctl.epoll_fd < 0 || epoll_ctl(ctl.epoll_fd, EPOLL_CTL_ADD, ctl.listen_fd, &ev) != 0 ||
-	    epoll_ctl(ctl.epoll_fd, EPOLL_CTL_ADD, d->nh_efd, &nev) != 0) {
+	    epoll_ctl(ctl.epoll_fd, EPOLL_CTL_ADD, d->nh_efd, &nev) != 0 ||
+	    (ncd_nh_events_fd() >= 0 &&
+	     epoll_ctl(ctl.epoll_fd, EPOLL_CTL_ADD, ncd_nh_events_fd(), &nev) != 0)) {
 		NCD_LOG(ERR, "epoll for the control socket: %s", strerror(errno));
 		return -1;
 	}
@@ -1097,8 +1213,9 @@ ncd_control_poll(struct ncd *d, int timeout_ms)
 void
 ncd_control_run(struct ncd *d)
 {
+	/* Every 100 ms at least; more often while packets wait for a neighbour. */
 	while (!d->stop)
-		ncd_control_poll(d, 100);
+		ncd_control_poll(d, ncd_nh_wait_ms() >= 0 ? ncd_nh_wait_ms() : 100);
 }
 
 void

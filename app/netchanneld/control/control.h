@@ -6,6 +6,7 @@
 #ifndef NCD_CONTROL_H
 #define NCD_CONTROL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -16,6 +17,7 @@
 
 struct ncd;
 struct ncd_conn;
+struct ncd_channel;
 
 /**
  * A request handler: it replies (ncd_ctl_reply() and the like) and returns
@@ -44,6 +46,21 @@ int ncd_ctl_reply_json(struct ncd_conn *c, const struct nc_ctl_req *req, json_t 
 
 /** The connection's peer: uid, gid and pid from SO_PEERCRED. */
 void ncd_conn_peer(const struct ncd_conn *c, uid_t *uid, gid_t *gid, pid_t *pid);
+
+/**
+ * Whether the user of a connection may see a channel in show channel,
+ * CHANNEL_LIST and STATS: root, a user whose allow entry says "view": "all",
+ * the user whose client created it, or for a static channel a user it may
+ * attach to. c NULL (the terminal, telemetry, --stats): always.
+ */
+bool ncd_conn_sees(const struct ncd *d, const struct ncd_conn *c, const struct ncd_channel *ch);
+
+/**
+ * Log (NOTICE) each channel of another owner whose flows the new channel id
+ * now takes (its rule overlaps theirs at a priority not below theirs), naming
+ * both owners. who: the new channel's owner, as the log should name it.
+ */
+void ncd_log_shadowing(const struct ncd *d, uint32_t id, const char *who);
 
 /** Set up the control socket. @return 0 or -1 (printed). */
 int ncd_control_init(struct ncd *d);

@@ -190,7 +190,7 @@ v_channel(const struct ncd *d, const char *params, int *err)
 static json_t *
 v_clients(const struct ncd *d, const char *params, int *err)
 {
-	json_t *a = ncd_view_clients(d);
+	json_t *a = ncd_view_clients(d, NULL);
 
 	(void)params;
 	(void)err;

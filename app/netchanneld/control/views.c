@@ -62,11 +62,15 @@ ncd_view_port_stats(const struct ncd *d, unsigned int pi)
 		json_object_set_new(nic, "rx_nombuf", U64(e.rx_nombuf));
 	}
 	json_object_set_new(o, "nic", nic);
-	json_object_set_new(o, "next_hop", json_pack("{s:i, s:I, s:I, s:I}", "ifindex",
-						      d->ports[pi].nh_ifindex, "resolved",
+	json_object_set_new(o, "next_hop", json_pack("{s:i, s:I, s:I, s:I, s:I, s:I, s:I}",
+						      "ifindex", d->ports[pi].nh_ifindex, "resolved",
 						      (json_int_t)d->ports[pi].nh_stats.resolved,
 						      "no_route", (json_int_t)d->ports[pi].nh_stats.no_route,
-						      "no_neigh", (json_int_t)d->ports[pi].nh_stats.no_neigh));
+						      "no_neigh", (json_int_t)d->ports[pi].nh_stats.no_neigh,
+						      "queued", (json_int_t)d->ports[pi].nh_stats.queued,
+						      "queue_full",
+						      (json_int_t)d->ports[pi].nh_stats.queue_full,
+						      "failed", (json_int_t)d->ports[pi].nh_stats.failed));
 	json_object_set_new(o, "rates", ncd_rates_port(pi));
 	return o;
 }
@@ -279,12 +283,12 @@ chan_counters(c, &s);
 }
 
 json_t *
-ncd_view_channels(const struct ncd *d)
+ncd_view_channels(const struct ncd *d, const struct ncd_conn *viewer)
 {
 	json_t *a = json_array();
 
 	for (uint32_t i = 0; i < d->cfg.max_channels; i++)
-		if (d->channels[i] != NULL)
+		if (d->channels[i] != NULL && ncd_conn_sees(d, viewer, d->channels[i]))
 			json_array_append_new(a, ncd_view_channel(d, i));
 	return a;
 }
@@ -315,7 +319,7 @@ ncd_view_mempool(const struct ncd *d)
 
 
 json_t *
-ncd_view_channel_list(const struct ncd *d)
+ncd_view_channel_list(const struct ncd *d, const struct ncd_conn *viewer)
 {
 	json_t *a = json_array();
 	char rule[256];
@@ -323,7 +327,7 @@ ncd_view_channel_list(const struct ncd *d)
 	for (uint32_t i = 0; i < d->cfg.max_channels; i++) {
 		const struct ncd_channel *ch = d->channels[i];
 
-		if (ch == NULL)
+		if (ch == NULL || !ncd_conn_sees(d, viewer, ch))
 			continue;
 		nc_trie_rule_format(&ch->rule, rule, sizeof(rule));
 		json_array_append_new(a, json_pack("{s:s, s:i, s:s, s:s, s:s, s:i, s:I}",
@@ -371,7 +375,7 @@ ncd_view_version(void)
 }
 
 json_t *
-ncd_view_stats(const struct ncd *d)
+ncd_view_stats(const struct ncd *d, const struct ncd_conn *viewer)
 {
 	json_t *o = json_object(), *ports = json_array(), *chans = json_array();
 
@@ -382,7 +386,7 @@ ncd_view_stats(const struct ncd *d)
 		struct ncd_chan_stats s;
 		json_t *c;
 
-		if (ch == NULL)
+		if (ch == NULL || !ncd_conn_sees(d, viewer, ch))
 			continue;
 		ncd_chan_stats_sum(d, i, &s);
 		c = json_pack("{s:s, s:i, s:s}", "name", ch->name, "id", (int)ch->id, "action",
@@ -401,7 +405,7 @@ ncd_view_stats(const struct ncd *d)
 int
 ncd_stats_write_json(const struct ncd *d, const char *path)
 {
-	json_t *v = ncd_view_stats(d);
+	json_t *v = ncd_view_stats(d, NULL);
 	int ret = json_dump_file(v, path, 0);
 
 	json_decref(v);
@@ -416,7 +420,7 @@ serve_channel_list(struct ncd *d, struct ncd_conn *c, const struct nc_ctl_req *r
 {
 	(void)body;
 	(void)len;
-	return ncd_ctl_reply_json(c, req, ncd_view_channel_list(d));
+	return ncd_ctl_reply_json(c, req, ncd_view_channel_list(d, c));
 }
 
 static int
@@ -425,7 +429,7 @@ serve_stats(struct ncd *d, struct ncd_conn *c, const struct nc_ctl_req *req, con
 {
 	(void)body;
 	(void)len;
-	return ncd_ctl_reply_json(c, req, ncd_view_stats(d));
+	return ncd_ctl_reply_json(c, req, ncd_view_stats(d, c));
 }
 
 int

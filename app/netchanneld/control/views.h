@@ -13,6 +13,7 @@
 #include <jansson.h>
 
 struct ncd;
+struct ncd_conn;
 
 /** A port's configuration and state: device, driver, MAC, link, workers, offload. */
 json_t *ncd_view_port_info(const struct ncd *d, unsigned int port);
@@ -26,14 +27,14 @@ json_t *ncd_view_port_xstats(const struct ncd *d, unsigned int port);
 /** A channel: rule, action, owner, rings, counters, offload. */
 json_t *ncd_view_channel(const struct ncd *d, uint32_t id);
 
-/** Every channel, as ncd_view_channel() has it. */
-json_t *ncd_view_channels(const struct ncd *d);
+/** Every channel viewer may see (ncd_conn_sees(); NULL: all), as ncd_view_channel() has it. */
+json_t *ncd_view_channels(const struct ncd *d, const struct ncd_conn *viewer);
 
-/** Every channel in brief: name, id, action, owner, rule, ring occupancy (CHANNEL_LIST). */
-json_t *ncd_view_channel_list(const struct ncd *d);
+/** Every channel viewer may see, in brief: name, id, action, owner, rule, ring occupancy (CHANNEL_LIST). */
+json_t *ncd_view_channel_list(const struct ncd *d, const struct ncd_conn *viewer);
 
-/** The connected clients: pid, uid, channels, mbufs held (control.c keeps them). */
-json_t *ncd_view_clients(const struct ncd *d);
+/** The connected clients viewer may see (its user's; NULL: all): pid, uid, channels, mbufs held (control.c keeps them). */
+json_t *ncd_view_clients(const struct ncd *d, const struct ncd_conn *viewer);
 
 /** The classifier's size: rules, tuples, nodes, bytes. */
 json_t *ncd_view_classifier(const struct ncd *d);
@@ -48,7 +49,7 @@ json_t *ncd_view_version(void);
 json_t *ncd_view_workers(const struct ncd *d);
 
 /** Every counter: ports, channels, mempool, control socket, NAT (STATS, --stats). */
-json_t *ncd_view_stats(const struct ncd *d);
+json_t *ncd_view_stats(const struct ncd *d, const struct ncd_conn *viewer);
 
 /** Write ncd_view_stats() to path. @return 0 or -1 (logged). */
 int ncd_stats_write_json(const struct ncd *d, const char *path);

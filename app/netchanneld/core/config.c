@@ -690,7 +690,8 @@ load_control(struct ctx *c, const json_t *root)
 {
 	static const char *const keys[] = { "socket", "allow", "mbuf_quota", "owner", "group", "mode",
 					    "region", "hello_timeout_ms", "limits", NULL };
-	static const char *const akeys[] = { "uid", "gid", "dport", "zero_copy", "limits", NULL };
+	static const char *const akeys[] = { "uid", "gid", "dport", "zero_copy", "limits", "view",
+					     "preempt", NULL };
 	json_t *ctl = json_object_get(root, "control"), *allow, *a;
 	const char *sock = NULL;
 	int64_t quota = c->cfg->mbufs / 4, hello_ms = 1000;
@@ -734,7 +735,7 @@ load_control(struct ctx *c, const json_t *root)
 	c->cfg->allow = calloc(json_array_size(allow) + 1, sizeof(*c->cfg->allow));
 	json_array_foreach(allow, i, a) {
 		struct ncd_allow_conf *ac = &c->cfg->allow[i];
-		const char *dp;
+		const char *dp, *view;
 		struct nc_trie_port p;
 		char err[128];
 		size_t l2 = push(c, NULL, (int)i);
@@ -743,8 +744,15 @@ load_control(struct ctx *c, const json_t *root)
 		    get_int(c, a, "uid", 0, UINT32_MAX - 1, -1, &ac->uid) ||
 		    get_int(c, a, "gid", 0, UINT32_MAX - 1, -1, &ac->gid) ||
 		    get_str(c, a, "dport", false, &dp) ||
-		    get_bool(c, a, "zero_copy", false, &ac->zero_copy))
+		    get_bool(c, a, "zero_copy", false, &ac->zero_copy) ||
+		    get_bool(c, a, "preempt", false, &ac->preempt) ||
+		    get_str(c, a, "view", false, &view))
 			return -1;
+		if (view != NULL && strcmp(view, "all") != 0 && strcmp(view, "own") != 0) {
+			push(c, "view", 0);
+			return fail(c, "'%s' is not \"own\" or \"all\"", view);
+		}
+		ac->view_all = view != NULL && strcmp(view, "all") == 0;
 		ac->limits = c->cfg->limits;
 		ac->has_limits = json_object_get(a, "limits") != NULL;
 		if (load_limits(c, a, &ac->limits))

@@ -91,6 +91,8 @@ struct ncd_allow_conf {
 	int64_t gid;                 /* -1: any */
 	uint16_t port_lo, port_hi;   /* which dports the user may claim */
 	bool zero_copy;              /* it may connect as a zero-copy (secondary process) client */
+	bool view_all;               /* "view": "all": it sees every client and channel */
+	bool preempt;                /* its channels may take flows of others' channels */
 	bool has_limits;             /* limits replaces control.limits for the users it names */
 	struct ncd_limits limits;
 };

@@ -54,7 +54,12 @@ struct ncd_chan_stats {
 	/* Transmit: every packet dequeued from the tx ring lands in exactly one. */
 	uint64_t tx, tx_bytes;
 	uint64_t tx_dropped;               /* the port did not take it */
-	uint64_t tx_spoofed;               /* its source is not the channel's destination */
+	uint64_t tx_spoofed;               /* not its own to send: the sum of the reasons below */
+	uint64_t tx_spoofed_mac;           /* a frame whose source MAC is not the port's */
+	uint64_t tx_spoofed_vlan;          /* a frame with a VLAN tag */
+	uint64_t tx_spoofed_addr;          /* from an address the host does not have (channels of any dst) */
+	uint64_t tx_spoofed_flow;          /* not the reverse of the channel's flows (proto, dst, ports) */
+	uint64_t tx_spoofed_not_ip;        /* ARP and the like: the kernel's to send */
 	uint64_t tx_malformed;             /* not a well-formed IP packet */
 	uint64_t tx_no_route;              /* IP packet: no route out of this port */
 	uint64_t tx_no_neigh;              /* IP packet: next hop unresolved */
@@ -78,6 +83,7 @@ struct ncd_chan_stats {
 	X(mark_ignored) X(nat_reverse)
 #define CHAN_FIELDS(X) X(hits) X(hits_mark) X(hits_trie) X(delivered) X(bytes) X(drop_ring_full) X(drop_queue_bytes) \
 	X(drop_no_buf) X(dropped) X(wakeups) X(wakeup_errors) X(tx) X(tx_bytes) X(tx_dropped) X(tx_spoofed) \
+	X(tx_spoofed_mac) X(tx_spoofed_vlan) X(tx_spoofed_addr) X(tx_spoofed_flow) X(tx_spoofed_not_ip) \
 	X(tx_malformed) X(tx_no_route) X(tx_no_neigh) X(tx_ring_full) X(tx_resolving) \
 	X(nat) X(nat_bytes) X(nat_drop_invalid) X(nat_drop_no_route) X(nat_drop_no_neigh) \
 	X(nat_drop_table_full) X(nat_drop_conflict) X(nat_drop_tx) X(nat_reverse) \

@@ -18,13 +18,18 @@
 #include "datapath/dp.h"
 #include "ncd.h"
 
+/* A packet a client may not send: counted by reason, and in tx_spoofed. */
+#define SPOOFED(cs, reason) ((cs)->tx_spoofed++, (cs)->reason++)
+
 /*
  * A client's packets (the daemon's mbufs now), out of its channel's port. A frame goes as it is; an
  * IP packet gets the port's Ethernet header, addressed to the next hop the
  * kernel's tables give (cached; a miss goes to the control thread, which
  * puts the packet back on the ring once resolved). Either must come from the
- * channel's own flows: its reversed 5-tuple must match the channel's rule
- * (without the rule's source side), or it is dropped as spoofed.
+ * channel's own flows, or it is dropped as spoofed: a frame from the port's
+ * own MAC and with no VLAN tag; its reversed 5-tuple matching the channel's
+ * rule (without the rule's source side); and, for a channel that names no
+ * destination, from one of the host's addresses (its kernel interface's).
  */
 void
 ncd_dp_tx_send(struct ncd *d, struct ncd_worker *w, const struct ncd_channel *ch,
@@ -61,6 +66,19 @@ ncd_dp_tx_send(struct ncd *d, struct ncd_worker *w, const struct ncd_channel *ch
 			rte_ether_addr_copy(&p->mac, &eh->src_addr);
 			memset(&eh->dst_addr, 0, sizeof(eh->dst_addr));
 			x->packet_type = RTE_PTYPE_L2_ETHER;
+		} else if (x->data_len >= sizeof(*eh)) {
+			eh = rte_pktmbuf_mtod(x, struct rte_ether_hdr *);
+			if (!rte_is_same_ether_addr(&eh->src_addr, &p->mac)) {
+				SPOOFED(cs, tx_spoofed_mac);
+				bad[nbad++] = x;
+				continue;
+			}
+			if (eh->ether_type == rte_cpu_to_be_16(RTE_ETHER_TYPE_VLAN) ||
+			    eh->ether_type == rte_cpu_to_be_16(RTE_ETHER_TYPE_QINQ)) {
+				SPOOFED(cs, tx_spoofed_vlan);
+				bad[nbad++] = x;
+				continue;
+			}
 		}
 		want = x->pkt_len < NCD_PARSE_BYTES ? x->pkt_len : NCD_PARSE_BYTES;
 		f = rte_pktmbuf_read(x, 0, want, buf);
@@ -68,7 +86,7 @@ ncd_dp_tx_send(struct ncd *d, struct ncd_worker *w, const struct ncd_channel *ch
 			      x->ol_flags & RTE_MBUF_F_TX_IP_CKSUM ? NCD_PARSE_CSUM_GOOD : 0, &pp);
 		if (v != NCD_PKT_OK) {
 			if (v == NCD_PKT_NOT_IP)
-				cs->tx_spoofed++;      /* ARP and the like are the kernel's to send */
+				SPOOFED(cs, tx_spoofed_not_ip);
 			else
 				cs->tx_malformed++;
 			bad[nbad++] = x;
@@ -80,7 +98,12 @@ ncd_dp_tx_send(struct ncd *d, struct ncd_worker *w, const struct ncd_channel *ch
 		rev.sport = pp.key.dport;
 		rev.dport = pp.key.sport;
 		if (!nc_trie_rule_matches(&ch->tx_rule, &rev)) {
-			cs->tx_spoofed++;
+			SPOOFED(cs, tx_spoofed_flow);
+			bad[nbad++] = x;
+			continue;
+		}
+		if (ch->tx_rule.dst_len == 0 && !ncd_host_addr(p, &pp.key)) {
+			SPOOFED(cs, tx_spoofed_addr);
 			bad[nbad++] = x;
 			continue;
 		}

@@ -43,8 +43,27 @@
 #define NL_TIMEOUT_MS 200
 #define NL_BUF 8192                    /* a request, or an answer: one route or neighbour */
 #define NH_REQ_RING 1024
+/*
+ * Packets waiting for a neighbour the kernel is resolving, as its arp_queue
+ * keeps them: a few per neighbour, for as long as the kernel's three probes
+ * a second apart take; then sent, or dropped and counted.
+ */
+#define NH_WAIT_PER_DST 3
+#define NH_WAIT_MAX 256
+#define NH_WAIT_MS 3000
+#define NH_RETRY_MS 20                 /* a waiting neighbour is asked again at most this often */
+
+static struct nh_wait {
+	struct rte_mbuf *m;            /* NULL: a free entry */
+	uint64_t deadline, tried;      /* ms */
+	uint64_t generation;           /* its channel's then: another channel may have the id now */
+	uint16_t port;
+	uint8_t family;
+	uint8_t dst[16];               /* the packet's destination, as the cache keys it */
+} waiting[NH_WAIT_MAX];
 
 static struct mnl_socket *nl;
+static struct mnl_socket *nl_events;   /* the kernel's address changes, as they happen */
 static unsigned int nl_portid;
 static uint32_t nl_seq;
 
@@ -116,8 +135,13 @@ nl_call(struct nlmsghdr *req, mnl_cb_t cb, void *data)
 
 		if (n < 0)
 			return errno == EAGAIN ? -ETIMEDOUT : -errno;
-		if (mnl_cb_run(buf, (size_t)n, seq, nl_portid, cb, data) >= 0)
+		int ret = mnl_cb_run(buf, (size_t)n, seq, nl_portid, cb, data);
+
+		/* A dump's answer is many messages, up to NLMSG_DONE (MNL_CB_STOP). */
+		if (ret == MNL_CB_STOP || (ret > 0 && !(req->nlmsg_flags & NLM_F_DUMP)))
 			return 0;
+		if (ret > 0)
+			continue;
 		if (errno != EILSEQ)
 			return -errno;
 	}
@@ -259,7 +283,10 @@ neigh_use(uint8_t family, int ifindex, const uint8_t *addr)
 	nl_call(n, NULL, NULL);
 }
 
-/* Ask the kernel for dst's next hop out of port p: 1 (mac set), -ENETUNREACH, -EHOSTUNREACH. */
+/*
+ * Ask the kernel for dst's next hop out of port p: 1 (mac set), -ENETUNREACH,
+ * or -EINPROGRESS (the neighbour is not resolved: the kernel is asked to).
+ */
 static int
 ask_kernel(struct ncd_port *p, uint8_t family, const uint8_t *dst, uint8_t mac[6])
 {
@@ -277,14 +304,16 @@ ask_kernel(struct ncd_port *p, uint8_t family, const uint8_t *dst, uint8_t mac[6
 	memcpy(hop, has_gw ? gw : dst, family == 4 ? 4 : 16);
 	ret = neigh_get(family, oif, hop, mac);
 	if (ret <= 0) {
-		/* Resolve it for the packets to come; this one is lost, as the kernel's would be. */
 		neigh_use(family, oif, hop);
-		return -EHOSTUNREACH;
+		return -EINPROGRESS;
 	}
 	return 1;
 }
 
-/* Resolve dst out of port pi, through the cache: 1 (mac set), -ENETUNREACH, -EHOSTUNREACH. */
+/*
+ * Resolve dst out of port pi, through the cache: 1 (mac set), -ENETUNREACH,
+ * -EHOSTUNREACH (it failed a moment ago), -EINPROGRESS (being resolved).
+ */
 static int
 resolve(struct ncd *d, unsigned int pi, uint8_t family, const uint8_t *dst, uint8_t mac[6])
 {
@@ -301,8 +330,14 @@ resolve(struct ncd *d, unsigned int pi, uint8_t family, const uint8_t *dst, uint
 		p->nh_stats.no_route++;
 	else
 		p->nh_stats.no_neigh++;
-	/* Failures are cached briefly, so a flood of them does not become a flood of requests. */
-	nh_put(p->nh, family, dst, ret, mac, now + ms * (ret == 1 ? NCD_NH_TTL_MS : NCD_NH_NEG_TTL_MS));
+	/*
+	 * Failures are cached briefly, so a flood of them does not become a flood
+	 * of requests; but not a neighbour being resolved: its packets come here
+	 * and wait for it (wait()).
+	 */
+	if (ret != -EINPROGRESS)
+		nh_put(p->nh, family, dst, ret, mac,
+		       now + ms * (ret == 1 ? NCD_NH_TTL_MS : NCD_NH_NEG_TTL_MS));
 	return ret;
 }
 
@@ -358,7 +393,20 @@ ncd_nh_init(struct ncd *d)
 	}
 	nl_portid = mnl_socket_get_portid(nl);
 	setsockopt(mnl_socket_get_fd(nl), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	/* Without it the host's addresses are still read every second. */
+	nl_events = mnl_socket_open2(NETLINK_ROUTE, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	if (nl_events != NULL &&
+	    mnl_socket_bind(nl_events, RTMGRP_IPV4_IFADDR | RTMGRP_IPV6_IFADDR, MNL_SOCKET_AUTOPID)) {
+		mnl_socket_close(nl_events);
+		nl_events = NULL;
+	}
 	return 0;
+}
+
+int
+ncd_nh_events_fd(void)
+{
+	return nl_events != NULL ? mnl_socket_get_fd(nl_events) : -1;
 }
 
 /* A worker with a tx queue on port op, to send a resolved NAT packet: -1 if none. */
@@ -377,6 +425,129 @@ sender_of(const struct ncd *d, uint16_t op)
  * or the one it came in on, m->port). Its frame is built and checked; only
  * its destination MAC is missing.
  */
+static uint64_t
+ms_now(void)
+{
+	return rte_get_tsc_cycles() / (rte_get_tsc_hz() / 1000);
+}
+
+/* Packets waiting for dst's neighbour out of port op. */
+static unsigned int
+waiting_for(uint16_t op, uint8_t family, const uint8_t *dst)
+{
+	unsigned int n = 0;
+
+	for (unsigned int i = 0; i < NH_WAIT_MAX; i++)
+		n += waiting[i].m != NULL && waiting[i].port == op && waiting[i].family == family &&
+		     memcmp(waiting[i].dst, dst, family == 4 ? 4 : 16) == 0;
+	return n;
+}
+
+/*
+ * Keep a packet until its neighbour resolves (or NH_WAIT_MS pass): false when
+ * its neighbour has NH_WAIT_PER_DST waiting already, or every entry is taken
+ * (counted in queue_full: the caller drops it as unresolved).
+ */
+static bool
+wait(struct ncd *d, struct rte_mbuf *m, const struct ncd_channel *ch, uint16_t op,
+     uint8_t family, const uint8_t *dst)
+{
+	unsigned int n = waiting_for(op, family, dst);
+	uint64_t now = ms_now();
+
+	for (unsigned int i = 0; n < NH_WAIT_PER_DST && i < NH_WAIT_MAX; i++) {
+		struct nh_wait *x = &waiting[i];
+
+		if (x->m != NULL)
+			continue;
+		/* Its neighbour's first packet sets the deadline for all of them. */
+		*x = (struct nh_wait){ .m = m, .deadline = now + NH_WAIT_MS, .tried = now,
+				       .generation = ch->dir->generation, .port = op,
+				       .family = family };
+		memcpy(x->dst, dst, family == 4 ? 4 : 16);
+		for (unsigned int k = 0; k < NH_WAIT_MAX; k++)
+			if (k != i && waiting[k].m != NULL && waiting[k].port == op &&
+			    waiting[k].family == family &&
+			    memcmp(waiting[k].dst, dst, family == 4 ? 4 : 16) == 0) {
+				x->deadline = waiting[k].deadline;
+				break;
+			}
+		d->ports[op].nh_stats.queued++;
+		return true;
+	}
+	d->ports[op].nh_stats.queue_full++;
+	return false;
+}
+
+static void resolve_one(struct ncd *d, struct rte_mbuf *m);
+
+int
+ncd_nh_wait_ms(void)
+{
+	for (unsigned int i = 0; i < NH_WAIT_MAX; i++)
+		if (waiting[i].m != NULL)
+			return NH_RETRY_MS;
+	return -1;
+}
+
+/*
+ * The neighbours packets wait for, asked again: once one resolves, or its
+ * time is up, its packets go through resolve_one() once more, which then
+ * finds the answer in the cache: sent, or dropped and counted.
+ */
+static void
+wait_run(struct ncd *d)
+{
+	uint64_t now = ms_now(), tsc = rte_get_tsc_cycles(), ms = rte_get_tsc_hz() / 1000;
+
+	for (unsigned int i = 0; i < NH_WAIT_MAX; i++) {
+		struct nh_wait x = waiting[i];
+		struct ncd_port *p = &d->ports[x.port];
+		uint8_t mac[6];
+		int ret;
+
+		if (x.m == NULL || now - x.tried < NH_RETRY_MS)
+			continue;
+		ret = ask_kernel(p, x.family, x.dst, mac);
+		if (ret == -EINPROGRESS && now < x.deadline) {
+			for (unsigned int k = i; k < NH_WAIT_MAX; k++)
+				if (waiting[k].m != NULL && waiting[k].port == x.port &&
+				    waiting[k].family == x.family &&
+				    memcmp(waiting[k].dst, x.dst, sizeof(x.dst)) == 0)
+					waiting[k].tried = now;
+			continue;
+		}
+		if (ret == 1)
+			p->nh_stats.resolved++;
+		else if (ret == -EINPROGRESS)
+			ret = -EHOSTUNREACH;    /* its time is up */
+		nh_put(p->nh, x.family, x.dst, ret, mac,
+		       tsc + ms * (ret == 1 ? NCD_NH_TTL_MS : NCD_NH_NEG_TTL_MS));
+		for (unsigned int k = i; k < NH_WAIT_MAX; k++) {
+			struct nh_wait *y = &waiting[k];
+			uint32_t id = y->m != NULL ? y->m->hash.usr & ~NCD_NH_NAT : 0;
+			const struct ncd_channel *ch;
+			struct rte_mbuf *m = y->m;
+
+			if (m == NULL || y->port != x.port || y->family != x.family ||
+			    memcmp(y->dst, x.dst, sizeof(x.dst)) != 0)
+				continue;
+			y->m = NULL;
+			if (ret != 1)
+				p->nh_stats.failed++;
+			ch = id < d->cfg.max_channels ? d->channels[id] : NULL;
+			/* A channel that went while it waited, and maybe another with its id. */
+			if (ch == NULL || ch->dir->generation != y->generation) {
+				if (m->hash.usr & NCD_NH_NAT)
+					d->ctl_pstats[m->port].drop_nat_tx++;
+				rte_pktmbuf_free(m);
+				continue;
+			}
+			resolve_one(d, m);
+		}
+	}
+}
+
 static void
 resolve_one(struct ncd *d, struct rte_mbuf *m)
 {
@@ -403,7 +574,14 @@ resolve_one(struct ncd *d, struct rte_mbuf *m)
 	}
 	op = !nat ? ch->port : ch->nat.has_port ? ch->nat.port : m->port;
 	w = nat ? sender_of(d, op) : (int)ch->tx_worker;
-	ret = resolve(d, op, pp.key.family, pp.key.dst.a, eh->dst_addr.addr_bytes);
+	/* Its neighbour is being resolved: it waits with the others, if there is room. */
+	ret = waiting_for(op, pp.key.family, pp.key.dst.a) > 0 ? -EINPROGRESS :
+	      resolve(d, op, pp.key.family, pp.key.dst.a, eh->dst_addr.addr_bytes);
+	if (ret == -EINPROGRESS) {
+		if (wait(d, m, ch, op, pp.key.family, pp.key.dst.a))
+			return;
+		ret = -EHOSTUNREACH;
+	}
 	/* The generation tells the worker whether the channel is still this one. */
 	m->hash.fdir.hi = (uint32_t)ch->dir->generation;
 	if (ret == 1 && w >= 0 && rte_ring_sp_enqueue(d->workers[w].nh_done, m) == 0)
@@ -429,10 +607,91 @@ resolve_one(struct ncd *d, struct rte_mbuf *m)
 	rte_pktmbuf_free(m);
 }
 
+/* One address of a dump: kept if it is the interface's whose list is being filled. */
+struct addr_dump {
+	int ifindex;
+	struct ncd_host_addrs *out;
+};
+
+static int
+addr_attr(const struct nlattr *a, void *data)
+{
+	const uint8_t **addr = data;
+
+	/* IFA_LOCAL is this end's address on a point-to-point link; IFA_ADDRESS otherwise. */
+	if (mnl_attr_get_type(a) == IFA_LOCAL || (mnl_attr_get_type(a) == IFA_ADDRESS && *addr == NULL))
+		*addr = mnl_attr_get_payload(a);
+	return MNL_CB_OK;
+}
+
+static int
+addr_answer(const struct nlmsghdr *h, void *data)
+{
+	struct addr_dump *ad = data;
+	const struct ifaddrmsg *ifa = mnl_nlmsg_get_payload(h);
+	struct ncd_host_addrs *out = ad->out;
+	const uint8_t *addr = NULL;
+
+	if (h->nlmsg_type != RTM_NEWADDR || (int)ifa->ifa_index != ad->ifindex ||
+	    (ifa->ifa_family != AF_INET && ifa->ifa_family != AF_INET6) ||
+	    out->n == NCD_HOST_ADDRS)
+		return MNL_CB_OK;
+	mnl_attr_parse(h, sizeof(*ifa), addr_attr, &addr);
+	if (addr == NULL)
+		return MNL_CB_OK;
+	memset(&out->addr[out->n], 0, sizeof(out->addr[0]));
+	out->addr[out->n].family = ifa->ifa_family == AF_INET ? NC_TRIE_AF_INET : NC_TRIE_AF_INET6;
+	memcpy(out->addr[out->n].a.a, addr, ifa->ifa_family == AF_INET ? 4 : 16);
+	out->n++;
+	return MNL_CB_OK;
+}
+
+/*
+ * A port's kernel interface's addresses, read again: published to the
+ * workers (ncd_host_addr()) only when they changed, into the copy they do
+ * not read.
+ */
+static void
+host_addrs_refresh(struct ncd_port *p)
+{
+	uint8_t buf[NL_BUF];
+	struct ifaddrmsg *ifa;
+	struct nlmsghdr *n = nl_request(buf, RTM_GETADDR, NLM_F_DUMP, sizeof(*ifa), (void **)&ifa);
+	uint32_t cur = p->host_cur;
+	struct ncd_host_addrs fresh;
+	struct addr_dump ad = { .ifindex = p->nh_ifindex, .out = &fresh };
+
+	/* Zeroed whole, padding too: lists are compared with memcmp(). */
+	memset(&fresh, 0, sizeof(fresh));
+	ifa->ifa_family = AF_UNSPEC;
+	if (nl_call(n, addr_answer, &ad) != 0 || memcmp(&fresh, &p->host[cur], sizeof(fresh)) == 0)
+		return;
+	p->host[cur ^ 1] = fresh;
+	/* Release: a worker that reads the new index reads the whole list. */
+	__atomic_store_n(&p->host_cur, cur ^ 1, __ATOMIC_RELEASE);
+}
+
+bool
+ncd_host_addr(const struct ncd_port *p, const struct nc_trie_key *k)
+{
+	const struct ncd_host_addrs *h;
+
+	if (p->nh_ifindex == 0)
+		return true;
+	h = &p->host[__atomic_load_n(&p->host_cur, __ATOMIC_ACQUIRE)];
+	for (uint32_t i = 0; i < h->n; i++)
+		if (h->addr[i].family == k->family &&
+		    memcmp(h->addr[i].a.a, k->src.a, k->family == NC_TRIE_AF_INET ? 4 : 16) == 0)
+			return true;
+	return false;
+}
+
 void
 ncd_nh_run(struct ncd *d)
 {
 	struct rte_mbuf *m[NCD_BURST];
+	uint8_t ev[NL_BUF];
+	bool changed = false;
 	unsigned int n;
 	uint64_t v;
 
@@ -443,6 +702,23 @@ ncd_nh_run(struct ncd *d)
 		for (unsigned int i = 0; i < n; i++)
 			resolve_one(d, m[i]);
 	}
+	wait_run(d);
+	/*
+	 * The host's addresses, which clients may send from: read again when the
+	 * kernel says they changed (any interface's: the message is not parsed),
+	 * and every second.
+	 */
+	while (nl_events != NULL && recv(mnl_socket_get_fd(nl_events), ev, sizeof(ev), 0) > 0)
+		changed = true;
+	for (unsigned int i = 0; nl != NULL && i < d->cfg.nports; i++) {
+		struct ncd_port *p = &d->ports[i];
+		uint64_t now = rte_get_tsc_cycles() / (rte_get_tsc_hz() / 1000);
+
+		if (p->nh_ifindex != 0 && (changed || now - p->host_read_ms >= 1000)) {
+			p->host_read_ms = now;
+			host_addrs_refresh(p);
+		}
+	}
 }
 
 void
@@ -452,6 +728,10 @@ ncd_nh_close(struct ncd *d)
 
 	while (d->nh_req != NULL && rte_ring_dequeue(d->nh_req, (void **)&m) == 0)
 		rte_pktmbuf_free(m);
+	for (unsigned int i = 0; i < NH_WAIT_MAX; i++) {
+		rte_pktmbuf_free(waiting[i].m);
+		waiting[i].m = NULL;
+	}
 	rte_ring_free(d->nh_req);
 	d->nh_req = NULL;
 	for (unsigned int w = 0; d->workers != NULL && w < d->cfg.nworkers; w++) {
@@ -467,6 +747,9 @@ ncd_nh_close(struct ncd *d)
 	if (nl != NULL)
 		mnl_socket_close(nl);
 	nl = NULL;
+	if (nl_events != NULL)
+		mnl_socket_close(nl_events);
+	nl_events = NULL;
 	for (unsigned int i = 0; i < d->cfg.nports; i++) {
 		rte_free(d->ports[i].nh);
 		d->ports[i].nh = NULL;

@@ -11,6 +11,8 @@
 
 #include <rte_ether.h>
 
+#include "nc_trie.h"
+
 struct ncd;
 struct ncd_mock;
 
@@ -32,6 +34,13 @@ struct ncd_nh_cache {
 	struct ncd_nh_slot slot[NCD_NH_SLOTS];
 };
 
+/* Addresses of a port's kernel interface (nexthop.c): the host's own. */
+#define NCD_HOST_ADDRS 16
+struct ncd_host_addrs {
+	uint32_t n;
+	struct { uint8_t family; union nc_trie_addr a; } addr[NCD_HOST_ADDRS];
+};
+
 struct ncd_port {
 	uint16_t port_id;
 	uint16_t exc_id;               /* exception device's port id */
@@ -43,7 +52,12 @@ struct ncd_port {
 	unsigned int exc_owner;        /* worker that moves the kernel's frames to the wire */
 	struct ncd_nh_cache *nh;       /* next hops of clients' IP packets */
 	int nh_ifindex;                /* the kernel interface whose tables give them, or 0 */
-	struct { uint64_t resolved, no_route, no_neigh; } nh_stats; /* control thread's */
+	/* Control thread's: lookups, and packets that waited for a neighbour, did not, or in vain. */
+	struct { uint64_t resolved, no_route, no_neigh, queued, queue_full, failed; } nh_stats;
+	/* The kernel interface's addresses: the control thread fills the copy workers do not read. */
+	struct ncd_host_addrs host[2];
+	uint32_t host_cur;
+	uint64_t host_read_ms;
 	uint16_t ntxq;                 /* its tx queues: one per worker that polls it, or per worker */
 	bool ip_csum_offload;          /* it computes IPv4 header checksums (NAT's packets) */
 	bool marks;                    /* workers read marks: the port offloads (or the mock does) */
@@ -76,6 +90,23 @@ int ncd_nh_get(const struct ncd_nh_cache *c, uint8_t family, const uint8_t *addr
 
 /** Control thread: resolve the packets workers handed over and put them back on their channels. */
 void ncd_nh_run(struct ncd *d);
+
+/**
+ * Whether a client's packet (its parsed key) comes from one of the addresses
+ * of the port's kernel interface, the host's own: what a channel that names
+ * no destination may send from. Workers; refreshed every second by
+ * ncd_nh_run(). A port with no kernel interface has no such check: true.
+ */
+bool ncd_host_addr(const struct ncd_port *p, const struct nc_trie_key *k);
+
+/**
+ * How soon the control thread should run ncd_nh_run() again for the packets
+ * waiting for a neighbour: milliseconds, or -1 when none waits.
+ */
+int ncd_nh_wait_ms(void);
+
+/** The netlink socket that hears of the host's address changes (poll it; ncd_nh_run() reads it), or -1. */
+int ncd_nh_events_fd(void);
 
 /** Free what ncd_nh_init() set up, with any packet still waiting. */
 void ncd_nh_close(struct ncd *d);
