@@ -258,7 +258,8 @@ class Nat(T.DaemonCase):
         want += back
         T.write_pcap(os.path.join(self.w, "in.pcap"), [bytes(f) for f in frames])
         T.write_pcap(os.path.join(self.w, "in1.pcap"), [bytes(f) for f in replies])
-        self.run_daemon(config(self.w, chans, nat={"flows": 8}))
+        # One channel may have the whole table here (by default, half of it).
+        self.run_daemon(config(self.w, chans, nat={"flows": 8, "flows_per_channel": 8}))
         time.sleep(1.0)
         st, by = self.stop_and_stats()
         got = T.read_pcap(os.path.join(self.w, "tx.pcap"))
@@ -284,6 +285,35 @@ class Nat(T.DaemonCase):
         self.assertEqual(port["drop_nat_table_full"], 3)
         self.assertEqual(port["drop_nat_conflict"], 1)
         self.assertEqual(st["nat"]["used"], 8)
+
+    def test_flows_per_channel(self):
+        """One NAT channel flooded with new flows holds at most nat.flows_per_channel
+        mappings (the rest dropped as nat_drop_channel_full): another NAT channel's flows
+        still get theirs, and are translated."""
+        s = scapy()
+        chans = [{"name": "flood", "match": {"proto": "udp", "dst": "192.0.2.10", "dport": 80},
+                  "action": {"nat": {"dst": "198.51.100.7", "via": VIA, "reverse": True}}},
+                 {"name": "calm", "match": {"proto": "udp", "dst": "192.0.2.11", "dport": 81},
+                  "action": {"nat": {"dst": "198.51.100.8", "via": VIA, "reverse": True}}}]
+        frames = [s.Ether(src=PEER, dst=MAC0) / s.IP(src=f"203.0.113.{i + 1}", dst="192.0.2.10") /
+                  s.UDP(sport=1000 + i, dport=80) / b"x" for i in range(20)]
+        frames += [s.Ether(src=PEER, dst=MAC0) / s.IP(src=f"203.0.113.{i + 1}", dst="192.0.2.11") /
+                   s.UDP(sport=2000 + i, dport=81) / b"y" for i in range(3)]
+        T.write_pcap(os.path.join(self.w, "in.pcap"), [bytes(f) for f in frames])
+        T.write_pcap(os.path.join(self.w, "in1.pcap"), [])
+        self.run_daemon(config(self.w, chans, nat={"flows": 16, "flows_per_channel": 8}))
+        time.sleep(1.0)
+        st, by = self.stop_and_stats()
+        self.assertEqual(st["nat"]["flows_per_channel"], 8)
+        self.assertEqual((by["flood"]["nat_flows"], by["flood"]["nat_drop_channel_full"],
+                          by["flood"]["nat"]), (8, 12, 8), by["flood"])
+        self.assertEqual((by["calm"]["nat_flows"], by["calm"]["nat"]), (3, 3), by["calm"])
+        port = st["ports"][0]
+        self.assertEqual(port["drop_nat_table_full"], 12)
+        self.assertTrue(T.accounting_ok(port), port)
+        sent = [s.Ether(f) for f in T.read_pcap(os.path.join(self.w, "tx.pcap"))]
+        self.assertEqual(sorted(p[s.IP].dst for p in sent),
+                         ["198.51.100.7"] * 8 + ["198.51.100.8"] * 3)
 
     def ncctl(self, cmd, ok=True):
         r = subprocess.run([NCCTL, "-s", os.path.join(self.w, "ncd.sock"), "--json", "-c", cmd],

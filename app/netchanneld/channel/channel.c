@@ -334,6 +334,9 @@ ncd_channel_add(struct ncd *d, const struct ncd_channel_conf *cc, int owner,
 	for (unsigned int w = 0; w < d->cfg.nworkers; w++)
 		memset(&d->workers[w].cstats[id], 0, sizeof(d->workers[w].cstats[id]));
 	memset(&d->ctl_cstats[id], 0, sizeof(d->ctl_cstats[id]));
+	/* The mappings of a channel that had the id before are not this one's. */
+	if (d->nat.live != NULL)
+		__atomic_store_n(&d->nat.live[id], 0, __ATOMIC_RELAXED);
 	snprintf(e->name, sizeof(e->name), "%s", cc->name);
 	e->id = ch->id;
 	e->action = cc->action;

@@ -933,21 +933,25 @@ load_nat(struct ctx *c, const json_t *act, struct ncd_channel_conf *cc)
 static int
 load_nat_table(struct ctx *c, const json_t *root)
 {
-	static const char *const keys[] = { "flows", "idle_timeout_ms", NULL };
+	static const char *const keys[] = { "flows", "idle_timeout_ms", "flows_per_channel", NULL };
 	const json_t *n = json_object_get(root, "nat");
-	int64_t flows, idle;
+	int64_t flows, idle, per;
 	size_t l;
 
 	c->cfg->nat_flows = 65536;
+	c->cfg->nat_flows_per_channel = 65536 / 2;
 	c->cfg->nat_idle_ms = 60000;
 	if (n == NULL)
 		return 0;
 	l = push(c, "nat", 0);
+	/* By default one channel may fill half the table: the others keep the rest. */
 	if (want_type(c, n, JSON_OBJECT, "an object") || check_keys(c, n, keys) ||
 	    get_int(c, n, "flows", 8, 1 << 20, 65536, &flows) ||
-	    get_int(c, n, "idle_timeout_ms", 100, 86400000, 60000, &idle))
+	    get_int(c, n, "idle_timeout_ms", 100, 86400000, 60000, &idle) ||
+	    get_int(c, n, "flows_per_channel", 1, flows, flows / 2, &per))
 		return -1;
 	c->cfg->nat_flows = (uint32_t)flows;
+	c->cfg->nat_flows_per_channel = (uint32_t)per;
 	c->cfg->nat_idle_ms = (uint32_t)idle;
 	pop(c, l);
 	return 0;

@@ -130,6 +130,7 @@ struct ncd_config {
 	bool rx_timestamps;           /* workers stamp received mbufs with the TSC */
 	uint32_t heap_reserve_mb;     /* DPDK heap added and pinned at start (main.c) */
 	uint32_t nat_flows;          /* nat.flows: reverse mappings the table holds */
+	uint32_t nat_flows_per_channel; /* nat.flows_per_channel: most one channel may hold */
 	uint32_t nat_idle_ms;        /* nat.idle_timeout_ms */
 };
 

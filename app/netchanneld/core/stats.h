@@ -68,6 +68,7 @@ struct ncd_chan_stats {
 	/* NAT: every hit lands in nat or one nat_drop_*; replies translated back in nat_reverse. */
 	uint64_t nat, nat_bytes;
 	uint64_t nat_drop_invalid, nat_drop_no_route, nat_drop_no_neigh, nat_drop_table_full;
+	uint64_t nat_drop_channel_full;    /* new flow: the channel holds nat.flows_per_channel */
 	uint64_t nat_drop_conflict, nat_drop_tx;
 	uint64_t nat_reverse, nat_reverse_bytes, nat_reverse_drop_tx;
 	uint64_t nat_flows;                /* reverse mappings it created */
@@ -86,7 +87,7 @@ struct ncd_chan_stats {
 	X(tx_spoofed_mac) X(tx_spoofed_vlan) X(tx_spoofed_addr) X(tx_spoofed_flow) X(tx_spoofed_not_ip) \
 	X(tx_malformed) X(tx_no_route) X(tx_no_neigh) X(tx_ring_full) X(tx_resolving) \
 	X(nat) X(nat_bytes) X(nat_drop_invalid) X(nat_drop_no_route) X(nat_drop_no_neigh) \
-	X(nat_drop_table_full) X(nat_drop_conflict) X(nat_drop_tx) X(nat_reverse) \
+	X(nat_drop_table_full) X(nat_drop_channel_full) X(nat_drop_conflict) X(nat_drop_tx) X(nat_reverse) \
 	X(nat_reverse_bytes) X(nat_reverse_drop_tx) X(nat_flows)
 
 /** Sum every worker's counters of one port, and the control thread's. */

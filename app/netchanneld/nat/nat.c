@@ -49,7 +49,8 @@ ncd_nat_init(struct ncd *d)
 	t->nslots = (uint32_t)max + 1;
 	t->flows = rte_zmalloc("ncd_nat_flows", (size_t)t->nslots * sizeof(*t->flows),
 			       RTE_CACHE_LINE_SIZE);
-	if (max < 0 || t->flows == NULL) {
+	t->live = rte_zmalloc("ncd_nat_live", (size_t)d->cfg.max_channels * sizeof(*t->live), 0);
+	if (max < 0 || t->flows == NULL || t->live == NULL) {
 		NCD_LOG(ERR, "NAT flow table (%u slots): out of memory", t->nslots);
 		return -1;
 	}
@@ -63,6 +64,8 @@ ncd_nat_close(struct ncd *d)
 	d->nat.h = NULL;
 	rte_free(d->nat.flows);
 	d->nat.flows = NULL;
+	rte_free(d->nat.live);
+	d->nat.live = NULL;
 }
 
 /* Free deleted mappings' slots once no worker can still be reading them. */
@@ -107,10 +110,13 @@ ncd_nat_expire(struct ncd *d, bool force)
 		__atomic_store_n(&f->state, NCD_NATF_DEAD, __ATOMIC_RELEASE);
 		if (rte_hash_del_key(t->h, &f->key) != (int32_t)pos)
 			NCD_LOG(WARNING, "NAT mapping %u: not in the table where expected", pos);
-		if (gone)
+		if (gone) {
 			t->gone++;
-		else
+		} else {
+			/* Its channel's share; a gone channel's id starts again from 0 when reused. */
+			__atomic_fetch_sub(&t->live[f->chan], 1, __ATOMIC_RELAXED);
 			t->expired++;
+		}
 		dead[ndead++] = (int32_t)pos;
 		if (ndead == RTE_DIM(dead)) {
 			release(d, dead, ndead);
@@ -131,7 +137,8 @@ ncd_view_nat(const struct ncd *d)
 			nat++;
 			rev += d->channels[i]->nat.reverse;
 		}
-	return json_pack("{s:i, s:i, s:I, s:I, s:I, s:i, s:i}", "capacity", (int)t->capacity,
+	return json_pack("{s:i, s:i, s:i, s:I, s:I, s:I, s:i, s:i}", "capacity", (int)t->capacity,
+			 "flows_per_channel", (int)d->cfg.nat_flows_per_channel,
 			 "used", (int)__atomic_load_n(&t->used, __ATOMIC_RELAXED), "expired", (json_int_t)t->expired, "gone",
 			 (json_int_t)t->gone, "idle_timeout_ms", (json_int_t)d->cfg.nat_idle_ms,
 			 "channels", (int)nat, "reverse_channels", (int)rev);

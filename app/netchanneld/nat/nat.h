@@ -55,6 +55,7 @@ struct ncd_nat_table {
 	uint64_t idle_cycles;          /* TSC cycles without a packet before a mapping goes */
 	uint64_t next_scan;            /* TSC of the control thread's next expiry scan */
 	uint32_t used;                 /* mappings now: workers add, the control thread subtracts */
+	uint32_t *live;                /* [max_channels]: each channel's mappings now, as used */
 	uint64_t expired, gone;        /* removed: idle, or their channel went */
 };
 

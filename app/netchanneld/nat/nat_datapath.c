@@ -74,6 +74,13 @@ nat_track(struct ncd *d, unsigned int pi, const struct rte_mbuf *m, const struct
 	if (pos < 0)
 		pos = rte_hash_lookup(t->h, k);
 	if (pos < 0) {
+		/* The channel's share first (workers may each pass it at once: by one each). */
+		if (__atomic_load_n(&t->live[ch->id], __ATOMIC_RELAXED) >=
+		    d->cfg.nat_flows_per_channel) {
+			cs->nat_drop_channel_full++;
+			ps->drop_nat_table_full++;
+			return -1;
+		}
 		if (__atomic_load_n(&t->used, __ATOMIC_RELAXED) >= t->capacity ||
 		    (pos = rte_hash_add_key(t->h, k)) < 0) {
 			cs->nat_drop_table_full++;
@@ -99,6 +106,7 @@ nat_track(struct ncd *d, unsigned int pi, const struct rte_mbuf *m, const struct
 		return -1;
 	}
 	__atomic_fetch_add(&t->used, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&t->live[ch->id], 1, __ATOMIC_RELAXED);
 	f->chan = ch->id;
 	f->gen = ch->dir->generation;
 	f->last = now;

@@ -59,7 +59,7 @@ static struct nh_wait {
 	uint64_t generation;           /* its channel's then: another channel may have the id now */
 	uint16_t port;
 	uint8_t family;
-	uint8_t dst[16];               /* the packet's destination, as the cache keys it */
+	union nc_trie_addr dst;        /* the packet's destination, as the cache keys it (aligned) */
 } waiting[NH_WAIT_MAX];
 
 static struct mnl_socket *nl;
@@ -439,7 +439,7 @@ waiting_for(uint16_t op, uint8_t family, const uint8_t *dst)
 
 	for (unsigned int i = 0; i < NH_WAIT_MAX; i++)
 		n += waiting[i].m != NULL && waiting[i].port == op && waiting[i].family == family &&
-		     memcmp(waiting[i].dst, dst, family == 4 ? 4 : 16) == 0;
+		     memcmp(waiting[i].dst.a, dst, family == 4 ? 4 : 16) == 0;
 	return n;
 }
 
@@ -464,11 +464,11 @@ wait(struct ncd *d, struct rte_mbuf *m, const struct ncd_channel *ch, uint16_t o
 		*x = (struct nh_wait){ .m = m, .deadline = now + NH_WAIT_MS, .tried = now,
 				       .generation = ch->dir->generation, .port = op,
 				       .family = family };
-		memcpy(x->dst, dst, family == 4 ? 4 : 16);
+		memcpy(x->dst.a, dst, family == 4 ? 4 : 16);
 		for (unsigned int k = 0; k < NH_WAIT_MAX; k++)
 			if (k != i && waiting[k].m != NULL && waiting[k].port == op &&
 			    waiting[k].family == family &&
-			    memcmp(waiting[k].dst, dst, family == 4 ? 4 : 16) == 0) {
+			    memcmp(waiting[k].dst.a, dst, family == 4 ? 4 : 16) == 0) {
 				x->deadline = waiting[k].deadline;
 				break;
 			}
@@ -508,12 +508,12 @@ wait_run(struct ncd *d)
 
 		if (x.m == NULL || now - x.tried < NH_RETRY_MS)
 			continue;
-		ret = ask_kernel(p, x.family, x.dst, mac);
+		ret = ask_kernel(p, x.family, x.dst.a, mac);
 		if (ret == -EINPROGRESS && now < x.deadline) {
 			for (unsigned int k = i; k < NH_WAIT_MAX; k++)
 				if (waiting[k].m != NULL && waiting[k].port == x.port &&
 				    waiting[k].family == x.family &&
-				    memcmp(waiting[k].dst, x.dst, sizeof(x.dst)) == 0)
+				    memcmp(waiting[k].dst.a, x.dst.a, sizeof(x.dst)) == 0)
 					waiting[k].tried = now;
 			continue;
 		}
@@ -521,23 +521,35 @@ wait_run(struct ncd *d)
 			p->nh_stats.resolved++;
 		else if (ret == -EINPROGRESS)
 			ret = -EHOSTUNREACH;    /* its time is up */
-		nh_put(p->nh, x.family, x.dst, ret, mac,
+		nh_put(p->nh, x.family, x.dst.a, ret, mac,
 		       tsc + ms * (ret == 1 ? NCD_NH_TTL_MS : NCD_NH_NEG_TTL_MS));
+		/*
+		 * All of the neighbour's packets leave the queue first: one that went
+		 * through resolve_one() while another still waited would wait again.
+		 */
+		struct rte_mbuf *go[NH_WAIT_MAX];
+		uint64_t gen[NH_WAIT_MAX];
+		unsigned int ngo = 0;
+
 		for (unsigned int k = i; k < NH_WAIT_MAX; k++) {
 			struct nh_wait *y = &waiting[k];
-			uint32_t id = y->m != NULL ? y->m->hash.usr & ~NCD_NH_NAT : 0;
-			const struct ncd_channel *ch;
-			struct rte_mbuf *m = y->m;
 
-			if (m == NULL || y->port != x.port || y->family != x.family ||
-			    memcmp(y->dst, x.dst, sizeof(x.dst)) != 0)
+			if (y->m == NULL || y->port != x.port || y->family != x.family ||
+			    memcmp(y->dst.a, x.dst.a, sizeof(x.dst)) != 0)
 				continue;
+			gen[ngo] = y->generation;
+			go[ngo++] = y->m;
 			y->m = NULL;
-			if (ret != 1)
-				p->nh_stats.failed++;
-			ch = id < d->cfg.max_channels ? d->channels[id] : NULL;
+		}
+		if (ret != 1)
+			p->nh_stats.failed += ngo;
+		for (unsigned int k = 0; k < ngo; k++) {
+			struct rte_mbuf *m = go[k];
+			uint32_t id = m->hash.usr & ~NCD_NH_NAT;
+			const struct ncd_channel *ch = id < d->cfg.max_channels ? d->channels[id] : NULL;
+
 			/* A channel that went while it waited, and maybe another with its id. */
-			if (ch == NULL || ch->dir->generation != y->generation) {
+			if (ch == NULL || ch->dir->generation != gen[k]) {
 				if (m->hash.usr & NCD_NH_NAT)
 					d->ctl_pstats[m->port].drop_nat_tx++;
 				rte_pktmbuf_free(m);
