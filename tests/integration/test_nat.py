@@ -346,9 +346,9 @@ class Nat(T.DaemonCase):
         self.assertGreaterEqual(time.time() - t0, 1.4)
         st, _ = self.stop_and_stats()
         # --stats writes the same NAT view as "show nat".
-        self.assertEqual(st["nat"], {"capacity": 64, "used": 0, "expired": 3, "gone": 0,
-                                     "idle_timeout_ms": 1500, "channels": 1,
-                                     "reverse_channels": 1})
+        self.assertEqual(st["nat"], {"capacity": 64, "flows_per_channel": 32, "used": 0,
+                                     "expired": 3, "gone": 0, "idle_timeout_ms": 1500,
+                                     "channels": 1, "reverse_channels": 1})
 
     def test_cli_and_control_protocol(self):
         """NAT channels from the CLI (errors named, the translation shown), from the control
