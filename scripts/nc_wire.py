@@ -97,7 +97,18 @@ class Ctl:
         self.s.send(raw if raw is not None else request(type_, body, self.next_id))
 
     def recv(self):
-        data = self.s.recv(1 << 20)
+        try:
+            data = self.s.recv(1 << 20)
+        except ConnectionResetError:
+            # A daemon that refused us as it accepted us and closed before it read our
+            # request: the reset comes first, its reason is still queued behind it.
+            self.s.setblocking(False)
+            try:
+                data = self.s.recv(1 << 20)
+            except BlockingIOError:
+                raise ConnectionResetError("reset, and nothing queued") from None
+            finally:
+                self.s.settimeout(self.timeout)
         if not data:
             raise ConnectionError("closed")
         magic, _, for_id, status, length = REP.unpack(data[:REP.size])

@@ -105,6 +105,17 @@ call_fd(struct nc_client *c, uint16_t type, const void *body, uint32_t len, void
 	do
 		n = recvmsg(c->fd, &rmh, MSG_CMSG_CLOEXEC);
 	while (n < 0 && errno == EINTR);
+	/*
+	 * A daemon that refused us as it accepted us may have closed before it
+	 * read our request: the kernel then reports the reset first, and the
+	 * daemon's reason is still queued behind it.
+	 */
+	if (n < 0 && errno == ECONNRESET) {
+		rmh.msg_controllen = sizeof(cm.buf);
+		n = recvmsg(c->fd, &rmh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+		if (n < 0)
+			errno = ECONNRESET;
+	}
 	for (h = n > 0 ? CMSG_FIRSTHDR(&rmh) : NULL; h != NULL; h = CMSG_NXTHDR(&rmh, h))
 		if (h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_RIGHTS)
 			memcpy(&fd, CMSG_DATA(h), sizeof(int));

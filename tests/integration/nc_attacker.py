@@ -36,7 +36,9 @@ def unasked(c):
 
 
 def hello(c, flags=0):
-    status, body = c.call(W.HELLO, W.hello_body(flags=flags))
+    """HELLO's answer: its reply, or the refusal the daemon sent unasked as it accepted."""
+    c.send(W.HELLO, W.hello_body(flags=flags))
+    status, _, body = c.recv()
     return (status, body.decode() if status < 0 else "")
 
 

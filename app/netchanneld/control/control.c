@@ -1085,6 +1085,9 @@ accept_clients(const struct ncd *d)
 
 			/* Unasked (id 0): what the client reads first, in place of its HELLO's reply. */
 			reply(&tmp, NULL, err, why, (size_t)n);
+			/* What it sent already, read: a close with it unread would reset the client first. */
+			while (recv(fd, why, sizeof(why), MSG_DONTWAIT | MSG_TRUNC) > 0)
+				;
 			close(fd);
 			ctl.refused++;
 			continue;
