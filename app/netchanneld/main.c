@@ -33,6 +33,7 @@
 #include "channel/channel.h"
 #include "control/cli.h"
 #include "control/control.h"
+#include "control/reload.h"
 #include "control/telemetry.h"
 #include "control/views.h"
 #include "core/stats.h"
@@ -115,7 +116,10 @@ teardown_end(void)
 static void
 on_signal(int sig)
 {
-	(void)sig;
+	if (sig == SIGHUP) {
+		ncd.reload = 1;
+		return;
+	}
 	if (signals++ > 0)
 		_exit(1);
 	ncd.stop = true;
@@ -335,6 +339,17 @@ main(int argc, char **argv)
 		return 0;
 	}
 
+	/* Stage 0: the devices, before EAL probes one another daemon has. */
+	{
+		char err[320];
+
+		if (ncd_ports_claim(&d->cfg, err, sizeof(err)) != 0) {
+			fprintf(stderr, "netchanneld: %s\n", err);
+			ncd_config_free(&d->cfg);
+			return 1;
+		}
+	}
+
 	/* Stage 1: EAL, with the config's arguments and then the command line's. */
 	eal[eal_argc++] = argv[0];
 	snprintf(d->file_prefix, sizeof(d->file_prefix), "netchanneld");
@@ -418,8 +433,12 @@ main(int argc, char **argv)
 		NCD_LOG(WARNING, "rte_pdump_init: %s: no packet capture", rte_strerror(rte_errno));
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
+	signal(SIGHUP, on_signal);
 	if (ncd_ports_start(d) != 0 || ncd_offload_start(d) != 0)
 		goto out_close_control;
+	/* The host's addresses and routes on its TAP, as before a restart; a failure is logged. */
+	for (unsigned int i = 0; i < d->cfg.nports; i++)
+		ncd_exception_host_apply(d, i);
 	for (unsigned int i = 0; i < d->cfg.nworkers; i++) {
 		if (rte_eal_remote_launch(ncd_worker_main, &d->workers[i], d->workers[i].lcore) != 0) {
 			NCD_LOG(ERR, "rte_eal_remote_launch(lcore %u) failed", d->workers[i].lcore);
@@ -432,11 +451,13 @@ main(int argc, char **argv)
 		d->cfg.nworkers, d->cfg.nchannels);
 	printf("netchanneld: running (pid %d)\n", (int)getpid());
 	fflush(stdout);
+	ncd_notify("READY=1");
 	if (interactive)
 		nc_cli_shell("netchanneld> ", run_cli, d, poll_control, &d->stop);
 	else
 		ncd_control_run(d);
 	d->stop = true;
+	ncd_notify("STOPPING=1");
 	ret = launched == d->cfg.nworkers ? 0 : 1;
 
 	/* Shutdown: workers first, so no packet is in flight, then everything in reverse. */

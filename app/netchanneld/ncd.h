@@ -7,6 +7,7 @@
 #define NCD_H
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -80,6 +81,7 @@ struct ncd {
 	/* Held by the control thread while it changes channels, and by telemetry readers. */
 	pthread_mutex_t lock;
 	volatile bool stop;
+	volatile sig_atomic_t reload;  /* SIGHUP: the control thread reloads the config */
 	uint64_t channel_seq;          /* the next channel's seq */
 	const char *mark_mock;         /* --mark-mock's options, or NULL */
 };

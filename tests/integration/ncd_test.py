@@ -124,8 +124,8 @@ def generate(workdir, mac=PCAP_MAC, **kw):
 
 def accounting_ok(port):
     outcomes = ("delivered", "nat", "dropped_by_rule", "to_kernel", "drop_ring_full",
-                "drop_queue_bytes", "drop_no_buf", "drop_exc_full", "drop_no_exception",
-                "drop_too_big",
+                "drop_queue_bytes", "drop_no_buf", "drop_exc_full", "drop_exc_down",
+                "drop_no_exception", "drop_too_big",
                 "drop_nat_invalid", "drop_nat_no_route", "drop_nat_no_neigh",
                 "drop_nat_table_full", "drop_nat_conflict", "drop_nat_tx")
     return port["rx"] == sum(port[k] for k in outcomes)

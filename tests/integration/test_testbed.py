@@ -255,6 +255,122 @@ class TestBed(T.DaemonCase):
         self.assertEqual((nh["queue_full"], nh["failed"]), (0, 0), nh)
         self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
 
+    def test_link_down_and_up(self):
+        """The wire losing its carrier (the peer's end set down) is seen within seconds:
+        show port info says down, the log says why, the change is counted; and back up,
+        the host is reachable again."""
+        e = self.env
+
+        def link(want):
+            deadline = time.time() + 10
+            while time.time() < deadline:
+                info = self.ncctl("show port info wire0")[0]
+                if info["link"].split(",")[0] == want:
+                    return info
+                time.sleep(0.2)
+            self.fail(f"wire0's link is {info['link']}, not {want}")
+        # Changes so far: the link may have come up after the daemon first looked.
+        c0 = link("up")["link_changes"]
+        self.ns("PEER", "ip", "link", "set", "eth0", "down")
+        self.assertEqual(link("down")["link_changes"], c0 + 1)
+        self.assertIn("port wire0: link down (its kernel interface has no carrier, or is down "
+                      "or gone)", self.daemon.output())
+        self.ns("PEER", "ip", "link", "set", "eth0", "up")
+        self.assertEqual(link("up")["link_changes"], c0 + 2)
+        self.ns("PEER", "ping", "-c", "1", "-W", "5", e["TB_HOST4"])
+        self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
+        self.assertEqual(self.daemon.read_stats()["ports"][0]["link"],
+                         {"up": True, "changes": c0 + 2})
+
+    def start_with_host(self, run):
+        """A daemon of its own whose TAP gets the host's configuration (exception.host)."""
+        e = self.env
+        with open(self.daemon.config) as f:
+            cfg = json.load(f)
+        cfg["ports"][0]["exception"] = {
+            "device": "net_tap_wire0,iface=wire0", "mac": "port",
+            "host": {"addresses": [f"{e['TB_HOST4']}/24", f"{e['TB_HOST6']}/64"],
+                     "routes": [{"dst": "10.98.0.0/24", "gateway": e["TB_PEER4"],
+                                 "metric": 7}],
+                     "mtu": 1400}}
+        self.daemon = T.Daemon(cfg, self.w, f"{self.prefix}_{run}", netns=e["TB_HOST_NS"])
+        self.addCleanup(T.cleanup_prefix, f"{self.prefix}_{run}")
+        self.daemon.start()
+
+    def host_configured(self):
+        """The TAP is up with the host's MTU, route and addresses: the peer reaches both."""
+        e = self.env
+        link = self.ns("HOST", "ip", "link", "show", "wire0").stdout
+        self.assertIn("mtu 1400", link)
+        self.assertRegex(link, r"<[^>]*\bUP\b")
+        route = self.ns("HOST", "ip", "route", "show", "10.98.0.0/24").stdout
+        self.assertIn(f"via {e['TB_PEER4']} dev wire0", route)
+        self.assertIn("metric 7", route)
+        for addr in (e["TB_HOST4"], e["TB_HOST6"]):
+            self.ns("PEER", "ping", "-c", "1", "-W", "5", addr)
+
+    def test_host_config_survives_restart(self):
+        """exception.host: the daemon gives the TAP it makes the host's addresses, routes and
+        MTU, so that the host is reachable through it without anyone re-adding them, after a
+        restart too."""
+        self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
+        for run in range(2):
+            # The TAP goes with the daemon that made it: each run starts from nothing.
+            self.start_with_host(run)
+            self.assertIn("port wire0: the host's configuration of its TAP: 2 addresses, "
+                          "1 routes, mtu 1400", self.daemon.output())
+            self.host_configured()
+            self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
+
+    def test_tap_deleted_is_made_again(self):
+        """The TAP deleted (ip link del) or set down under the daemon: it notices within
+        seconds, counts the misses meanwhile as drop_exc_down, makes the TAP again with the
+        host's configuration, says so in the log, and the host is reachable again."""
+        self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
+        self.start_with_host(0)
+        self.host_configured()
+        for n, how in enumerate((("link", "del", "wire0"), ("link", "set", "wire0", "down"))):
+            self.ns("HOST", "ip", *how)
+            deadline = time.time() + 10
+            while self.ncctl("show port stats wire0")[0]["exception"]["remade"] < n + 1:
+                self.assertLess(time.time(), deadline, f"after ip {' '.join(how)}")
+                time.sleep(0.2)
+            self.host_configured()
+        out = self.daemon.output()
+        self.assertIn("port wire0: its exception device net_tap_wire0,iface=wire0 is gone: "
+                      "making it again", out)
+        self.assertIn("port wire0: its exception device net_tap_wire0,iface=wire0 is down: "
+                      "making it again", out)
+        self.assertIn("port wire0: its exception device is back (made again 2 times)", out)
+        self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
+        port = self.daemon.read_stats()["ports"][0]
+        self.assertEqual(port["exception"], {"down": False, "remade": 2})
+        self.assertEqual(port["drop_exc_full"], 0, port)
+        self.assertTrue(T.accounting_ok(port), port)
+
+    def test_second_daemon_leaves_the_first_alone(self):
+        """A second netchanneld on the same interface fails at start (exit 1), naming the
+        first, before it touches the interface: the first keeps its XDP program, and the
+        host stays reachable through it."""
+        e = self.env
+        self.ns("PEER", "ping", "-c", "1", "-W", "2", e["TB_HOST4"])
+        with open(self.daemon.config) as f:
+            cfg = json.load(f)
+        cfg["control"]["socket"] = os.path.join(self.w, "second.sock")
+        with open(os.path.join(self.w, "second.json"), "w") as f:
+            json.dump(cfg, f)
+        r = subprocess.run(["ip", "netns", "exec", e["TB_HOST_NS"], T.DAEMON, "-c",
+                            os.path.join(self.w, "second.json"), "--", "--file-prefix",
+                            self.prefix + "_2"], capture_output=True, text=True, timeout=60)
+        self.addCleanup(T.cleanup_prefix, self.prefix + "_2")
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn(f"port wire0: device net_af_xdp0,iface=veth0 is in use by netchanneld pid "
+                      f"{self.daemon.proc.pid}", r.stderr)
+        rx = self.ncctl("show port stats wire0")[0]["rx"]
+        self.ns("PEER", "ping", "-c", "2", "-W", "2", e["TB_HOST4"])
+        self.assertGreater(self.ncctl("show port stats wire0")[0]["rx"], rx)
+        self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
+
     def test_nat_tcp_both_ways(self):
         """A peer connects to a NATed address:port on the host and reaches a server on
         another address of the peer's host: a real TCP connection, IPv4 and IPv6, through

@@ -38,6 +38,7 @@
 #include "control/control.h"
 #include "control/ctl_decode.h"
 #include "control/rates.h"
+#include "control/reload.h"
 #include "control/views.h"
 #include "core/match.h"
 #include "core/stats.h"
@@ -1196,9 +1197,16 @@ ncd_control_poll(struct ncd *d, int timeout_ms)
 
 	/* Telemetry reads the channels and clients from its own thread. */
 	pthread_mutex_lock(&d->lock);
+	if (d->reload) {
+		d->reload = 0;
+		ncd_notify("RELOADING=1");
+		ncd_reload(d);
+		ncd_notify("READY=1");
+	}
 	/* Clients' IP packets waiting for a next hop: on a signal, and at least every poll. */
 	ncd_nh_run(d);
 	ncd_nat_expire(d, false);
+	ncd_ports_watch(d);
 	reclaim_pending(d);
 	expire_handshakes(d);
 	ncd_rates_tick(d);

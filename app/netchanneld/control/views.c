@@ -17,6 +17,7 @@
 
 #include "channel/channel.h"
 #include "control/rates.h"
+#include "control/reload.h"
 #include "control/control.h"
 #include "control/views.h"
 #include "core/stats.h"
@@ -71,6 +72,11 @@ ncd_view_port_stats(const struct ncd *d, unsigned int pi)
 						      "queue_full",
 						      (json_int_t)d->ports[pi].nh_stats.queue_full,
 						      "failed", (json_int_t)d->ports[pi].nh_stats.failed));
+	json_object_set_new(o, "link", json_pack("{s:b, s:I}", "up", d->ports[pi].link.up,
+						 "changes", (json_int_t)d->ports[pi].link.changes));
+	json_object_set_new(o, "exception", json_pack("{s:b, s:I}", "down", d->ports[pi].exc_down,
+						      "remade",
+						      (json_int_t)d->ports[pi].exc_remade));
 	json_object_set_new(o, "rates", ncd_rates_port(pi));
 	return o;
 }
@@ -124,14 +130,14 @@ ncd_view_port_info(const struct ncd *d, unsigned int pi)
 		json_object_set_new(o, "driver", json_string(info.driver_name));
 	json_object_set_new(o, "port_id", U64(p->port_id));
 	json_object_set_new(o, "mac", json_string(mac_str(&p->mac, mac)));
-	if (rte_eth_link_get_nowait(p->port_id, &link) == 0) {
-		if (link.link_status)
-			snprintf(status, sizeof(status), "up, %u Mbps, %s duplex", link.link_speed,
-				 link.link_duplex ? "full" : "half");
-		else
-			snprintf(status, sizeof(status), "down");
-		json_object_set_new(o, "link", json_string(status));
-	}
+	/* As the control thread last saw it (at most a second ago), the kernel's word included. */
+	if (p->link.known && p->link.up && rte_eth_link_get_nowait(p->port_id, &link) == 0)
+		snprintf(status, sizeof(status), "up, %u Mbps, %s duplex", p->link.speed,
+			 link.link_duplex ? "full" : "half");
+	else
+		snprintf(status, sizeof(status), p->link.known ? "down" : "unknown");
+	json_object_set_new(o, "link", json_string(status));
+	json_object_set_new(o, "link_changes", U64(p->link.changes));
 	json_object_set_new(o, "mtu", U64(pc->mtu));
 	json_object_set_new(o, "rx_queues", U64(pc->rx_queues));
 	for (unsigned int i = 0; i < d->cfg.nworkers; i++)
@@ -399,6 +405,7 @@ ncd_view_stats(const struct ncd *d, const struct ncd_conn *viewer)
 	json_object_set_new(o, "mempool", ncd_view_mempool(d));
 	json_object_set_new(o, "control", ncd_view_control());
 	json_object_set_new(o, "nat", ncd_view_nat(d));
+	json_object_set_new(o, "reload", ncd_view_reload());
 	return o;
 }
 

@@ -228,10 +228,128 @@ load_mempool(struct ctx *c, const json_t *root)
 	return r;
 }
 
+/* An address (prefix false) or a prefix with its length, of exception.host, into h. */
+static int
+host_addr(struct ctx *c, const char *s, bool prefix, struct ncd_host_addr *h)
+{
+	char err[160];
+
+	if (ncd_parse_prefix(s, &h->a, &h->len, &h->family, err, sizeof(err)) != 0)
+		return fail(c, "%s", err);
+	if (h->family == NC_TRIE_AF_ANY)
+		return fail(c, "'any' is not an address here");
+	if (!prefix && !strchr(s, '/'))
+		return 0;
+	if (!prefix)
+		return fail(c, "'%s': a gateway is an address, not a prefix", s);
+	/* An interface address without a length is a host route: say it instead. */
+	if (!strchr(s, '/'))
+		return fail(c, "'%s': give the prefix length (10.0.0.1/24)", s);
+	return 0;
+}
+
+/* A list of exception.host: an array of at most NCD_HOST_MAX, its key pushed (pop to *l). */
+static int
+host_list(struct ctx *c, const json_t *a, const char *key, size_t *l)
+{
+	*l = push(c, key, 0);
+	if (want_type(c, a, JSON_ARRAY, "an array"))
+		return -1;
+	if (json_array_size(a) > NCD_HOST_MAX)
+		return fail(c, "%zu %s, more than %d", json_array_size(a), key, NCD_HOST_MAX);
+	return 0;
+}
+
+/*
+ * exception.host: the addresses (with prefix length), routes (dst, gateway,
+ * metric) and MTU the host's kernel has on the exception TAP, applied over
+ * netlink whenever the daemon makes the TAP (nexthop.c), so that a restart
+ * does not take the host offline.
+ */
+static int
+load_host(struct ctx *c, const json_t *h, struct ncd_port_conf *p)
+{
+	static const char *const keys[] = { "addresses", "routes", "mtu", NULL };
+	static const char *const rkeys[] = { "dst", "gateway", "metric", NULL };
+	const json_t *addrs = json_object_get(h, "addresses"), *routes = json_object_get(h, "routes");
+	struct ncd_host_conf *hc = &p->host;
+	size_t l = push(c, "host", 0), i;
+	const json_t *v;
+	int64_t mtu;
+
+	if (want_type(c, h, JSON_OBJECT, "an object") || check_keys(c, h, keys) ||
+	    get_int(c, h, "mtu", 0, 65535, 0, &mtu))
+		return -1;
+	if (p->exc_device == NULL || strstr(p->exc_device, "iface=") == NULL)
+		return fail(c, "the exception device has no kernel interface (iface=) to configure");
+	hc->mtu = (uint16_t)mtu;
+	if (addrs != NULL) {
+		size_t l2;
+
+		if (host_list(c, addrs, "addresses", &l2))
+			return -1;
+		json_array_foreach(addrs, i, v) {
+			size_t l3 = push(c, NULL, (int)i);
+
+			if (want_type(c, v, JSON_STRING, "a string") ||
+			    host_addr(c, json_string_value(v), true, &hc->addr[hc->naddr++]))
+				return -1;
+			pop(c, l3);
+		}
+		pop(c, l2);
+	}
+	if (routes != NULL) {
+		size_t l2;
+
+		if (host_list(c, routes, "routes", &l2))
+			return -1;
+		json_array_foreach(routes, i, v) {
+			struct ncd_host_route *r = &hc->route[hc->nroute++];
+			const char *dst, *gw;
+			struct ncd_host_addr g;
+			int64_t metric;
+			size_t l3 = push(c, NULL, (int)i);
+
+			if (want_type(c, v, JSON_OBJECT, "an object") || check_keys(c, v, rkeys) ||
+			    get_str(c, v, "dst", true, &dst) || get_str(c, v, "gateway", false, &gw) ||
+			    get_int(c, v, "metric", 0, UINT32_MAX, 0, &metric))
+				return -1;
+			push(c, "dst", 0);
+			if (strcmp(dst, "default") == 0) {
+				/* Its family is the gateway's. */
+				if (gw == NULL)
+					return fail(c, "a default route needs a gateway");
+				if (host_addr(c, gw, false, &g))
+					return -1;
+				r->dst = (struct ncd_host_addr){ .family = g.family };
+			} else if (host_addr(c, dst, true, &r->dst)) {
+				return -1;
+			}
+			pop(c, l3);
+			push(c, NULL, (int)i);
+			if (gw != NULL) {
+				push(c, "gateway", 0);
+				if (host_addr(c, gw, false, &g))
+					return -1;
+				if (g.family != r->dst.family)
+					return fail(c, "'%s' is not of the family of dst", gw);
+				r->gw = g.a;
+				r->has_gw = true;
+			}
+			r->metric = (uint32_t)metric;
+			pop(c, l3);
+		}
+		pop(c, l2);
+	}
+	p->has_host = true;
+	pop(c, l);
+	return 0;
+}
+
 static int
 load_exception(struct ctx *c, const json_t *e, struct ncd_port_conf *p)
 {
-	static const char *const keys[] = { "device", "mac", "mode", NULL };
+	static const char *const keys[] = { "device", "mac", "mode", "host", NULL };
 	const char *dev, *mac, *mode;
 	char dflt[64];
 	size_t l;
@@ -277,6 +395,8 @@ load_exception(struct ctx *c, const json_t *e, struct ncd_port_conf *p)
 		p->exc_mac_port = false;
 		p->exc_mac_set = true;
 	}
+	if (json_object_get(e, "host") != NULL && load_host(c, json_object_get(e, "host"), p))
+		return -1;
 	pop(c, l);
 	return 0;
 }
@@ -1160,10 +1280,56 @@ config_load(const char *path, const char *text, struct ncd_config *cfg)
 	    load_u32(&c, root, "heap_reserve_mb", 0, NCD_MAX_HEAP_RESERVE_MB,
 		     NCD_DEFAULT_HEAP_RESERVE_MB, &cfg->heap_reserve_mb))
 		goto out;
+	/* What a reload may not change, to compare the next config with. */
+	cfg->fixed = json_deep_copy(root);
+	json_object_del(cfg->fixed, "channels");
+	for (unsigned int i = 0; i < 2; i++) {
+		json_t *o = json_object_get(cfg->fixed, i ? "nat" : "control");
+		static const char *const reloadable[2][4] = {
+			{ "allow", "limits", "hello_timeout_ms", NULL },
+			{ "idle_timeout_ms", "flows_per_channel", NULL } };
+
+		for (unsigned int k = 0; o != NULL && reloadable[i][k] != NULL; k++)
+			json_object_del(o, reloadable[i][k]);
+	}
 	ret = 0;
 out:
 	json_decref(root);
 	return ret;
+}
+
+bool
+ncd_config_reloadable(const struct ncd_config *cfg, const struct ncd_config *next, char *key,
+		      size_t len)
+{
+	const char *k;
+	json_t *v;
+
+	if (json_equal(cfg->fixed, next->fixed))
+		return true;
+	/* Name what differs: a key of either, one level down for the objects. */
+	for (int pass = 0; pass < 2; pass++) {
+		const json_t *a = pass ? next->fixed : cfg->fixed, *b = pass ? cfg->fixed : next->fixed;
+
+		json_object_foreach((json_t *)a, k, v) {
+			const json_t *w = json_object_get(b, k);
+			const char *sub;
+			json_t *x;
+
+			if (json_equal(v, w))
+				continue;
+			snprintf(key, len, "%s", k);
+			if (json_is_object(v) && json_is_object(w))
+				json_object_foreach(v, sub, x)
+					if (!json_equal(x, json_object_get(w, sub))) {
+						snprintf(key, len, "%s.%s", k, sub);
+						break;
+					}
+			return false;
+		}
+	}
+	snprintf(key, len, "?");
+	return false;
 }
 
 int
@@ -1191,5 +1357,6 @@ ncd_config_free(struct ncd_config *cfg)
 	free(cfg->control_socket);
 	free(cfg->allow);
 	free(cfg->channels);
+	json_decref(cfg->fixed);
 	memset(cfg, 0, sizeof(*cfg));
 }

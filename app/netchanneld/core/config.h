@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "nat/nat_rewrite.h"
 #include "nc_proto.h"
 #include "nc_trie.h"
@@ -38,6 +40,29 @@ struct ncd_nat_conf {
 	bool reverse;                /* keep a mapping per flow, and translate the replies back */
 };
 
+/* exception.host: what the host's kernel has on the exception TAP, applied as it is made. */
+#define NCD_HOST_MAX 16
+struct ncd_host_addr {
+	uint8_t family;              /* NC_TRIE_AF_INET or _INET6 */
+	uint8_t len;                 /* prefix length */
+	union nc_trie_addr a;
+};
+
+struct ncd_host_route {
+	struct ncd_host_addr dst;    /* len 0: the default route */
+	union nc_trie_addr gw;
+	bool has_gw;
+	uint32_t metric;
+};
+
+struct ncd_host_conf {
+	struct ncd_host_addr addr[NCD_HOST_MAX];
+	unsigned int naddr;
+	struct ncd_host_route route[NCD_HOST_MAX];
+	unsigned int nroute;
+	uint16_t mtu;                /* 0: the kernel's */
+};
+
 struct ncd_port_conf {
 	char name[NCD_PORT_NAME_MAX];
 	char *device;
@@ -49,6 +74,8 @@ struct ncd_port_conf {
 	uint8_t exc_mac[6];          /* otherwise this one */
 	bool exc_mac_set;
 	bool bifurcated;             /* exception mode bifurcated: isolated flow rules, no TAP */
+	bool has_host;               /* exception.host given */
+	struct ncd_host_conf host;
 };
 
 struct ncd_rxq_conf {
@@ -132,6 +159,8 @@ struct ncd_config {
 	uint32_t nat_flows;          /* nat.flows: reverse mappings the table holds */
 	uint32_t nat_flows_per_channel; /* nat.flows_per_channel: most one channel may hold */
 	uint32_t nat_idle_ms;        /* nat.idle_timeout_ms */
+	/* The document without what a reload may change (ncd_config_reloadable()). */
+	json_t *fixed;
 };
 
 /**
@@ -146,6 +175,19 @@ struct ncd_config {
  *   0, or -1 after printing the first error.
  */
 int ncd_config_load(const char *path, struct ncd_config *cfg);
+
+/**
+ * Whether a reload from cfg to next changes only what a running daemon can
+ * change: channels, control.allow, control.limits, control.hello_timeout_ms,
+ * nat.idle_timeout_ms and nat.flows_per_channel.
+ *
+ * @param key
+ *   Set to the first key that differs otherwise ("ports", "control.socket").
+ * @return
+ *   true if only those change.
+ */
+bool ncd_config_reloadable(const struct ncd_config *cfg, const struct ncd_config *next,
+			   char *key, size_t len);
 
 /** As ncd_config_load(), from a JSON text; name stands for the file in messages. */
 int ncd_config_load_text(const char *name, const char *text, struct ncd_config *cfg);

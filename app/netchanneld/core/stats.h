@@ -25,6 +25,7 @@ struct ncd_port_stats {
 	uint64_t drop_queue_bytes;     /* channel over its byte budget */
 	uint64_t drop_no_buf;          /* isolated client: every buffer held, or the frame too long */
 	uint64_t drop_exc_full;        /* exception device did not take it */
+	uint64_t drop_exc_down;        /* exception device gone, being made again */
 	uint64_t drop_no_exception;    /* exception device "none" */
 	uint64_t drop_too_big;         /* larger than the exception device takes */
 	uint64_t nat;                  /* translated by a NAT channel (either way) and sent */
@@ -77,7 +78,7 @@ struct ncd_chan_stats {
 /* The counters by name, in the order they are shown (stats.c, views.c). */
 #define PORT_FIELDS(X) \
 	X(rx) X(delivered) X(dropped_by_rule) X(to_kernel) X(drop_ring_full) \
-	X(drop_queue_bytes) X(drop_no_buf) X(drop_exc_full) X(drop_no_exception) X(drop_too_big) X(nat) \
+	X(drop_queue_bytes) X(drop_no_buf) X(drop_exc_full) X(drop_exc_down) X(drop_no_exception) X(drop_too_big) X(nat) \
 	X(drop_nat_invalid) X(drop_nat_no_route) X(drop_nat_no_neigh) X(drop_nat_table_full) \
 	X(drop_nat_conflict) X(drop_nat_tx) X(miss) \
 	X(kernel_rx) X(kernel_tx) X(kernel_tx_drop) X(client_tx) X(client_tx_drop) X(mark_hits) \

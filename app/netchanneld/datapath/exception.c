@@ -24,6 +24,12 @@ ncd_dp_to_kernel(const struct ncd_port *p, uint16_t txq, struct ncd_port_stats *
 		rte_pktmbuf_free_bulk(m, n);
 		return;
 	}
+	/* Acquire: once it is back, the exception device's new id with it. */
+	if (unlikely(__atomic_load_n(&p->exc_down, __ATOMIC_ACQUIRE))) {
+		ps->drop_exc_down += n;
+		rte_pktmbuf_free_bulk(m, n);
+		return;
+	}
 	sent = rte_eth_tx_burst(p->exc_id, txq, m, n);
 	ps->to_kernel += sent;
 	ps->drop_exc_full += n - sent;
@@ -40,6 +46,8 @@ ncd_dp_from_kernel(struct ncd *d, struct ncd_worker *w, unsigned int pi)
 	struct rte_mbuf *m[NCD_BURST];
 	uint16_t n, sent;
 
+	if (unlikely(__atomic_load_n(&p->exc_down, __ATOMIC_ACQUIRE)))
+		return;
 	n = rte_eth_rx_burst(p->exc_id, w->exc_txq[pi], m, NCD_BURST);
 	if (n == 0)
 		return;

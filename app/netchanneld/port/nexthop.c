@@ -14,7 +14,9 @@
  * next packet finds it. Only the packets that found no route or no neighbour
  * are dropped, and they are counted.
  */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <net/if.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -396,11 +398,141 @@ ncd_nh_init(struct ncd *d)
 	/* Without it the host's addresses are still read every second. */
 	nl_events = mnl_socket_open2(NETLINK_ROUTE, SOCK_CLOEXEC | SOCK_NONBLOCK);
 	if (nl_events != NULL &&
-	    mnl_socket_bind(nl_events, RTMGRP_IPV4_IFADDR | RTMGRP_IPV6_IFADDR, MNL_SOCKET_AUTOPID)) {
+	    mnl_socket_bind(nl_events, RTMGRP_IPV4_IFADDR | RTMGRP_IPV6_IFADDR | RTMGRP_LINK,
+			    MNL_SOCKET_AUTOPID)) {
 		mnl_socket_close(nl_events);
 		nl_events = NULL;
 	}
 	return 0;
+}
+
+/* One change the kernel acknowledges: 0 or -errno. */
+static int
+nl_change(uint16_t type, size_t hlen, void (*fill)(struct nlmsghdr *, void *, const void *),
+	  const void *arg)
+{
+	uint8_t buf[NL_BUF];
+	void *hdr;
+	struct nlmsghdr *n = nl_request(buf, type, NLM_F_ACK | NLM_F_CREATE | NLM_F_REPLACE, hlen,
+					&hdr);
+
+	fill(n, hdr, arg);
+	return nl_call(n, NULL, NULL);
+}
+
+struct host_req {
+	int ifindex;
+	const struct ncd_host_conf *hc;
+	unsigned int i;
+};
+
+static void
+fill_link(struct nlmsghdr *n, void *hdr, const void *arg)
+{
+	const struct host_req *r = arg;
+	struct ifinfomsg *ifi = hdr;
+
+	n->nlmsg_flags &= (uint16_t)~(NLM_F_CREATE | NLM_F_REPLACE);
+	ifi->ifi_family = AF_UNSPEC;
+	ifi->ifi_index = r->ifindex;
+	ifi->ifi_flags = IFF_UP;
+	ifi->ifi_change = IFF_UP;
+	if (r->hc->mtu != 0)
+		mnl_attr_put_u32(n, IFLA_MTU, r->hc->mtu);
+}
+
+static void
+fill_addr(struct nlmsghdr *n, void *hdr, const void *arg)
+{
+	const struct host_req *r = arg;
+	const struct ncd_host_addr *a = &r->hc->addr[r->i];
+	struct ifaddrmsg *ifa = hdr;
+	bool v4 = a->family == NC_TRIE_AF_INET;
+
+	ifa->ifa_family = v4 ? AF_INET : AF_INET6;
+	ifa->ifa_prefixlen = a->len;
+	ifa->ifa_scope = RT_SCOPE_UNIVERSE;
+	ifa->ifa_index = (uint32_t)r->ifindex;
+	mnl_attr_put(n, IFA_LOCAL, v4 ? 4 : 16, a->a.a);
+	mnl_attr_put(n, IFA_ADDRESS, v4 ? 4 : 16, a->a.a);
+	/* The address was the host's before the restart: no duplicate address detection. */
+	if (!v4)
+		mnl_attr_put_u32(n, IFA_FLAGS, IFA_F_NODAD);
+}
+
+static void
+fill_route(struct nlmsghdr *n, void *hdr, const void *arg)
+{
+	const struct host_req *r = arg;
+	const struct ncd_host_route *rt = &r->hc->route[r->i];
+	struct rtmsg *m = hdr;
+	bool v4 = rt->dst.family == NC_TRIE_AF_INET;
+
+	m->rtm_family = v4 ? AF_INET : AF_INET6;
+	m->rtm_dst_len = rt->dst.len;
+	m->rtm_table = RT_TABLE_MAIN;
+	m->rtm_protocol = RTPROT_STATIC;
+	m->rtm_scope = rt->has_gw ? RT_SCOPE_UNIVERSE : RT_SCOPE_LINK;
+	m->rtm_type = RTN_UNICAST;
+	if (rt->dst.len > 0)
+		mnl_attr_put(n, RTA_DST, v4 ? 4 : 16, rt->dst.a.a);
+	if (rt->has_gw)
+		mnl_attr_put(n, RTA_GATEWAY, v4 ? 4 : 16, rt->gw.a);
+	mnl_attr_put_u32(n, RTA_OIF, (uint32_t)r->ifindex);
+	mnl_attr_put_u32(n, RTA_PRIORITY, rt->metric);
+}
+
+int
+ncd_exception_host_apply(struct ncd *d, unsigned int pi)
+{
+	const struct ncd_port_conf *pc = &d->cfg.ports[pi];
+	struct host_req r = { .ifindex = d->ports[pi].nh_ifindex, .hc = &pc->host };
+	unsigned int failed = 0;
+	char a[INET6_ADDRSTRLEN];
+	int ret;
+
+	if (!pc->has_host)
+		return 0;
+	if (nl == NULL || r.ifindex == 0) {
+		NCD_LOG(ERR, "port %s: exception.host: no netlink socket, or no kernel interface",
+			pc->name);
+		return -1;
+	}
+	/* Up (and its MTU) first, then its addresses, then the routes through them. */
+	ret = nl_change(RTM_NEWLINK, sizeof(struct ifinfomsg), fill_link, &r);
+	if (ret != 0) {
+		NCD_LOG(ERR, "port %s: exception.host: link up, mtu %u: %s", pc->name,
+			pc->host.mtu, strerror(-ret));
+		failed++;
+	}
+	for (r.i = 0; r.i < pc->host.naddr; r.i++) {
+		const struct ncd_host_addr *x = &pc->host.addr[r.i];
+
+		ret = nl_change(RTM_NEWADDR, sizeof(struct ifaddrmsg), fill_addr, &r);
+		if (ret != 0) {
+			inet_ntop(x->family == NC_TRIE_AF_INET ? AF_INET : AF_INET6, x->a.a, a,
+				  sizeof(a));
+			NCD_LOG(ERR, "port %s: exception.host: address %s/%u: %s", pc->name, a,
+				x->len, strerror(-ret));
+			failed++;
+		}
+	}
+	for (r.i = 0; r.i < pc->host.nroute; r.i++) {
+		const struct ncd_host_route *x = &pc->host.route[r.i];
+
+		ret = nl_change(RTM_NEWROUTE, sizeof(struct rtmsg), fill_route, &r);
+		if (ret != 0) {
+			inet_ntop(x->dst.family == NC_TRIE_AF_INET ? AF_INET : AF_INET6, x->dst.a.a,
+				  a, sizeof(a));
+			NCD_LOG(ERR, "port %s: exception.host: route %s/%u: %s", pc->name, a,
+				x->dst.len, strerror(-ret));
+			failed++;
+		}
+	}
+	NCD_LOG(NOTICE, "port %s: the host's configuration of its TAP: %u addresses, %u routes, "
+		"mtu %u%s", pc->name, pc->host.naddr, pc->host.nroute, pc->host.mtu,
+		failed ? " (some failed: see above)" : "");
+	return failed ? -1 : 0;
 }
 
 int
@@ -717,11 +849,14 @@ ncd_nh_run(struct ncd *d)
 	wait_run(d);
 	/*
 	 * The host's addresses, which clients may send from: read again when the
-	 * kernel says they changed (any interface's: the message is not parsed),
-	 * and every second.
+	 * kernel says an address or a link changed (any interface's: the message
+	 * is not parsed), and every second.
 	 */
 	while (nl_events != NULL && recv(mnl_socket_get_fd(nl_events), ev, sizeof(ev), 0) > 0)
 		changed = true;
+	/* An interface went, came or changed: ncd_ports_watch() looks at the links at once. */
+	for (unsigned int i = 0; changed && i < d->cfg.nports; i++)
+		d->ports[i].link.event = 1;
 	for (unsigned int i = 0; nl != NULL && i < d->cfg.nports; i++) {
 		struct ncd_port *p = &d->ports[i];
 		uint64_t now = rte_get_tsc_cycles() / (rte_get_tsc_hz() / 1000);

@@ -6,12 +6,16 @@
  * (a multi-queue TAP spreads the kernel's frames over its queues).
  */
 #include <errno.h>
+#include <inttypes.h>
+#include <net/if.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <rte_bus_vdev.h>
 #include <rte_dev.h>
 #include <rte_ethdev.h>
 #include <rte_mbuf.h>
+#include <rte_rcu_qsbr.h>
 
 #include "datapath/datapath.h"
 #include "ncd.h"
@@ -89,6 +93,11 @@ setup_queues(struct ncd *d, uint16_t pid, const char *what, uint16_t nrx, uint16
 	}
 	if (mtu >= info.min_mtu && mtu <= info.max_mtu)
 		conf.rxmode.mtu = mtu;
+	/* Link changes and removal as events, where the PMD has them (ncd_ports_watch()). */
+	if (info.dev_flags != NULL && (*info.dev_flags & RTE_ETH_DEV_INTR_LSC))
+		conf.intr_conf.lsc = 1;
+	if (info.dev_flags != NULL && (*info.dev_flags & RTE_ETH_DEV_INTR_RMV))
+		conf.intr_conf.rmv = 1;
 	ret = rte_eth_dev_configure(pid, nrx, ntx, &conf);
 	if (ret == 0)
 		ret = rte_eth_dev_adjust_nb_rx_tx_desc(pid, &nrxd, &ntxd);
@@ -112,6 +121,23 @@ setup_queues(struct ncd *d, uint16_t pid, const char *what, uint16_t nrx, uint16
 		}
 	}
 	return 0;
+}
+
+/* The exception device's devargs: a TAP carries the port's MAC, so the kernel answers ARP. */
+static void
+exc_devargs(const struct ncd_port_conf *pc, const struct ncd_port *p, char *exc, size_t len)
+{
+	snprintf(exc, len, "%s", pc->exc_device);
+	if (strncmp(exc, "net_tap", 7) == 0 && strstr(exc, "mac=") == NULL) {
+		struct rte_ether_addr m = p->mac;
+		char mac[RTE_ETHER_ADDR_FMT_SIZE];
+
+		if (!pc->exc_mac_port)
+			memcpy(m.addr_bytes, pc->exc_mac, sizeof(m.addr_bytes));
+		rte_ether_format_addr(mac, sizeof(mac), &m);
+		if (pc->exc_mac_port || pc->exc_mac_set)
+			snprintf(exc + strlen(exc), len - strlen(exc), ",mac=%s", mac);
+	}
 }
 
 static int
@@ -151,19 +177,7 @@ port_init(struct ncd *d, unsigned int i)
 	p->exc_max_frame = pc->mtu + RTE_ETHER_HDR_LEN + 2 * RTE_VLAN_HLEN;
 	if (pc->exc_device == NULL)
 		return 0;
-
-	/* A TAP carries the port's MAC, so the kernel answers ARP for the port. */
-	snprintf(exc, sizeof(exc), "%s", pc->exc_device);
-	if (strncmp(exc, "net_tap", 7) == 0 && strstr(exc, "mac=") == NULL) {
-		struct rte_ether_addr m = p->mac;
-		char mac[RTE_ETHER_ADDR_FMT_SIZE];
-
-		if (!pc->exc_mac_port)
-			memcpy(m.addr_bytes, pc->exc_mac, sizeof(m.addr_bytes));
-		rte_ether_format_addr(mac, sizeof(mac), &m);
-		if (pc->exc_mac_port || pc->exc_mac_set)
-			snprintf(exc + strlen(exc), sizeof(exc) - strlen(exc), ",mac=%s", mac);
-	}
+	exc_devargs(pc, p, exc, sizeof(exc));
 	ret = probe(exc, &p->exc_id);
 	if (ret < 0)
 		return CONF_ERR(d, i, "exception.device", "cannot probe '%s': no such driver or "
@@ -212,6 +226,20 @@ ncd_ports_init(struct ncd *d)
 	return 0;
 }
 
+/* RTE_ETH_EVENT_INTR_LSC / INTR_RMV, from EAL's interrupt thread: only a flag. */
+static int
+link_event(uint16_t port_id, enum rte_eth_event_type ev, void *arg, void *ret_param)
+{
+	struct ncd_port *p = arg;
+
+	(void)port_id;
+	(void)ret_param;
+	if (ev == RTE_ETH_EVENT_INTR_RMV)
+		p->link.removed = true;
+	p->link.event = 1;
+	return 0;
+}
+
 int
 ncd_ports_start(struct ncd *d)
 {
@@ -226,6 +254,9 @@ ncd_ports_start(struct ncd *d)
 				strerror(-ret));
 			return -1;
 		}
+		/* Where the PMD sends them: look at the link as soon as it changes. */
+		rte_eth_dev_callback_register(p->port_id, RTE_ETH_EVENT_INTR_LSC, link_event, p);
+		rte_eth_dev_callback_register(p->port_id, RTE_ETH_EVENT_INTR_RMV, link_event, p);
 		ret = rte_eth_dev_start(p->port_id);
 		p->started = ret == 0;
 		if (ret != 0) {
@@ -236,6 +267,151 @@ ncd_ports_start(struct ncd *d)
 	return 0;
 }
 
+/*
+ * The kernel's word on an interface-backed port ("iface=NAME"): 1 up, 0 down
+ * (or gone), -1 no interface. operstate is read in the daemon's own network
+ * namespace, which ip netns exec's /sys is.
+ */
+static int
+kernel_link(const char *dev)
+{
+	const char *iface = dev != NULL ? strstr(dev, "iface=") : NULL;
+	char path[128], state[32] = "";
+	FILE *f;
+
+	if (iface == NULL)
+		return -1;
+	snprintf(path, sizeof(path), "/sys/class/net/%.*s/operstate",
+		 (int)strcspn(iface + 6, ","), iface + 6);
+	f = fopen(path, "r");
+	if (f == NULL)
+		return 0;
+	if (fgets(state, sizeof(state), f) == NULL)
+		state[0] = '\0';
+	fclose(f);
+	return strncmp(state, "up", 2) == 0 || strncmp(state, "unknown", 7) == 0;
+}
+
+/*
+ * The exception device made again, its kernel interface having gone (or gone
+ * down): workers stop using it (misses are drop_exc_down), it is removed,
+ * probed, set up and started as at start, and the host's configuration
+ * (exception.host) applied. On failure it stays down and is tried again.
+ */
+static void
+exc_remake(struct ncd *d, unsigned int i, const char *why)
+{
+	const struct ncd_port_conf *pc = &d->cfg.ports[i];
+	struct ncd_port *p = &d->ports[i];
+	uint16_t nw = (uint16_t)workers_of_port(d, i);
+	struct rte_eth_dev_info info;
+	char exc[512];
+	int ret;
+
+	if (!p->exc_down) {
+		__atomic_store_n(&p->exc_down, true, __ATOMIC_RELEASE);
+		/* After this no worker is in a burst that still uses the old device. */
+		rte_rcu_qsbr_synchronize(d->qsbr, RTE_QSBR_THRID_INVALID);
+		if (p->exc_started)
+			rte_eth_dev_stop(p->exc_id);
+		p->exc_started = false;
+		if (rte_eth_dev_info_get(p->exc_id, &info) == 0)
+			rte_dev_remove(info.device);
+		NCD_LOG(NOTICE, "port %s: its exception device %s is %s: making it again",
+			pc->name, pc->exc_device, why);
+	}
+	exc_devargs(pc, p, exc, sizeof(exc));
+	ret = probe(exc, &p->exc_id);
+	if (ret == 0 && setup_queues(d, p->exc_id, exc, nw, nw, pc->mtu, false, NULL) != 0)
+		ret = -EIO;
+	if (ret == 0)
+		ret = rte_eth_dev_start(p->exc_id);
+	if (ret != 0) {
+		NCD_LOG(ERR, "port %s: making %s again: %s; misses are dropped (drop_exc_down) "
+			"until it works", pc->name, exc, strerror(-ret));
+		return;
+	}
+	p->exc_started = true;
+	if (rte_eth_dev_info_get(p->exc_id, &info) == 0)
+		p->nh_ifindex = (int)info.if_index;
+	ncd_exception_host_apply(d, i);
+	p->exc_remade++;
+	/* Release: a worker that sees it back sees its new id. */
+	__atomic_store_n(&p->exc_down, false, __ATOMIC_RELEASE);
+	NCD_LOG(NOTICE, "port %s: its exception device is back (made again %" PRIu64 " times)",
+		pc->name, p->exc_remade);
+}
+
+/* Whether the exception device's kernel interface ("iface=NAME") is gone or down: a reason. */
+static const char *
+exc_lost(const struct ncd_port_conf *pc, const struct ncd_port *p)
+{
+	const char *iface = pc->exc_device != NULL ? strstr(pc->exc_device, "iface=") : NULL;
+	char name[IF_NAMESIZE], path[128];
+	unsigned int flags = 0;
+	unsigned int idx;
+	FILE *f;
+
+	if (!p->has_exc || iface == NULL)
+		return NULL;
+	if (p->exc_down)
+		return "still gone";
+	snprintf(name, sizeof(name), "%.*s", (int)strcspn(iface + 6, ","), iface + 6);
+	idx = if_nametoindex(name);
+	if (idx == 0 || (int)idx != p->nh_ifindex)
+		return "gone";
+	snprintf(path, sizeof(path), "/sys/class/net/%s/flags", name);
+	f = fopen(path, "r");
+	if (f != NULL) {
+		if (fscanf(f, "%x", &flags) != 1)
+			flags = IFF_UP;
+		fclose(f);
+	}
+	return f != NULL && !(flags & IFF_UP) ? "down" : NULL;
+}
+
+void
+ncd_ports_watch(struct ncd *d)
+{
+	uint64_t now = rte_get_tsc_cycles() / (rte_get_tsc_hz() / 1000);
+
+	for (unsigned int i = 0; i < d->cfg.nports; i++) {
+		struct ncd_port *p = &d->ports[i];
+		struct rte_eth_link l;
+		const char *lost;
+		bool up;
+		int k;
+
+		if (!p->started || (!p->link.event && now - p->link.checked_ms < 1000))
+			continue;
+		lost = exc_lost(&d->cfg.ports[i], p);
+		if (lost != NULL)
+			exc_remake(d, i, lost);
+		p->link.event = 0;
+		p->link.checked_ms = now;
+		if (p->link.removed || rte_eth_link_get_nowait(p->port_id, &l) != 0)
+			memset(&l, 0, sizeof(l));
+		k = kernel_link(d->cfg.ports[i].device);
+		up = l.link_status && k != 0;
+		if (p->link.known && up == p->link.up && (!up || l.link_speed == p->link.speed))
+			continue;
+		if (p->link.known) {
+			p->link.changes++;
+			if (up)
+				NCD_LOG(NOTICE, "port %s: link up, %u Mbps", d->cfg.ports[i].name,
+					l.link_speed);
+			else
+				NCD_LOG(NOTICE, "port %s: link down%s", d->cfg.ports[i].name,
+					p->link.removed ? " (the device was removed)" :
+					k == 0 ? " (its kernel interface has no carrier, or is down or gone)" :
+					"");
+		}
+		p->link.known = true;
+		p->link.up = up;
+		p->link.speed = up ? l.link_speed : 0;
+	}
+}
+
 void
 ncd_ports_close(struct ncd *d)
 {
@@ -244,6 +420,8 @@ ncd_ports_close(struct ncd *d)
 
 		if (!p->configured)
 			continue;
+		rte_eth_dev_callback_unregister(p->port_id, RTE_ETH_EVENT_INTR_LSC, link_event, p);
+		rte_eth_dev_callback_unregister(p->port_id, RTE_ETH_EVENT_INTR_RMV, link_event, p);
 		if (p->started)
 			rte_eth_dev_stop(p->port_id);
 		rte_eth_dev_close(p->port_id);

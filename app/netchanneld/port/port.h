@@ -7,11 +7,14 @@
 #define NCD_PORT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include <rte_ether.h>
 
 #include "nc_trie.h"
+
+struct ncd_config;
 
 struct ncd;
 struct ncd_mock;
@@ -54,6 +57,17 @@ struct ncd_port {
 	int nh_ifindex;                /* the kernel interface whose tables give them, or 0 */
 	/* Control thread's: lookups, and packets that waited for a neighbour, did not, or in vain. */
 	struct { uint64_t resolved, no_route, no_neigh, queued, queue_full, failed; } nh_stats;
+	/* The exception device is gone and being made again: misses are drop_exc_down. */
+	bool exc_down;
+	uint64_t exc_remade;           /* times the control thread made it again */
+	/* The link as the control thread last saw it (ncd_ports_watch()). */
+	struct {
+		bool known, up, removed;
+		uint32_t speed;            /* Mbps */
+		uint64_t changes;          /* up or down since the start */
+		uint64_t checked_ms;
+		volatile int event;        /* an LSC or removal event came: look now */
+	} link;
 	/* The kernel interface's addresses: the control thread fills the copy workers do not read. */
 	struct ncd_host_addrs host[2];
 	uint32_t host_cur;
@@ -71,8 +85,30 @@ struct ncd_port {
 /** Probe, configure and set up the ports and their exception devices. @return 0, or 2 (config), or 1. */
 int ncd_ports_init(struct ncd *d);
 
+/**
+ * Claim every port's device and exception device that another process could
+ * also take (a kernel interface, "iface=", in this network namespace; a PCI
+ * address) with a lock file in /run/lock/netchanneld, before EAL probes
+ * them: a second daemon on the same device fails here and leaves the first
+ * alone. The locks last as long as the process.
+ *
+ * @param err
+ *   The reason when it fails: "port wire0: device ... is in use by netchanneld pid 7 (...)".
+ * @return 0 or -1.
+ */
+int ncd_ports_claim(const struct ncd_config *cfg, char *err, size_t errlen);
+
 /** Start every port and exception device. @return 0 or -1. */
 int ncd_ports_start(struct ncd *d);
+
+/**
+ * Control thread: every port's link, read at least once a second and at once
+ * after a link-state (LSC) or removal event, where the PMD sends them. An
+ * interface-backed port ("iface=") is down while its kernel interface is
+ * (no carrier, down, or gone), which its PMD may not say. Each change is
+ * logged (NOTICE) and counted.
+ */
+void ncd_ports_watch(struct ncd *d);
 
 /** Stop and close every port and exception device. */
 void ncd_ports_close(struct ncd *d);
@@ -105,7 +141,20 @@ bool ncd_host_addr(const struct ncd_port *p, const struct nc_trie_key *k);
  */
 int ncd_nh_wait_ms(void);
 
-/** The netlink socket that hears of the host's address changes (poll it; ncd_nh_run() reads it), or -1. */
+/**
+ * Give a port's exception TAP the host's configuration (exception.host): up,
+ * its MTU, its addresses, then its routes, over netlink. Called whenever the
+ * daemon makes the TAP, so that a restart does not take the host offline.
+ * Each failure is logged.
+ *
+ * @return 0, or -1 if anything failed (the rest is still applied).
+ */
+int ncd_exception_host_apply(struct ncd *d, unsigned int pi);
+
+/**
+ * The netlink socket that hears of the host's address and link changes (poll it;
+ * ncd_nh_run() reads it and has ncd_ports_watch() look at once), or -1.
+ */
 int ncd_nh_events_fd(void);
 
 /** Free what ncd_nh_init() set up, with any packet still waiting. */
