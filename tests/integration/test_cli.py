@@ -437,6 +437,19 @@ class Install(unittest.TestCase):
         r = subprocess.run([exe, "--help"], capture_output=True, text=True, env=env)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("usage: nc-echo", r.stdout)
+        # The Python package, over the installed library, and its example.
+        pkg = [dp for dp, _, fs in os.walk(root) if dp.endswith("/netchannel") and
+               "__init__.py" in fs]
+        self.assertEqual(len(pkg), 1, pkg)
+        self.assertTrue(os.path.exists(os.path.join(
+            root, "share/doc/netchanneld/examples/python/nc_echo.py")))
+        r = subprocess.run(["/usr/bin/python3", "-c",
+                            "import netchannel; print(netchannel.version())"],
+                           capture_output=True, text=True, timeout=30,
+                           env=dict(env, PYTHONPATH=os.path.dirname(pkg[0]),
+                                    NETCHANNEL_LIB=os.path.join(libdir, "libnetchannel.so.0")))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertRegex(r.stdout, r"^\d+\.\d+\.\d+ \(")
         ldd = subprocess.run(["ldd", exe], capture_output=True, text=True, env=env).stdout
         self.assertRegex(ldd, re.escape(libdir) + r"/+libnetchannel\.so\.0")
         for tool in ("netchanneld", "ncctl"):

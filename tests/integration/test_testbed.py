@@ -229,6 +229,33 @@ class TestBed(T.DaemonCase):
         self.assertGreater(st["next_hop"]["resolved"], 0)
         self.assertEqual(st["next_hop"]["no_neigh"], 0)
 
+    def test_python_client_asyncio_echo(self):
+        """The Python package (ctypes over libnetchannel): its asyncio example claims UDP port
+        7 and echoes the peer's datagrams, IPv4 and IPv6, sleeping on the channel's eventfd
+        between them; a wrong socket is a NetchannelError with the library's words."""
+        e = self.env
+        env = dict(os.environ, PYTHONPATH=os.path.join(T.SRC, "python"))
+        echo = subprocess.Popen(["ip", "netns", "exec", e["TB_HOST_NS"], "/usr/bin/python3",
+                                 os.path.join(T.SRC, "python/examples/nc_echo.py"), "-s",
+                                 self.sock, "--dport", "7", "-c", "20"], env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.procs.append(echo)
+        self.assertEqual(echo.stdout.readline().strip(), "echoing udp port 7")
+        for addr in (e["TB_HOST4"], e["TB_HOST6"]):
+            self.assertEqual(self.udp(addr, 7, 10), {"echo": 10, "kernel": 0, "lost": 0,
+                                                     "wrong": 0}, addr)
+        out, _ = echo.communicate(timeout=30)
+        self.assertEqual(echo.returncode, 0, out)
+        self.assertIn("20 echoed; daemon: tx=20 tx_spoofed=0 tx_no_neigh=0", out)
+        probe = ("import errno, netchannel\n"
+                 "try:\n    netchannel.Client('/nonexistent.sock')\n"
+                 "except netchannel.NetchannelError as x:\n    print(x.errno == errno.ENOENT, x)\n")
+        r = subprocess.run(["/usr/bin/python3", "-c", probe], env=env, capture_output=True,
+                           text=True, timeout=30)
+        self.assertTrue(r.stdout.startswith("True [Errno 2] connect to /nonexistent.sock: "),
+                        r.stdout + r.stderr)
+        self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
+
     def test_first_reply_waits_for_its_neighbour(self):
         """nc-echo --ip's first reply to a peer whose MAC the host's kernel does not know is
         not lost: it waits while the kernel resolves the neighbour (as the kernel's own

@@ -1,0 +1,205 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""netchannel: netchanneld's channels from Python, over libnetchannel (ctypes).
+
+An isolated client: no DPDK, no root, only permission on the daemon's control socket and a
+control.allow entry. ::
+
+    import netchannel
+    with netchannel.Client() as c:
+        ch = c.create("echo", dport=7, proto="udp", tx=True)
+        frame = ch.recv(timeout=1.0)          # bytes, or None after the timeout
+        ch.send_ip(reply)                     # an IP packet: the daemon adds the Ethernet header
+
+A channel's fileno() is an eventfd for selectors and asyncio: arm() it, wait until it is
+readable, then receive with timeout=0 until None (see examples/nc_echo.py).
+"""
+import ctypes
+import errno
+import os
+
+__all__ = ["Client", "Channel", "NetchannelError", "DEFAULT_SOCKET"]
+
+DEFAULT_SOCKET = "/run/netchanneld/netchanneld.sock"   # NC_DEFAULT_SOCKET
+_CONNECT_CONTROL = 0x2                                 # NC_CONNECT_CONTROL
+_RULE_BYTES = 256          # room for a struct nc_trie_rule, which only the library fills
+
+
+class _Opts(ctypes.Structure):
+    """struct nc_channel_opts (netchannel.h)."""
+    _fields_ = [("drop", ctypes.c_int), ("ring_size", ctypes.c_uint32),
+                ("queue_bytes", ctypes.c_uint64), ("memory_limit_order", ctypes.c_uint32),
+                ("tx", ctypes.c_int), ("port", ctypes.c_uint16), ("nat", ctypes.c_void_p)]
+
+
+class _Stats(ctypes.Structure):
+    """struct nc_channel_stats (netchannel.h)."""
+    _fields_ = [(n, ctypes.c_uint64) for n in (
+        "hits", "delivered", "bytes", "drop_ring_full", "drop_queue_bytes", "dropped", "tx",
+        "tx_bytes", "tx_dropped", "tx_spoofed", "tx_malformed", "tx_no_route", "tx_no_neigh",
+        "tx_ring_full")] + [("rx_count", ctypes.c_uint32), ("tx_count", ctypes.c_uint32),
+                            ("drop_no_buf", ctypes.c_uint64)]
+
+
+def _load():
+    lib = ctypes.CDLL(os.environ.get("NETCHANNEL_LIB", "libnetchannel.so.0"), use_errno=True)
+    p, i, sz = ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t
+    for name, res, args in (
+            ("nc_connect", p, [ctypes.c_char_p, ctypes.c_uint]),
+            ("nc_disconnect", None, [p]),
+            ("nc_rule_flow", i, [p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_long]),
+            ("nc_channel_create", p, [p, ctypes.c_char_p, p, ctypes.POINTER(_Opts)]),
+            ("nc_channel_attach", p, [p, ctypes.c_char_p]),
+            ("nc_channel_destroy", i, [p]),
+            ("nc_recv", ctypes.c_ssize_t, [p, p, sz, i]),
+            ("nc_send", ctypes.c_ssize_t, [p, p, sz]),
+            ("nc_send_ip", ctypes.c_ssize_t, [p, p, sz]),
+            ("nc_channel_fd", i, [p]),
+            ("nc_channel_arm", i, [p]),
+            ("nc_channel_id", ctypes.c_uint32, [p]),
+            ("nc_channel_stats", i, [p, ctypes.POINTER(_Stats)]),
+            ("nc_strerror", ctypes.c_char_p, [i]),
+            ("nc_last_reason", ctypes.c_char_p, []),
+            ("nc_version", ctypes.c_char_p, [])):
+        f = getattr(lib, name)
+        f.restype, f.argtypes = res, args
+    return lib
+
+
+_lib = _load()
+
+
+def version():
+    """libnetchannel's release and git describe."""
+    return _lib.nc_version().decode()
+
+
+class NetchannelError(OSError):
+    """A call the daemon or the library refused: errno, its words, and the daemon's reason
+    when it gave one (the limit it names, how busy it is)."""
+
+    def __init__(self, err, what):
+        err = abs(err)
+        reason = _lib.nc_last_reason().decode()
+        text = _lib.nc_strerror(err).decode() + (f": {reason}" if reason else "")
+        super().__init__(err, f"{what}: {text}")
+        self.reason = reason
+
+
+def _check(ret, what):
+    if ret < 0:
+        raise NetchannelError(ret, what)
+    return ret
+
+
+class Channel:
+    """A channel of this client: created (it goes with the client) or attached (static)."""
+
+    def __init__(self, client, handle, name):
+        self._client, self._h, self.name = client, handle, name
+        self._buf = ctypes.create_string_buffer(65536)
+
+    def _handle(self):
+        if self._h is None:
+            raise ValueError(f"channel {self.name} is closed")
+        return self._h
+
+    @property
+    def id(self):
+        """The channel's id in the daemon."""
+        return _lib.nc_channel_id(self._handle())
+
+    def recv(self, timeout=None):
+        """The next frame, as bytes; None if none came within timeout seconds (0: do not
+        wait; None: wait for ever). Sleeps on the channel's eventfd: no CPU while idle."""
+        ms = -1 if timeout is None else int(timeout * 1000)
+        n = _lib.nc_recv(self._handle(), self._buf, len(self._buf), ms)
+        if n == -errno.EAGAIN:
+            return None
+        _check(n, f"receive on {self.name}")
+        return self._buf.raw[:min(n, len(self._buf))]
+
+    def send(self, frame):
+        """Send an Ethernet frame, from the port's MAC and one of the channel's flows."""
+        return _check(_lib.nc_send(self._handle(), frame, len(frame)), f"send on {self.name}")
+
+    def send_ip(self, packet):
+        """Send an IP packet; the daemon adds the Ethernet header to the kernel's next hop."""
+        return _check(_lib.nc_send_ip(self._handle(), packet, len(packet)),
+                      f"send on {self.name}")
+
+    def fileno(self):
+        """The channel's eventfd, readable once packets wait after arm() (selectors,
+        asyncio's add_reader). Read its 8 bytes before you arm it again."""
+        return _check(_lib.nc_channel_fd(self._handle()), f"eventfd of {self.name}")
+
+    def arm(self):
+        """Ask to be woken: False when armed (wait on fileno()), True when packets are
+        waiting already (receive them first)."""
+        return _check(_lib.nc_channel_arm(self._handle()), f"arm {self.name}") == 1
+
+    def stats(self):
+        """The daemon's counters of the channel, as a dict."""
+        st = _Stats()
+        _check(_lib.nc_channel_stats(self._handle(), ctypes.byref(st)), f"stats of {self.name}")
+        return {n: getattr(st, n) for n, _ in _Stats._fields_}
+
+    def close(self):
+        """Destroy a created channel, or let go of an attached one."""
+        if self._h is not None:
+            h, self._h = self._h, None
+            self._client._channels.discard(self)
+            _check(_lib.nc_channel_destroy(h), f"close {self.name}")
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class Client:
+    """A connection to netchanneld, as an isolated client (or control only)."""
+
+    def __init__(self, socket=None, control=False):
+        path = (socket or os.environ.get("NETCHANNELD_SOCKET") or DEFAULT_SOCKET).encode()
+        self._h = _lib.nc_connect(path, _CONNECT_CONTROL if control else 0)
+        if not self._h:
+            raise NetchannelError(ctypes.get_errno(), f"connect to {path.decode()}")
+        self._channels = set()
+
+    def create(self, name, dport, proto="udp", dst=None, tx=False, ring_size=0):
+        """A channel of this client's own for proto (tcp, udp, udplite, sctp or a number)
+        to dst (an address or prefix, or None for any) port dport; tx lets it send."""
+        rule = ctypes.create_string_buffer(_RULE_BYTES)
+        _check(_lib.nc_rule_flow(rule, proto.encode(), dst.encode() if dst else None, dport),
+               f"rule of {name}")
+        opts = _Opts(tx=1 if tx else 0, ring_size=ring_size)
+        h = _lib.nc_channel_create(self._h, name.encode(), rule, ctypes.byref(opts))
+        if not h:
+            raise NetchannelError(ctypes.get_errno(), f"create channel {name}")
+        ch = Channel(self, h, name)
+        self._channels.add(ch)
+        return ch
+
+    def attach(self, name):
+        """A static channel of the daemon's config (or an operator's), by name."""
+        h = _lib.nc_channel_attach(self._h, name.encode())
+        if not h:
+            raise NetchannelError(ctypes.get_errno(), f"attach to {name}")
+        ch = Channel(self, h, name)
+        self._channels.add(ch)
+        return ch
+
+    def close(self):
+        """Destroy the client's channels and disconnect."""
+        for ch in list(self._channels):
+            ch.close()
+        if self._h:
+            h, self._h = self._h, None
+            _lib.nc_disconnect(h)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
