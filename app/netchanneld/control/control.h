@@ -76,7 +76,9 @@ void ncd_control_close(struct ncd *d);
 
 /**
  * The control socket's counters: bad messages, connections accepted and
- * refused (every slot taken), closed for saying no HELLO in time, and open.
+ * refused as they were accepted, closed for saying no HELLO in time, open
+ * connections and clients, and refusals over users' limits, from the room
+ * kept for root, and of claims that would take others' flows.
  */
 json_t *ncd_view_control(void);
 
