@@ -210,6 +210,18 @@ def sh(*cmd):
     subprocess.run(cmd, check=True)
 
 
+def python_env(env, lib):
+    """env for /usr/bin/python3 to load lib (libnetchannel) with ctypes: a library built
+    with the sanitizers needs their runtime loaded first, and Python's own allocations are
+    not the leaks LeakSanitizer is there for."""
+    out = subprocess.run(["ldd", lib], capture_output=True, text=True).stdout
+    runtime = [ln.split("=>")[1].split()[0] for ln in out.splitlines()
+               if "=>" in ln and ("libasan" in ln or "libubsan" in ln)]
+    if runtime:
+        env = dict(env, LD_PRELOAD=":".join(runtime), ASAN_OPTIONS="detect_leaks=0")
+    return env
+
+
 def workdir(name):
     return tempfile.mkdtemp(prefix=f"ncd_{name}_")
 

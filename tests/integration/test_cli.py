@@ -446,8 +446,10 @@ class Install(unittest.TestCase):
         r = subprocess.run(["/usr/bin/python3", "-c",
                             "import netchannel; print(netchannel.version())"],
                            capture_output=True, text=True, timeout=30,
-                           env=dict(env, PYTHONPATH=os.path.dirname(pkg[0]),
-                                    NETCHANNEL_LIB=os.path.join(libdir, "libnetchannel.so.0")))
+                           env=T.python_env(dict(env, PYTHONPATH=os.path.dirname(pkg[0]),
+                                                 NETCHANNEL_LIB=os.path.join(
+                                                     libdir, "libnetchannel.so.0")),
+                                            os.path.join(libdir, "libnetchannel.so.0")))
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertRegex(r.stdout, r"^\d+\.\d+\.\d+ \(")
         ldd = subprocess.run(["ldd", exe], capture_output=True, text=True, env=env).stdout

@@ -234,7 +234,8 @@ class TestBed(T.DaemonCase):
         7 and echoes the peer's datagrams, IPv4 and IPv6, sleeping on the channel's eventfd
         between them; a wrong socket is a NetchannelError with the library's words."""
         e = self.env
-        env = dict(os.environ, PYTHONPATH=os.path.join(T.SRC, "python"))
+        env = T.python_env(dict(os.environ, PYTHONPATH=os.path.join(T.SRC, "python")),
+                           os.path.join(T.BUILD, "lib/netchannel/libnetchannel.so.0"))
         echo = subprocess.Popen(["ip", "netns", "exec", e["TB_HOST_NS"], "/usr/bin/python3",
                                  os.path.join(T.SRC, "python/examples/nc_echo.py"), "-s",
                                  self.sock, "--dport", "7", "-c", "20"], env=env,
