@@ -288,7 +288,9 @@ class Cli(T.DaemonCase):
                      r"ring_size 64\n",
                      r"channel destroy web\n", r"clear port stats all\n",
                      r"channel create x dport 70000: failed: .*dport.*\n"):
-            self.assertRegex(log, r"cli: " + me + ": " + line)
+            # One line each, stamped with the time (UTC, milliseconds), as a log file needs.
+            self.assertRegex(log, r"(?m)^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z netchanneld: "
+                             r"cli: " + me + ": " + line)
         self.assertNotIn("cli: pid", "".join(ln for ln in log.splitlines(True)
                                              if "show " in ln or "uid 65534" in ln))
 
@@ -375,6 +377,33 @@ class Cli(T.DaemonCase):
         self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
 
 
+class Completion(unittest.TestCase):
+    def complete(self, script, *words):
+        """What bash completes for the last of words, with the installed-to-be script."""
+        src = os.path.join(T.SRC, "config/bash-completion", script)
+        prog = ("source \"$1\"; shift; COMP_WORDS=(\"$@\"); COMP_CWORD=$(( $# - 1 )); "
+                f"_{script}; printf '%s\\n' \"${{COMPREPLY[@]}}\"")
+        path = os.path.join(T.BUILD, "app/ncctl") + ":" + os.environ["PATH"]
+        env = dict(os.environ, PATH=path)
+        r = subprocess.run(["bash", "-c", prog, "-", src] + list(words), capture_output=True,
+                           text=True, env=env, timeout=30)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return r.stdout.splitlines()
+
+    def test_bash_completion(self):
+        """bash completes ncctl's options, monitor's words, and after -c the CLI's commands
+        (quoted, from ncctl's own help), and netchanneld's options."""
+        self.assertEqual(self.complete("ncctl", "ncctl", "-c", '"show c'),
+                         ['"show channel', '"show clients', '"show classifier'])
+        self.assertIn('"channel destroy', self.complete("ncctl", "ncctl", "-c", '"'))
+        self.assertEqual(self.complete("ncctl", "ncctl", "monitor", "ch"), ["channel"])
+        self.assertEqual(self.complete("ncctl", "ncctl", "--j"), ["--json"])
+        self.assertEqual(self.complete("netchanneld", "netchanneld", "--che"),
+                         ["--check-config"])
+        self.assertEqual(self.complete("netchanneld", "netchanneld", "--s"),
+                         ["--stats", "--socket"])
+
+
 class Install(unittest.TestCase):
     def test_meson_install(self):
         """meson install into a DESTDIR: binaries, headers, libnetchannel and libnetchannel_zc
@@ -398,7 +427,8 @@ class Install(unittest.TestCase):
                   "share/doc/netchanneld/examples/nc_echo.c",
                   "share/doc/netchanneld/docs/design.md", "share/man/man8/netchanneld.8",
                   "share/man/man8/ncctl.8", "share/man/man1/nc-dump.1",
-                  "share/man/man1/nc-echo.1"):
+                  "share/man/man1/nc-echo.1", "share/bash-completion/completions/ncctl",
+                  "share/bash-completion/completions/netchanneld"):
             self.assertTrue(os.path.exists(os.path.join(root, f)), f)
         self.assertTrue(os.path.exists(os.path.join(libdir, "libnetchannel.so.0")))
         self.assertTrue(os.path.exists(os.path.join(libdir, "libnetchannel_zc.so.0")))
