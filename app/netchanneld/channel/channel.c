@@ -19,6 +19,7 @@
 #include <rte_ring.h>
 
 #include "channel/channel.h"
+#include "control/control.h"
 #include "channel/region.h"
 #include "core/match.h"
 #include "core/stats.h"
@@ -452,9 +453,19 @@ ncd_channel_del(struct ncd *d, uint32_t id)
 		ncd_nat_expire(d, true);
 	}
 	__atomic_store_n(&ch->dir->state, NC_DIR_FREE, __ATOMIC_RELEASE);
-	/* Whatever no client took, and whatever it sent that no worker took, goes back. */
-	ncd_ring_drain(d, ch->rx, ch->consumer_gone);
-	ncd_ring_drain(d, ch->tx, false);
+	/*
+	 * A static channel's zero-copy consumer checks the entry before each
+	 * burst, but may be in the middle of one: its rings stay whole, with what
+	 * they hold, until it lets go (its connection ends). Otherwise whatever no
+	 * client took, and whatever it sent that no worker took, goes back now.
+	 */
+	if (ch->consumer > 0 && ch->region == NULL &&
+	    ncd_control_hold_rings(d, (unsigned int)ch->consumer - 1, ch->rx, ch->tx) == 0) {
+		ch->rx = ch->tx = NULL;
+	} else {
+		ncd_ring_drain(d, ch->rx, ch->consumer_gone);
+		ncd_ring_drain(d, ch->tx, false);
+	}
 	if (ch->region != NULL)
 		ncd_region_ring_put(ch->region, ch->region_ring);
 	rte_free(ch->rx);

@@ -27,6 +27,7 @@
 #include <rte_hash.h>
 #include <rte_lcore.h>
 #include <rte_mbuf.h>
+#include <rte_malloc.h>
 #include <rte_mbuf_dyn.h>
 #include <rte_mempool.h>
 #include <rte_rcu_qsbr.h>
@@ -67,9 +68,12 @@ struct ncd_conn {
 	unsigned int lcore_id;
 	uint32_t channels[NCD_MAX_CLIENT_CHANNELS];
 	unsigned int nchannels;
-	/* Static channels an isolated client attached to: id and the entry's generation then. */
+	/* Static channels it attached to: id and the entry's generation then. */
 	struct { uint32_t id; uint64_t gen; } attached[NCD_MAX_CLIENT_CHANNELS];
 	unsigned int nattached;
+	/* Rings of static channels destroyed under it, a zero-copy consumer: freed as it goes. */
+	struct rte_ring *held[2 * NCD_MAX_CLIENT_CHANNELS];
+	unsigned int nheld;
 };
 
 static struct {
@@ -469,6 +473,21 @@ now_ms(void)
 	return rte_get_tsc_cycles() / (rte_get_tsc_hz() / 1000);
 }
 
+int
+ncd_control_hold_rings(struct ncd *d, unsigned int slot, struct rte_ring *rx, struct rte_ring *tx)
+{
+	struct ncd_conn *c = slot < NCD_MAX_CLIENTS ? ctl.slot_conn[slot] : NULL;
+
+	(void)d;
+	if (c == NULL || c->fd < 0 || c->nheld + 2 > RTE_DIM(c->held))
+		return -1;
+	if (rx != NULL)
+		c->held[c->nheld++] = rx;
+	if (tx != NULL)
+		c->held[c->nheld++] = tx;
+	return 0;
+}
+
 /*
  * The connection's entry is free again, and its slot if it had one: its
  * client entry, its owner id and its lcore id may be reused.
@@ -476,6 +495,12 @@ now_ms(void)
 static void
 slot_free(struct ncd *d, struct ncd_conn *c)
 {
+	/* Its consumer is gone: what the held rings still hold goes back, from their tail. */
+	for (unsigned int i = 0; i < c->nheld; i++) {
+		ncd_ring_drain(d, c->held[i], true);
+		rte_free(c->held[i]);
+	}
+	c->nheld = 0;
 	if (c->slot >= 0) {
 		slot_rings_stop(d, (unsigned int)c->slot);
 		memset(&d->clients[c->slot], 0, sizeof(d->clients[0]));

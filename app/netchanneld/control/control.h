@@ -56,6 +56,16 @@ void ncd_conn_peer(const struct ncd_conn *c, uid_t *uid, gid_t *gid, pid_t *pid)
 bool ncd_conn_sees(const struct ncd *d, const struct ncd_conn *c, const struct ncd_channel *ch);
 
 /**
+ * Keep a destroyed static channel's rings (either may be NULL) until the
+ * zero-copy client in slot, its consumer, lets go: its connection ends. They
+ * are drained and freed then.
+ *
+ * @return 0, or -1 when the slot has no open connection or no room (the caller frees them).
+ */
+int ncd_control_hold_rings(struct ncd *d, unsigned int slot, struct rte_ring *rx,
+			   struct rte_ring *tx);
+
+/**
  * Log (NOTICE) each channel of another owner whose flows the new channel id
  * now takes (its rule overlaps theirs at a priority not below theirs), naming
  * both owners. who: the new channel's owner, as the log should name it.
