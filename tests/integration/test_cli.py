@@ -99,6 +99,13 @@ class Cli(T.DaemonCase):
         text = self.ncctl("show channel dns").stdout
         self.assertIn("  hits: 60\n", text)
         self.assertIn("ring_count: 60\n", text)
+        # A deliver channel that cannot send: no NAT or transmit counters in the text, which
+        # JSON still has.
+        self.assertNotIn("nat", text)
+        self.assertNotIn("tx_spoofed", text)
+        self.assertIn("drop_ring_full", text)
+        self.assertEqual(ch["counters"]["nat_flows"], 0)
+        self.assertEqual(ch["counters"]["tx_spoofed"], 0)
         cl = self.js("show classifier")
         self.assertEqual(cl["rules"], 1)
         self.assertGreater(cl["bytes"], 0)

@@ -192,6 +192,34 @@ cmd_clear_port(struct cmd_ctx *x, char **argv, json_t **res)
 	return 0;
 }
 
+/*
+ * For a person: a channel's counters that cannot move for it left out (NAT's
+ * for other actions, transmit's for a channel that cannot send, delivery's
+ * for a drop or NAT channel). JSON keeps them all, for scripts.
+ */
+static void
+text_counters(json_t *ch)
+{
+	const char *action = json_string_value(json_object_get(ch, "action"));
+	bool tx = json_is_true(json_object_get(ch, "tx"));
+	json_t *cs = json_object_get(ch, "counters"), *v;
+	const char *k;
+	void *tmp;
+
+	if (action == NULL || cs == NULL)
+		return;
+	json_object_foreach_safe(cs, tmp, k, v) {
+		bool nat = strncmp(k, "nat", 3) == 0, send = strncmp(k, "tx", 2) == 0;
+		bool deliver = strcmp(k, "delivered") == 0 || strcmp(k, "bytes") == 0 ||
+			       strncmp(k, "drop_", 5) == 0 || strncmp(k, "wakeup", 6) == 0;
+
+		if ((nat && strcmp(action, "nat") != 0) || (send && !tx) ||
+		    (deliver && strcmp(action, "deliver") != 0) ||
+		    (strcmp(k, "dropped") == 0 && strcmp(action, "drop") != 0))
+			json_object_del(cs, k);
+	}
+}
+
 static int
 cmd_show_channel(struct cmd_ctx *x, char **argv, json_t **res)
 {
@@ -472,6 +500,16 @@ out:
 			json_dumpf(res, out, JSON_COMPACT);
 			fputc('\n', out);
 		} else {
+			if (c->id == NC_CLI_SHOW_CHANNEL) {
+				json_t *v;
+				size_t i;
+
+				if (json_is_array(res))
+					json_array_foreach(res, i, v)
+						text_counters(v);
+				else
+					text_counters(res);
+			}
 			render(out, res, 0);
 		}
 	}
