@@ -30,10 +30,16 @@ json_t *ncd_view_channel(const struct ncd *d, uint32_t id);
 /** Every channel viewer may see (ncd_conn_sees(); NULL: all), as ncd_view_channel() has it. */
 json_t *ncd_view_channels(const struct ncd *d, const struct ncd_conn *viewer);
 
-/** Every channel viewer may see, in brief: name, id, action, owner, rule, ring occupancy (CHANNEL_LIST). */
+/**
+ * Every channel viewer may see, in brief: name, id, action, owner, rule,
+ * ring occupancy (CHANNEL_LIST).
+ */
 json_t *ncd_view_channel_list(const struct ncd *d, const struct ncd_conn *viewer);
 
-/** The connected clients viewer may see (its user's; NULL: all): pid, uid, channels, mbufs held (control.c keeps them). */
+/**
+ * The connected clients viewer may see (its user's; NULL: all): pid, uid,
+ * channels, mbufs held, the user's use and limits (control.c keeps them).
+ */
 json_t *ncd_view_clients(const struct ncd *d, const struct ncd_conn *viewer);
 
 /** The classifier's size: rules, tuples, nodes, bytes. */

@@ -58,7 +58,7 @@ struct ncd_chan_stats {
 	uint64_t tx_spoofed;               /* not its own to send: the sum of the reasons below */
 	uint64_t tx_spoofed_mac;           /* a frame whose source MAC is not the port's */
 	uint64_t tx_spoofed_vlan;          /* a frame with a VLAN tag */
-	uint64_t tx_spoofed_addr;          /* from an address the host does not have (channels of any dst) */
+	uint64_t tx_spoofed_addr;          /* from an address not the host's (a channel of any dst) */
 	uint64_t tx_spoofed_flow;          /* not the reverse of the channel's flows (proto, dst, ports) */
 	uint64_t tx_spoofed_not_ip;        /* ARP and the like: the kernel's to send */
 	uint64_t tx_malformed;             /* not a well-formed IP packet */
@@ -78,7 +78,8 @@ struct ncd_chan_stats {
 /* The counters by name, in the order they are shown (stats.c, views.c). */
 #define PORT_FIELDS(X) \
 	X(rx) X(delivered) X(dropped_by_rule) X(to_kernel) X(drop_ring_full) \
-	X(drop_queue_bytes) X(drop_no_buf) X(drop_exc_full) X(drop_exc_down) X(drop_no_exception) X(drop_too_big) X(nat) \
+	X(drop_queue_bytes) X(drop_no_buf) X(drop_exc_full) X(drop_exc_down) X(drop_no_exception) \
+	X(drop_too_big) X(nat) \
 	X(drop_nat_invalid) X(drop_nat_no_route) X(drop_nat_no_neigh) X(drop_nat_table_full) \
 	X(drop_nat_conflict) X(drop_nat_tx) X(miss) \
 	X(kernel_rx) X(kernel_tx) X(kernel_tx_drop) X(client_tx) X(client_tx_drop) X(mark_hits) \
@@ -88,7 +89,8 @@ struct ncd_chan_stats {
 	X(tx_spoofed_mac) X(tx_spoofed_vlan) X(tx_spoofed_addr) X(tx_spoofed_flow) X(tx_spoofed_not_ip) \
 	X(tx_malformed) X(tx_no_route) X(tx_no_neigh) X(tx_ring_full) X(tx_resolving) \
 	X(nat) X(nat_bytes) X(nat_drop_invalid) X(nat_drop_no_route) X(nat_drop_no_neigh) \
-	X(nat_drop_table_full) X(nat_drop_channel_full) X(nat_drop_conflict) X(nat_drop_tx) X(nat_reverse) \
+	X(nat_drop_table_full) X(nat_drop_channel_full) X(nat_drop_conflict) X(nat_drop_tx) \
+	X(nat_reverse) \
 	X(nat_reverse_bytes) X(nat_reverse_drop_tx) X(nat_flows)
 
 /** Sum every worker's counters of one port, and the control thread's. */

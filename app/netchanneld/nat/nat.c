@@ -138,8 +138,9 @@ ncd_view_nat(const struct ncd *d)
 			rev += d->channels[i]->nat.reverse;
 		}
 	return json_pack("{s:i, s:i, s:i, s:I, s:I, s:I, s:i, s:i}", "capacity", (int)t->capacity,
-			 "flows_per_channel", (int)d->cfg.nat_flows_per_channel,
-			 "used", (int)__atomic_load_n(&t->used, __ATOMIC_RELAXED), "expired", (json_int_t)t->expired, "gone",
-			 (json_int_t)t->gone, "idle_timeout_ms", (json_int_t)d->cfg.nat_idle_ms,
-			 "channels", (int)nat, "reverse_channels", (int)rev);
+			 "flows_per_channel", (int)d->cfg.nat_flows_per_channel, "used",
+			 (int)__atomic_load_n(&t->used, __ATOMIC_RELAXED), "expired",
+			 (json_int_t)t->expired, "gone", (json_int_t)t->gone, "idle_timeout_ms",
+			 (json_int_t)d->cfg.nat_idle_ms, "channels", (int)nat, "reverse_channels",
+			 (int)rev);
 }
