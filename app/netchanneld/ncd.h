@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include <rte_common.h>
+#include <rte_cycles.h>
 #include <rte_errno.h>
 #include <rte_log.h>
 #include <rte_mbuf.h>
@@ -30,6 +31,13 @@ extern int ncd_logtype, ncd_logtype_control, ncd_logtype_worker, ncd_logtype_nex
 #endif
 #define NCD_LOG(level, fmt, ...) \
 	rte_log(RTE_LOG_##level, NCD_LOGTYPE, "netchanneld: " fmt "\n", ##__VA_ARGS__)
+
+/* The control thread's clock: milliseconds, from the TSC. */
+static inline uint64_t
+ncd_now_ms(void)
+{
+	return rte_get_tsc_cycles() / (rte_get_tsc_hz() / 1000);
+}
 
 #define NCD_MEMPOOL_OPS "lf_stack"     /* the mbuf pool's handler: see main.c */
 

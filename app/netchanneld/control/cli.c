@@ -533,7 +533,7 @@ serve_cli(struct ncd *d, struct ncd_conn *c, const struct nc_ctl_req *req, const
 
 	/* Only root and the daemon's own user may change things; anyone connected may look. */
 	ncd_conn_peer(c, &uid, &gid, &pid);
-	priv = uid == 0 || uid == geteuid();
+	priv = ncd_conn_privileged(c);
 	if (ncd_ctl_decode_cli(body, len, line, &json) != 0)
 		return ncd_ctl_reply(c, req, -EINVAL, NULL, 0);
 	f = open_memstream(&buf, &blen);

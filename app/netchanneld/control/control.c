@@ -467,12 +467,6 @@ reclaim_mbufs(struct ncd *d, struct ncd_conn *c)
 			cached, c->lcore_id);
 }
 
-static uint64_t
-now_ms(void)
-{
-	return rte_get_tsc_cycles() / (rte_get_tsc_hz() / 1000);
-}
-
 int
 ncd_control_hold_rings(struct ncd *d, unsigned int slot, struct rte_ring *rx, struct rte_ring *tx)
 {
@@ -527,7 +521,7 @@ reclaim_pending(struct ncd *d)
 		if (process_gone(c->cred.pid)) {
 			reclaim_mbufs(d, c);
 			slot_free(d, c);
-		} else if (d->clients[c->slot].held == 0 && now_ms() - c->pending_since > 10000) {
+		} else if (d->clients[c->slot].held == 0 && ncd_now_ms() - c->pending_since > 10000) {
 			slot_free(d, c);
 		}
 	}
@@ -561,7 +555,7 @@ static void client_close(struct ncd *d, struct ncd_conn *c);
 static void
 expire_handshakes(struct ncd *d)
 {
-	uint64_t now = now_ms();
+	uint64_t now = ncd_now_ms();
 
 	for (unsigned int i = 0; i < NCD_MAX_CONNECTIONS; i++) {
 		struct ncd_conn *c = &ctl.conns[i];
@@ -601,7 +595,7 @@ client_close(struct ncd *d, struct ncd_conn *c)
 	} else {
 		/* The slot waits: its owner id still marks the mbufs the process holds. */
 		c->pending = true;
-		c->pending_since = now_ms();
+		c->pending_since = ncd_now_ms();
 		__atomic_store_n(&d->clients[c->slot].live, 0, __ATOMIC_RELEASE);
 	}
 }
@@ -663,6 +657,12 @@ ncd_ctl_reply_json(struct ncd_conn *c, const struct nc_ctl_req *req, json_t *v)
 								    reply(c, req, 0, buf, len);
 	free(buf);
 	return ret;
+}
+
+bool
+ncd_conn_privileged(const struct ncd_conn *c)
+{
+	return privileged(&c->cred);
 }
 
 void
@@ -1122,7 +1122,7 @@ accept_clients(const struct ncd *d)
 		c->fd = fd;
 		c->slot = -1;
 		c->cred = cred;
-		c->accepted_ms = now_ms();
+		c->accepted_ms = ncd_now_ms();
 		ev.data.ptr = c;
 		epoll_ctl(ctl.epoll_fd, EPOLL_CTL_ADD, fd, &ev);
 		ctl.accepted++;

@@ -47,6 +47,9 @@ int ncd_ctl_reply_json(struct ncd_conn *c, const struct nc_ctl_req *req, json_t 
 /** The connection's peer: uid, gid and pid from SO_PEERCRED. */
 void ncd_conn_peer(const struct ncd_conn *c, uid_t *uid, gid_t *gid, pid_t *pid);
 
+/** Whether the peer is the operator (uid 0, or the daemon's user): it may change things. */
+bool ncd_conn_privileged(const struct ncd_conn *c);
+
 /**
  * Whether the user of a connection may see a channel in show channel,
  * CHANNEL_LIST and STATS: root, a user whose allow entry says "view": "all",

@@ -141,8 +141,7 @@ ncd_reload(struct ncd *d)
 	d->cfg.nallow = next.nallow;
 	d->cfg.limits = next.limits;
 	d->cfg.hello_timeout_ms = next.hello_timeout_ms;
-	d->cfg.nat_idle_ms = next.nat_idle_ms;
-	d->nat.idle_cycles = rte_get_tsc_hz() / 1000 * next.nat_idle_ms;
+	ncd_nat_set_idle(d, next.nat_idle_ms);
 	__atomic_store_n(&d->cfg.nat_flows_per_channel, next.nat_flows_per_channel,
 			 __ATOMIC_RELAXED);
 	free(d->cfg.channels);

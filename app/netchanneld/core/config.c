@@ -686,20 +686,30 @@ user_or_group(struct ctx *c, const char *key, const char *v, bool group)
 	return -1;
 }
 
+/* A count: get_int() into a uint32_t. */
+static int
+load_u32(struct ctx *c, const json_t *root, const char *key, int64_t lo, int64_t hi, int64_t dflt,
+	 uint32_t *out)
+{
+	int64_t v;
+
+	if (get_int(c, root, key, lo, hi, dflt, &v))
+		return -1;
+	*out = (uint32_t)v;
+	return 0;
+}
+
 /* A count that must be a power of two in lo..hi (get_int()'s, then that). */
 static int
 get_pow2(struct ctx *c, const json_t *obj, const char *key, int64_t lo, int64_t hi, int64_t dflt,
 	 uint32_t *out)
 {
-	int64_t v;
-
-	if (get_int(c, obj, key, lo, hi, dflt, &v))
+	if (load_u32(c, obj, key, lo, hi, dflt, out))
 		return -1;
-	if (v & (v - 1)) {
+	if (*out & (*out - 1)) {
 		push(c, key, 0);
-		return fail(c, "%" PRId64 " is not a power of 2", v);
+		return fail(c, "%" PRIu32 " is not a power of 2", *out);
 	}
-	*out = (uint32_t)v;
 	return 0;
 }
 
@@ -1074,19 +1084,6 @@ load_nat_table(struct ctx *c, const json_t *root)
 	c->cfg->nat_flows_per_channel = (uint32_t)per;
 	c->cfg->nat_idle_ms = (uint32_t)idle;
 	pop(c, l);
-	return 0;
-}
-
-/* A top-level count: get_int() into a uint32_t. */
-static int
-load_u32(struct ctx *c, const json_t *root, const char *key, int64_t lo, int64_t hi, int64_t dflt,
-	 uint32_t *out)
-{
-	int64_t v;
-
-	if (get_int(c, root, key, lo, hi, dflt, &v))
-		return -1;
-	*out = (uint32_t)v;
 	return 0;
 }
 

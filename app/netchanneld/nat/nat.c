@@ -22,6 +22,13 @@
 
 #define SCAN_MS 100                    /* the control thread looks for idle mappings this often */
 
+void
+ncd_nat_set_idle(struct ncd *d, uint32_t ms)
+{
+	d->cfg.nat_idle_ms = ms;
+	d->nat.idle_cycles = rte_get_tsc_hz() / 1000 * ms;
+}
+
 int
 ncd_nat_init(struct ncd *d)
 {
@@ -38,7 +45,7 @@ ncd_nat_init(struct ncd *d)
 	int32_t max;
 
 	t->capacity = d->cfg.nat_flows;
-	t->idle_cycles = rte_get_tsc_hz() / 1000 * d->cfg.nat_idle_ms;
+	ncd_nat_set_idle(d, d->cfg.nat_idle_ms);
 	t->h = rte_hash_create(&hp);
 	if (t->h == NULL) {
 		NCD_LOG(ERR, "rte_hash_create(ncd_nat, %u flows): %s", hp.entries,

@@ -111,6 +111,9 @@ void ncd_nat_process(struct ncd *d, struct ncd_worker *w, unsigned int pi,
 /** Create NAT's reverse-mapping table. @return 0 or -1. */
 int ncd_nat_init(struct ncd *d);
 
+/** nat.idle_timeout_ms: a mapping without a packet for ms goes (at start, and on reload). */
+void ncd_nat_set_idle(struct ncd *d, uint32_t ms);
+
 /** Free it. */
 void ncd_nat_close(struct ncd *d);
 

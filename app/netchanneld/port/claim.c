@@ -27,20 +27,29 @@
  * interface ("iface=NAME", in this network namespace) or a PCI address. 0 for
  * a device that is the daemon's alone (net_pcap, net_null, net_ring...).
  */
+bool
+ncd_devargs_iface(const char *dev, char *name, size_t len)
+{
+	const char *iface = dev != NULL ? strstr(dev, "iface=") : NULL;
+
+	if (iface == NULL)
+		return false;
+	snprintf(name, len, "%.*s", (int)strcspn(iface + 6, ","), iface + 6);
+	return true;
+}
+
 static int
 device_key(const char *dev, char *key, size_t len)
 {
-	const char *iface = strstr(dev, "iface=");
+	char iface[64];
 	struct stat ns;
 	unsigned int dom, bus, slot, fn;
 	char end;
 
-	if (iface != NULL) {
-		size_t n = strcspn(iface + 6, ",");
-
+	if (ncd_devargs_iface(dev, iface, sizeof(iface))) {
 		if (stat("/proc/self/ns/net", &ns) != 0)
 			ns.st_ino = 0;
-		snprintf(key, len, "netns%lu-iface-%.*s", (unsigned long)ns.st_ino, (int)n, iface + 6);
+		snprintf(key, len, "netns%lu-iface-%s", (unsigned long)ns.st_ino, iface);
 	} else if (sscanf(dev, "%x:%x:%x.%x%c", &dom, &bus, &slot, &fn, &end) >= 4 ||
 		   sscanf(dev, "%x:%x.%x%c", &bus, &slot, &fn, &end) >= 3) {
 		snprintf(key, len, "pci-%.*s", (int)strcspn(dev, ","), dev);

@@ -557,21 +557,23 @@ sender_of(const struct ncd *d, uint16_t op)
  * or the one it came in on, m->port). Its frame is built and checked; only
  * its destination MAC is missing.
  */
-static uint64_t
-ms_now(void)
+/* Whether entry x holds a packet waiting for dst's neighbour out of port op. */
+static bool
+waits_for(const struct nh_wait *x, uint16_t op, uint8_t family, const uint8_t *dst)
 {
-	return rte_get_tsc_cycles() / (rte_get_tsc_hz() / 1000);
+	return x->m != NULL && x->port == op && x->family == family &&
+	       memcmp(x->dst.a, dst, family == 4 ? 4 : 16) == 0;
 }
 
-/* Packets waiting for dst's neighbour out of port op. */
+/* Packets waiting for dst's neighbour out of port op; the first one's deadline to *deadline. */
 static unsigned int
-waiting_for(uint16_t op, uint8_t family, const uint8_t *dst)
+waiting_for(uint16_t op, uint8_t family, const uint8_t *dst, uint64_t *deadline)
 {
 	unsigned int n = 0;
 
 	for (unsigned int i = 0; i < NH_WAIT_MAX; i++)
-		n += waiting[i].m != NULL && waiting[i].port == op && waiting[i].family == family &&
-		     memcmp(waiting[i].dst.a, dst, family == 4 ? 4 : 16) == 0;
+		if (waits_for(&waiting[i], op, family, dst) && n++ == 0 && deadline != NULL)
+			*deadline = waiting[i].deadline;
 	return n;
 }
 
@@ -584,26 +586,19 @@ static bool
 wait(struct ncd *d, struct rte_mbuf *m, const struct ncd_channel *ch, uint16_t op,
      uint8_t family, const uint8_t *dst)
 {
-	unsigned int n = waiting_for(op, family, dst);
-	uint64_t now = ms_now();
+	uint64_t now = ncd_now_ms(), deadline = now + NH_WAIT_MS;
+	/* Its neighbour's first packet set the deadline for all of them. */
+	unsigned int n = waiting_for(op, family, dst, &deadline);
 
 	for (unsigned int i = 0; n < NH_WAIT_PER_DST && i < NH_WAIT_MAX; i++) {
 		struct nh_wait *x = &waiting[i];
 
 		if (x->m != NULL)
 			continue;
-		/* Its neighbour's first packet sets the deadline for all of them. */
-		*x = (struct nh_wait){ .m = m, .deadline = now + NH_WAIT_MS, .tried = now,
+		*x = (struct nh_wait){ .m = m, .deadline = deadline, .tried = now,
 				       .generation = ch->dir->generation, .port = op,
 				       .family = family };
 		memcpy(x->dst.a, dst, family == 4 ? 4 : 16);
-		for (unsigned int k = 0; k < NH_WAIT_MAX; k++)
-			if (k != i && waiting[k].m != NULL && waiting[k].port == op &&
-			    waiting[k].family == family &&
-			    memcmp(waiting[k].dst.a, dst, family == 4 ? 4 : 16) == 0) {
-				x->deadline = waiting[k].deadline;
-				break;
-			}
 		d->ports[op].nh_stats.queued++;
 		return true;
 	}
@@ -630,7 +625,7 @@ ncd_nh_wait_ms(void)
 static void
 wait_run(struct ncd *d)
 {
-	uint64_t now = ms_now(), tsc = rte_get_tsc_cycles(), ms = rte_get_tsc_hz() / 1000;
+	uint64_t now = ncd_now_ms(), tsc = rte_get_tsc_cycles(), ms = rte_get_tsc_hz() / 1000;
 
 	for (unsigned int i = 0; i < NH_WAIT_MAX; i++) {
 		struct nh_wait x = waiting[i];
@@ -643,9 +638,7 @@ wait_run(struct ncd *d)
 		ret = ask_kernel(p, x.family, x.dst.a, mac);
 		if (ret == -EINPROGRESS && now < x.deadline) {
 			for (unsigned int k = i; k < NH_WAIT_MAX; k++)
-				if (waiting[k].m != NULL && waiting[k].port == x.port &&
-				    waiting[k].family == x.family &&
-				    memcmp(waiting[k].dst.a, x.dst.a, sizeof(x.dst)) == 0)
+				if (waits_for(&waiting[k], x.port, x.family, x.dst.a))
 					waiting[k].tried = now;
 			continue;
 		}
@@ -666,8 +659,7 @@ wait_run(struct ncd *d)
 		for (unsigned int k = i; k < NH_WAIT_MAX; k++) {
 			struct nh_wait *y = &waiting[k];
 
-			if (y->m == NULL || y->port != x.port || y->family != x.family ||
-			    memcmp(y->dst.a, x.dst.a, sizeof(x.dst)) != 0)
+			if (!waits_for(y, x.port, x.family, x.dst.a))
 				continue;
 			gen[ngo] = y->generation;
 			go[ngo++] = y->m;
@@ -719,7 +711,7 @@ resolve_one(struct ncd *d, struct rte_mbuf *m)
 	op = !nat ? ch->port : ch->nat.has_port ? ch->nat.port : m->port;
 	w = nat ? sender_of(d, op) : (int)ch->tx_worker;
 	/* Its neighbour is being resolved: it waits with the others, if there is room. */
-	ret = waiting_for(op, pp.key.family, pp.key.dst.a) > 0 ? -EINPROGRESS :
+	ret = waiting_for(op, pp.key.family, pp.key.dst.a, NULL) > 0 ? -EINPROGRESS :
 	      resolve(d, op, pp.key.family, pp.key.dst.a, eh->dst_addr.addr_bytes);
 	if (ret == -EINPROGRESS) {
 		if (wait(d, m, ch, op, pp.key.family, pp.key.dst.a))
@@ -859,7 +851,7 @@ ncd_nh_run(struct ncd *d)
 		d->ports[i].link.event = 1;
 	for (unsigned int i = 0; nl != NULL && i < d->cfg.nports; i++) {
 		struct ncd_port *p = &d->ports[i];
-		uint64_t now = rte_get_tsc_cycles() / (rte_get_tsc_hz() / 1000);
+		uint64_t now = ncd_now_ms();
 
 		if (p->nh_ifindex != 0 && (changed || now - p->host_read_ms >= 1000)) {
 			p->host_read_ms = now;

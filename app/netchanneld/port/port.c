@@ -275,14 +275,12 @@ ncd_ports_start(struct ncd *d)
 static int
 kernel_link(const char *dev)
 {
-	const char *iface = dev != NULL ? strstr(dev, "iface=") : NULL;
-	char path[128], state[32] = "";
+	char iface[IF_NAMESIZE], path[128], state[32] = "";
 	FILE *f;
 
-	if (iface == NULL)
+	if (!ncd_devargs_iface(dev, iface, sizeof(iface)))
 		return -1;
-	snprintf(path, sizeof(path), "/sys/class/net/%.*s/operstate",
-		 (int)strcspn(iface + 6, ","), iface + 6);
+	snprintf(path, sizeof(path), "/sys/class/net/%s/operstate", iface);
 	f = fopen(path, "r");
 	if (f == NULL)
 		return 0;
@@ -346,17 +344,15 @@ exc_remake(struct ncd *d, unsigned int i, const char *why)
 static const char *
 exc_lost(const struct ncd_port_conf *pc, const struct ncd_port *p)
 {
-	const char *iface = pc->exc_device != NULL ? strstr(pc->exc_device, "iface=") : NULL;
 	char name[IF_NAMESIZE], path[128];
 	unsigned int flags = 0;
 	unsigned int idx;
 	FILE *f;
 
-	if (!p->has_exc || iface == NULL)
+	if (!p->has_exc || !ncd_devargs_iface(pc->exc_device, name, sizeof(name)))
 		return NULL;
 	if (p->exc_down)
 		return "still gone";
-	snprintf(name, sizeof(name), "%.*s", (int)strcspn(iface + 6, ","), iface + 6);
 	idx = if_nametoindex(name);
 	if (idx == 0 || (int)idx != p->nh_ifindex)
 		return "gone";
@@ -373,7 +369,7 @@ exc_lost(const struct ncd_port_conf *pc, const struct ncd_port *p)
 void
 ncd_ports_watch(struct ncd *d)
 {
-	uint64_t now = rte_get_tsc_cycles() / (rte_get_tsc_hz() / 1000);
+	uint64_t now = ncd_now_ms();
 
 	for (unsigned int i = 0; i < d->cfg.nports; i++) {
 		struct ncd_port *p = &d->ports[i];

@@ -86,6 +86,14 @@ struct ncd_port {
 int ncd_ports_init(struct ncd *d);
 
 /**
+ * The kernel interface a device string names ("...,iface=NAME,..."): the
+ * interface net_af_xdp, net_af_packet and net_tap use.
+ *
+ * @return true with its name in name (cut to len), false if it names none.
+ */
+bool ncd_devargs_iface(const char *dev, char *name, size_t len);
+
+/**
  * Claim every port's device and exception device that another process could
  * also take (a kernel interface, "iface=", in this network namespace; a PCI
  * address) with a lock file in /run/lock/netchanneld, before EAL probes
