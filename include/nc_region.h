@@ -51,10 +51,16 @@ extern "C" {
 #define NC_REGION_VERSION 1
 #define NC_REGION_HDR_SIZE 4096u
 
-/** nc_desc flags, on the tx ring. */
 #define NC_RING_NO_CHANNEL 0xffffffffu /**< nc_region_ring.channel of a ring no channel has */
 
-#define NC_DESC_F_IP 0x1              /**< an IP packet: the daemon adds the Ethernet header */
+/** nc_desc flags. */
+#define NC_DESC_F_IP 0x1              /**< tx: an IP packet; the daemon adds the Ethernet header */
+/**
+ * rx: the frame goes on in the next descriptor's buffer. A frame longer
+ * than a buffer (a datagram reassembled from fragments) comes in several,
+ * in order, all on the ring at once; the last has no NC_DESC_F_MORE.
+ */
+#define NC_DESC_F_MORE 0x2
 
 /** One packet: where it is in the region, how long, and whose. */
 struct nc_desc {

@@ -89,7 +89,16 @@ struct nc_buf {
 	uint32_t len;               /**< its length (nc_tx_bufs_get(): the most it may be) */
 	uint32_t channel;           /**< received: the channel's id */
 	uint32_t offset;            /**< where it is in the region: the daemon's name for it */
+	uint32_t flags;             /**< received: NC_BUF_F_* */
 };
+
+/**
+ * nc_buf.flags: the frame goes on in the next buffer. A frame longer than
+ * a buffer (a datagram the daemon reassembled from fragments) comes in
+ * several buffers, in order; the last has no NC_BUF_F_MORE. nc_recv()
+ * joins them.
+ */
+#define NC_BUF_F_MORE 0x2
 
 /** nc_nat_opts flags: which of its fields are given. */
 #define NC_NAT_OPT_DST 0x1      /**< rewrite the destination address to dst */
@@ -227,13 +236,14 @@ struct nc_channel *nc_channel_attach(struct nc_client *c, const char *name);
 int nc_channel_destroy(struct nc_channel *ch);
 
 /**
- * Isolated clients: receive up to n packets in place, in the region. Each
+ * Isolated clients: receive up to n buffers in place, in the region. Each
  * buffer is the client's until it gives it back with nc_bufs_release(); a
  * client that keeps them all makes the daemon drop (drop_no_buf) what comes
- * for it, and nothing else.
+ * for it, and nothing else. A buffer holds a whole frame unless its flags
+ * have NC_BUF_F_MORE: then the frame goes on in the next one.
  *
  * @return
- *   The number of packets: 0 when none is waiting, or when the daemon is
+ *   The number of buffers: 0 when none is waiting, or when the daemon is
  *   gone (errno EPIPE), or the channel is (errno ESTALE: an operator
  *   destroyed the static channel), or for a zero-copy client (errno
  *   EOPNOTSUPP).

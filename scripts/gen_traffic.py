@@ -14,8 +14,9 @@ tell which flow a packet belongs to.
 The manifest is a JSON list, one object per frame, in order: its 5-tuple
 (family, src, dst, proto, sport, dport, or null where there is none),
 whether it is a fragment, its malformed reason (the daemon's counter name) or
-null, and whether it is for another host. The test decides from it, on its
-own, where each frame must go.
+null, and whether it is for another host; the last fragment of a datagram
+that can be reassembled also has "whole", the frame (hex) it makes. The test
+decides from it, on its own, where each frame must go.
 """
 import argparse
 import json
@@ -23,7 +24,8 @@ import json
 from pcapfile import write_pcap
 
 from scapy.all import (ARP, ICMP, IP, TCP, UDP, Dot1Q, Ether, ICMPv6EchoRequest, IPv6,
-                       IPv6ExtHdrDestOpt, IPv6ExtHdrFragment, IPv6ExtHdrHopByHop, Raw)
+                       IPv6ExtHdrDestOpt, IPv6ExtHdrFragment, IPv6ExtHdrHopByHop, Raw, fragment,
+                       fragment6)
 
 PEER_MAC = "02:00:00:00:00:01"
 OTHER_MAC = "02:00:00:00:00:99"
@@ -85,7 +87,7 @@ def main():
         f = eth / IPv6(src="2001:db8::98", dst="2001:db8::1") / IPv6ExtHdrHopByHop() / \
             IPv6ExtHdrDestOpt() / TCP(sport=41000 + i, dport=80) / payload("tcp6_80")
         add(f, 6, "2001:db8::98", "2001:db8::1", 6, 41000 + i, 80)
-    # Fragments never match a port rule.
+    # Fragments that never make a datagram (they overlap; the last never comes): given up.
     f = eth / IP(src="203.0.113.70", dst="192.0.2.1", flags="MF", id=7) / \
         UDP(sport=5000, dport=53) / payload("frag")
     add(f, 4, "203.0.113.70", "192.0.2.1", 17, 5000, 53, frag=True)
@@ -94,6 +96,21 @@ def main():
     f = eth / IPv6(src="2001:db8::97", dst="2001:db8::1") / IPv6ExtHdrFragment(m=1, id=9) / \
         TCP(sport=42000, dport=80) / payload("frag6")
     add(f, 6, "2001:db8::97", "2001:db8::1", 6, 42000, 80, frag=True)
+    # Datagrams in fragments: reassembled, classified by their ports, delivered whole. The last
+    # fragment's entry carries the datagram ("whole": the frame it becomes).
+    ip = IP(src="203.0.113.71", dst="192.0.2.1", id=77) / UDP(sport=5001, dport=53) / \
+        payload("dns") / Raw(b"f" * 40)
+    v6 = IPv6(src="2001:db8::99", dst="2001:db8::1") / TCP(sport=42001, dport=80) / \
+        payload("web6") / Raw(b"f" * 40)
+    for fam, whole, parts in (
+            (4, ip, fragment(ip, fragsize=32)),
+            (6, v6, fragment6(IPv6(src=v6.src, dst=v6.dst) / IPv6ExtHdrFragment(id=99, nh=6) /
+                              Raw(bytes(v6)[40:]), 80))):
+        tup = (fam, whole.src, whole.dst, whole.payload.__class__ is UDP and 17 or 6,
+               whole.payload.sport, whole.payload.dport)
+        for k, part in enumerate(parts):
+            add(eth / part, *tup, frag=True)
+        meta[-1]["whole"] = bytes(eth / whole).hex()
     # ICMP and ICMPv6, ARP.
     for i in range(3):
         add(eth / IP(src="203.0.113.80", dst="192.0.2.1") / ICMP(id=1, seq=i), 4,

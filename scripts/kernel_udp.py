@@ -18,5 +18,5 @@ for fam, addr in ((socket.AF_INET, "0.0.0.0"), (socket.AF_INET6, "::")):
 print("ready", flush=True)
 while True:
     for key, _ in sel.select():
-        data, peer = key.fileobj.recvfrom(2048)
+        data, peer = key.fileobj.recvfrom(65535)
         key.fileobj.sendto(b"kernel:" + data, peer)

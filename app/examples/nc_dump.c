@@ -301,10 +301,14 @@ main(int argc, char **argv)
 			continue;
 		}
 		got += n;
-		if (zero_copy)
+		if (zero_copy) {
 			nc_mbuf_free_bulk(c, m, n);
-		else
+		} else {
+			/* A frame in several buffers is one packet: its last buffer counts it. */
+			for (uint16_t i = 0; i < n; i++)
+				got -= (b[i].flags & NC_BUF_F_MORE) != 0;
 			nc_bufs_release(c, b, n);
+		}
 	}
 	while (!quiet && !stop && (count == 0 || got < count) && (end == 0 || time(NULL) < end)) {
 		static uint8_t buf[65536];

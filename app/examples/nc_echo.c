@@ -160,14 +160,19 @@ echo_bufs(struct nc_client *c, struct nc_channel *ch, uint16_t want, int ip, lon
 	struct nc_buf in[32], out[32];
 	int l2[32];
 	uint16_t n = nc_rx_bufs(ch, in, want), e = 0, k, j = 0, sent;
+	/* Within a frame longer than a buffer (NC_BUF_F_MORE): not echoed, as larger than the MTU. */
+	static int in_long;
 
 	if (n == 0)
 		return errno == EPIPE ? -1 : 0;
 	for (uint16_t i = 0; i < n; i++) {
-		l2[i] = make_echo(in[i].data, in[i].len);
+		int part = in_long || (in[i].flags & NC_BUF_F_MORE);
+
+		in_long = (in[i].flags & NC_BUF_F_MORE) != 0;
+		l2[i] = part ? -1 : make_echo(in[i].data, in[i].len);
 		e += l2[i] >= 0;
+		*skipped += l2[i] < 0 && !in_long;
 	}
-	*skipped += n - e;
 	/* What finds no free transmit buffer is dropped here, as a NIC's full queue would. */
 	k = nc_tx_bufs_get(c, out, e);
 	for (uint16_t i = 0; i < n && j < k; i++) {

@@ -41,6 +41,7 @@
 #include "control/views.h"
 #include "core/stats.h"
 #include "datapath/datapath.h"
+#include "datapath/frag.h"
 #include "default_config.h"
 #include "nat/nat.h"
 #include "nc_cli.h"
@@ -517,6 +518,7 @@ main(int argc, char **argv)
 	for (unsigned int i = 0; i < launched; i++)
 		rte_eal_wait_lcore(d->workers[i].lcore);
 	NCD_LOG(INFO, "stopping");
+	ncd_frag_drain(d);
 	ncd_stats_print(d, stdout);
 	if (stats != NULL && ncd_stats_write_json(d, stats) != 0)
 		ret = 1;

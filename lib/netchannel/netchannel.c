@@ -577,6 +577,8 @@ nc_send_ip(struct nc_channel *ch, const void *buf, size_t len)
 	return send_copy(ch, buf, len, 1);
 }
 
+_Static_assert(NC_BUF_F_MORE == NC_DESC_F_MORE, "nc_rx_bufs() passes the flag as it is");
+
 NC_EXPORT uint16_t
 nc_rx_bufs(struct nc_channel *ch, struct nc_buf *bufs, uint16_t n)
 {
@@ -613,7 +615,8 @@ nc_rx_bufs(struct nc_channel *ch, struct nc_buf *bufs, uint16_t n)
 		if (!inside(off, len, c->rg.size))
 			off = len = 0;
 		bufs[i] = (struct nc_buf){ .data = c->rg.base + off, .len = len,
-					   .channel = d->channel, .offset = off };
+					   .channel = d->channel, .offset = off,
+					   .flags = d->flags & NC_DESC_F_MORE };
 	}
 	ch->rx_tail = tail + k;
 	/* The entries are read: the ring's, to reuse. The buffers stay ours until released. */
@@ -773,6 +776,30 @@ nc_channel_arm(struct nc_channel *ch)
 	return zc->ring_empty(ch) ? 0 : 1;
 }
 
+/*
+ * The next frame of an isolated channel, copied out and its buffers given
+ * back: its length (what did not fit in len is cut), 0 if none is waiting,
+ * or -ESTALE. The daemon puts all of a frame's buffers on the ring at once.
+ */
+static ssize_t
+recv_region(struct nc_channel *ch, void *buf, size_t len)
+{
+	struct nc_buf b;
+	size_t total = 0;
+	uint32_t more;
+
+	if (nc_rx_bufs(ch, &b, 1) != 1)
+		return errno == ESTALE ? -ESTALE : 0;
+	do {
+		more = b.flags & NC_BUF_F_MORE;
+		if (total < len)
+			memcpy((uint8_t *)buf + total, b.data, b.len < len - total ? b.len : len - total);
+		total += b.len;
+		nc_bufs_release(ch->client, &b, 1);
+	} while (more && nc_rx_bufs(ch, &b, 1) == 1);
+	return (ssize_t)total;
+}
+
 NC_EXPORT ssize_t
 nc_recv(struct nc_channel *ch, void *buf, size_t len, int timeout_ms)
 {
@@ -781,19 +808,15 @@ nc_recv(struct nc_channel *ch, void *buf, size_t len, int timeout_ms)
 	for (;;) {
 		struct pollfd p[2] = { { .fd = ch->efd, .events = POLLIN },
 				       { .fd = ch->client->fd, .events = POLLIN } };
-		struct nc_buf b;
 		uint64_t v;
 		int wait, ret;
 
 		errno = 0;
 		if (ch->ring != NULL) {
-			if (nc_rx_bufs(ch, &b, 1) == 1) {
-				memcpy(buf, b.data, b.len < len ? b.len : len);
-				nc_bufs_release(ch->client, &b, 1);
-				return b.len;
-			}
-			if (errno == ESTALE)
-				return -ESTALE;
+			ssize_t got = recv_region(ch, buf, len);
+
+			if (got != 0)
+				return got;
 		}
 		if (ch->rx != NULL) {
 			ssize_t n = zc->recv_one(ch, buf, len);

@@ -127,8 +127,9 @@ def accounting_ok(port):
                 "drop_queue_bytes", "drop_no_buf", "drop_exc_full", "drop_exc_down",
                 "drop_no_exception", "drop_too_big",
                 "drop_nat_invalid", "drop_nat_no_route", "drop_nat_no_neigh",
-                "drop_nat_table_full", "drop_nat_conflict", "drop_nat_tx")
-    return port["rx"] == sum(port[k] for k in outcomes)
+                "drop_nat_table_full", "drop_nat_conflict", "drop_nat_tx", "frag_in")
+    # A datagram reassembled from fragments is one more packet to classify.
+    return port["rx"] + port["frag_datagrams"] == sum(port[k] for k in outcomes)
 
 
 # ---- the semantics, independently of the daemon's classifier -------------
@@ -178,6 +179,18 @@ def rule_matches(match, pkt):
         if noports or pkt[key] is None or not rng[0] <= pkt[key] <= rng[1]:
             return False
     return True
+
+
+def arrivals(meta, frames):
+    """What the classifier sees, in order, as (manifest entry, frame): every frame that is not
+    a fragment, and each datagram reassembled from fragments, where its last fragment comes
+    (the manifest's "whole"). Fragments themselves go to no channel and not to the kernel."""
+    for pkt, frame in zip(meta, frames):
+        if not pkt["frag"]:
+            yield pkt, frame
+        elif pkt.get("whole"):
+            whole = bytes.fromhex(pkt["whole"])
+            yield dict(pkt, frag=False, length=len(whole)), whole
 
 
 def expected_channel(channels, pkt):

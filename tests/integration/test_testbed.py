@@ -77,6 +77,77 @@ print(json.dumps({"local": c.getsockname()[:2], "peer": c.getpeername()[:2], "go
 """
 
 
+# The peer's side of large datagrams (the peer's kernel fragments them): for each port, sends
+# one of size bytes and prints whether an answer came, and the sha256 of what it sent.
+PEER_BIG = """
+import hashlib, json, os, socket, sys
+host, size, ports = sys.argv[1], int(sys.argv[2]), map(int, sys.argv[3:])
+fam = socket.AF_INET6 if ":" in host else socket.AF_INET
+s = socket.socket(fam, socket.SOCK_DGRAM)
+s.settimeout(1.5)
+out = {}
+for port in ports:
+    msg = os.urandom(size)
+    s.sendto(msg, (host, port))
+    try:
+        data, _ = s.recvfrom(65535)
+        answer = {b"kernel:" + msg: "kernel", b"server:" + msg: "server"}.get(data, "wrong")
+    except socket.timeout:
+        answer = None
+    out[port] = {"answer": answer, "sha": hashlib.sha256(msg).hexdigest()}
+print(json.dumps(out))
+"""
+
+# A UDP server on the peer: answers "server:" + the datagram.
+PEER_UDP_SERVER = """
+import socket, sys
+addr, port = sys.argv[1], int(sys.argv[2])
+s = socket.socket(socket.AF_INET6 if ":" in addr else socket.AF_INET, socket.SOCK_DGRAM)
+s.bind((addr, port))
+print("listening", flush=True)
+while True:
+    data, peer = s.recvfrom(65535)
+    s.sendto(b"server:" + data, peer)
+"""
+
+# A Python client of the deliver channel: prints the length of each frame and the sha256 of
+# its last bytes (the datagram's payload).
+CLIENT_BIG = """
+import hashlib, netchannel, sys
+sock, port, n, size = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+with netchannel.Client(sock) as c:
+    ch = c.create(f"big{port}", port)
+    print("ready", flush=True)
+    for _ in range(n):
+        f = ch.recv(timeout=15)
+        print(len(f), hashlib.sha256(f[-size:]).hexdigest() if f else None, flush=True)
+"""
+
+# Hand-made fragments from the peer (scapy): overlapping, incomplete, too big, and a flood.
+PEER_FRAGS = """
+import sys
+from scapy.all import Ether, IP, IPv6, IPv6ExtHdrFragment, UDP, Raw, sendp
+mac, host4, host6, what = sys.argv[1:5]
+def v4(id, frag, mf, data, port=6666):
+    return Ether(dst=mac) / IP(dst=host4, id=id, flags="MF" if mf else 0, frag=frag, proto=17) / Raw(data)
+def v6(id, off, m, data):
+    return Ether(dst=mac) / IPv6(dst=host6) / IPv6ExtHdrFragment(id=id, offset=off, m=m, nh=17) / Raw(data)
+udp = bytes(UDP(sport=4000, dport=6666, len=8 + 32, chksum=0)) + b"o" * 32
+pkts = []
+if what == "overlap":
+    # 40 bytes of datagram sent as 0-23 and 16-39: they overlap by 8.
+    pkts = [v4(101, 0, True, udp[:24]), v4(101, 2, False, udp[16:40]),
+            v6(102, 0, 1, udp[:24]), v6(102, 2, 0, udp[16:40])]
+elif what == "incomplete":
+    pkts = [v4(201, 0, True, udp[:24]), v6(202, 0, 1, udp[:24])]
+elif what == "too_big":
+    pkts = [v4(301, 8189, False, b"x" * 100), v6(302, 8189, 0, b"x" * 100)]
+elif what == "flood":
+    pkts = [v4(1000 + i, 0, True, udp[:24]) for i in range(int(sys.argv[5]))]
+sendp(pkts, iface="eth0", verbose=False)
+print(len(pkts))
+"""
+
 class TestBed(T.DaemonCase):
     def setUp(self):
         super().setUp()
@@ -255,6 +326,91 @@ class TestBed(T.DaemonCase):
                            text=True, timeout=30)
         self.assertTrue(r.stdout.startswith("True [Errno 2] connect to /nonexistent.sock: "),
                         r.stdout + r.stderr)
+        self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
+
+    def frag_counters(self):
+        port = self.ncctl("show port stats wire0")[0]
+        self.assertTrue(T.accounting_ok(port), port)
+        return port
+
+    def test_fragmented_datagrams_are_classified_whole(self):
+        """3,000-byte UDP datagrams over a 1,500 MTU, IPv4 and IPv6, fragmented by the peer's
+        kernel: to a drop channel, dropped (the kernel's socket gets nothing); to a client's
+        channel, the client gets each datagram whole; to no channel, the kernel's socket gets
+        them (the daemon fragments them again for the TAP) and answers."""
+        e = self.env
+        size = 3000
+        self.bg("HOST", "/usr/bin/python3", "-u", KERNEL_UDP, "5555", "6666", ready="ready")
+        self.ncctl("channel create drop5555 proto udp dport 5555 action drop")
+        env = T.python_env(dict(os.environ, PYTHONPATH=os.path.join(T.SRC, "python")),
+                           os.path.join(T.BUILD, "lib/netchannel/libnetchannel.so.0"))
+        client = subprocess.Popen(["ip", "netns", "exec", e["TB_HOST_NS"], "/usr/bin/python3",
+                                   "-c", CLIENT_BIG, self.sock, "7777", "2", str(size)],
+                                  env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                  text=True)
+        self.procs.append(client)
+        self.assertEqual(client.stdout.readline().strip(), "ready")
+        sent = {}
+        for addr in (e["TB_HOST4"], e["TB_HOST6"]):
+            r = self.ns("PEER", "/usr/bin/python3", "-c", PEER_BIG, addr, str(size), "5555",
+                        "6666", "7777")
+            got = json.loads(r.stdout)
+            self.assertIsNone(got["5555"]["answer"], f"{addr}: the drop channel let it by")
+            self.assertEqual(got["6666"]["answer"], "kernel", f"{addr}: the kernel's socket")
+            self.assertIsNone(got["7777"]["answer"], f"{addr}: the client's port")
+            sent[addr] = got["7777"]["sha"]
+        out, _ = client.communicate(timeout=30)
+        self.assertEqual(client.returncode, 0, out)
+        lines = out.split("\n")
+        self.assertEqual(lines[:2], [f"{14 + 20 + 8 + size} {sent[e['TB_HOST4']]}",
+                                     f"{14 + 40 + 8 + size} {sent[e['TB_HOST6']]}"], out)
+        drop = self.ncctl("show channel drop5555")["counters"]
+        self.assertEqual((drop["hits"], drop["dropped"]), (2, 2), drop)
+        port = self.frag_counters()
+        # Each of the six datagrams came in 3 fragments and was made whole once.
+        self.assertEqual((port["frag_in"], port["frag_datagrams"]), (18, 6), port)
+        self.assertGreaterEqual(port["frag_out"], 6, "the kernel's two, in fragments")
+        for k in ("table_full", "timeout", "overlap", "too_big", "unsupported"):
+            self.assertEqual(port["frag_drop_" + k], 0, k)
+        self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
+
+    def test_fragment_faults_are_counted_and_bounded(self):
+        """Overlapping fragments, a datagram whose last fragment never comes, one past 64 KiB,
+        and a flood of first fragments: each given up and counted by reason, the kernel's
+        socket gets none of them, the pool's mbufs come back, and ping still works."""
+        e = self.env
+        self.bg("HOST", "/usr/bin/python3", "-u", KERNEL_UDP, "6666", ready="ready")
+        mac = self.ns("HOST", "cat", "/sys/class/net/veth0/address").stdout.strip()
+        base = self.ncctl("show mempool")["in_use"]
+
+        def peer(what, *extra):
+            return int(self.ns("PEER", "/usr/bin/python3", "-c", PEER_FRAGS, mac, e["TB_HOST4"],
+                               e["TB_HOST6"], what, *extra).stdout)
+
+        peer("overlap")
+        peer("too_big")
+        port = self.frag_counters()
+        self.assertEqual((port["frag_drop_overlap"], port["frag_drop_too_big"]), (4, 2), port)
+        peer("incomplete")
+        # Held no longer than fragments.timeout_ms (2 s by default), and then counted.
+        time.sleep(2.5)
+        port = self.frag_counters()
+        self.assertEqual(port["frag_drop_timeout"], 2, port)
+        n = peer("flood", "2000")
+        time.sleep(0.5)
+        port = self.frag_counters()
+        self.assertGreater(port["frag_drop_table_full"], 0, port)
+        print(f"a flood of {n} first fragments: {port['frag_drop_table_full']} found the "
+              f"table full", file=sys.stderr)
+        time.sleep(2.5)
+        port = self.frag_counters()
+        self.assertEqual(port["frag_in"], port["frag_drop_table_full"] + port["frag_drop_timeout"]
+                         + port["frag_drop_overlap"] + port["frag_drop_too_big"], port)
+        self.assertGreater(port["frag_drop_timeout"], 2, "the flood's that found room")
+        self.assertEqual(port["frag_datagrams"], 0)
+        self.assertLessEqual(self.ncctl("show mempool")["in_use"], base + 64, "the pool came back")
+        r = self.ns("PEER", "ping", "-c", "3", "-i", "0.2", "-W", "2", e["TB_HOST4"])
+        self.assertIn("3 received", r.stdout)
         self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
 
     def test_first_reply_waits_for_its_neighbour(self):
@@ -443,6 +599,30 @@ class TestBed(T.DaemonCase):
         self.assertEqual((nat["used"], nat["gone"]), (1, 1))
         port = self.ncctl("show port stats wire0")[0]
         self.assertTrue(T.accounting_ok(port), port)
+
+    def test_nat_of_fragmented_datagrams(self):
+        """3,000-byte UDP datagrams through a NAT channel with reverse, IPv4 and IPv6: each
+        arrives in fragments, is translated whole, and leaves in fragments of the port's MTU;
+        the server's answer, fragmented too, is translated back and reaches the peer whole."""
+        self.ns("PEER", "ip", "addr", "add", "10.99.0.5/24", "dev", "eth0")
+        self.ns("PEER", "ip", "addr", "add", "fd99::5/64", "dev", "eth0", "nodad")
+        for name, vip, target in (("u4", "10.99.0.1", "10.99.0.5"), ("u6", "fd99::1", "fd99::5")):
+            self.bg("PEER", "/usr/bin/python3", "-c", PEER_UDP_SERVER, target, "9002",
+                    ready="listening")
+            self.ncctl(f"channel create {name} proto udp dst {vip} dport 8081 action nat "
+                       f"dst {target} dport 9002 src {vip} reverse")
+        for name, vip in (("u4", "10.99.0.1"), ("u6", "fd99::1")):
+            got = json.loads(self.ns("PEER", "/usr/bin/python3", "-c", PEER_BIG, vip, "3000",
+                                     "8081", "8081").stdout)
+            print(self.ncctl(f"show channel {name}")["counters"], self.frag_counters(), file=sys.stderr)
+            self.assertEqual(got["8081"]["answer"], "server", vip)
+            c = self.ncctl(f"show channel {name}")["counters"]
+            # Two datagrams each way; the first may have waited for the neighbour.
+            self.assertEqual((c["nat"], c["nat_reverse"]), (2, 2), c)
+        port = self.frag_counters()
+        self.assertEqual((port["frag_in"], port["frag_datagrams"]), (24, 8), port)
+        self.assertEqual(port["frag_out"], 24, "every datagram left in 3 fragments")
+        self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
 
 
 if __name__ == "__main__":

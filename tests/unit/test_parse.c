@@ -214,6 +214,26 @@ START_TEST(ipv6_and_extensions)
 	ck_assert_int_eq(P(&f, &p), NCD_PKT_OK);
 	ck_assert_uint_eq(p.key.flags, NC_TRIE_KEY_F_NOPORTS);
 	ck_assert_uint_eq(p.key.proto, IPPROTO_TCP);
+	ck_assert_uint_eq(p.frag, NCD_FRAG_FIRST);
+	ck_assert_uint_eq(p.frag_hdr, 14 + 40);
+	/*
+	 * A later fragment: what follows its header is the middle of the datagram, never walked
+	 * as headers (here it would read as a destination options header past the payload).
+	 */
+	tf_eth(&f, MAC, 0, 0x86dd);
+	ipv6_hdr(&f, IPPROTO_FRAGMENT, 16);
+	ext[0] = IPPROTO_DSTOPTS;
+	ext[2] = 0x05;                                 /* offset 80 bytes */
+	ext[3] = 0;
+	tf_put(&f, ext, 8);
+	memset(f.b + f.len, 0xff, 8);
+	f.len += 8;
+	ck_assert_int_eq(P(&f, &p), NCD_PKT_OK);
+	ck_assert_uint_eq(p.frag, NCD_FRAG_LATER);
+	ck_assert_uint_eq(p.key.flags, NC_TRIE_KEY_F_NOPORTS);
+	ck_assert_uint_eq(p.key.proto, IPPROTO_DSTOPTS);
+	ck_assert_uint_eq(p.l3_len, 40 + 16);
+	ext[2] = 0;
 	/* Extension header beyond the payload length. */
 	tf_eth(&f, MAC, 0, 0x86dd);
 	ipv6_hdr(&f, IPPROTO_DSTOPTS, 4);

@@ -337,7 +337,7 @@ ncd_region_deliver(struct ncd_worker *w, struct ncd_port_stats *ps, struct ncd_c
 {
 	struct ncd_region_ring *q = &rg->rx[ch->region_ring];
 	struct ncd_chan_stats *cs = &w->cstats[ch->id];
-	uint32_t room, i, sent = 0, nobuf = 0, full = 0;
+	uint32_t room, i, sent = 0, used = 0, nobuf = 0, full = 0;
 	uint64_t bytes = 0;
 
 	rte_spinlock_lock(&rg->lock);
@@ -355,31 +355,38 @@ ncd_region_deliver(struct ncd_worker *w, struct ncd_port_stats *ps, struct ncd_c
 			ncd_prefetch_for_write(&q->r->desc[(q->own + i) & q->mask]);
 	}
 	for (i = 0; i < n; i++) {
-		uint32_t len = m[i]->pkt_len, b, off;
-		const void *src;
+		uint32_t len = m[i]->pkt_len, need = (len + rg->buf_size - 1) / rg->buf_size;
 
 		/*
-		 * A buffer holds the largest frame of any port's MTU; a longer one (a
-		 * PMD that passes more) would run into the next buffer, or past the
-		 * region's end.
+		 * A frame longer than a buffer (a datagram reassembled from fragments)
+		 * takes several, each descriptor but the last marked NC_DESC_F_MORE,
+		 * and all of them or none.
 		 */
-		if (unlikely(len > rg->buf_size) || rg->nfree == 0) {
+		if (need > rg->nfree) {
 			nobuf++;
 			continue;
 		}
-		if (sent == room) {
+		if (used + need > room)
+			room = rx_room(rg, q, ch->region_limit, used + need);
+		if (used + need > room) {
 			full++;
 			continue;
 		}
-		b = rg->free_bufs[--rg->nfree];
-		rg->held[b] = 1;
-		off = (uint32_t)(rg->buf_off + (uint64_t)b * rg->buf_size);
-		src = rte_pktmbuf_read(m[i], 0, len, rg->base + off);
-		if (src != rg->base + off)
-			rte_memcpy(rg->base + off, src, len);
-		q->r->desc[q->own & q->mask] = (struct nc_desc){
-			.offset = off, .length = len, .channel = ch->id };
-		q->own++;
+		for (uint32_t k = 0, at = 0; k < need; k++, at += rg->buf_size) {
+			uint32_t b = rg->free_bufs[--rg->nfree], part = RTE_MIN(len - at, rg->buf_size);
+			uint32_t off = (uint32_t)(rg->buf_off + (uint64_t)b * rg->buf_size);
+			const void *src;
+
+			rg->held[b] = 1;
+			src = rte_pktmbuf_read(m[i], at, part, rg->base + off);
+			if (src != rg->base + off)
+				rte_memcpy(rg->base + off, src, part);
+			q->r->desc[q->own & q->mask] = (struct nc_desc){
+				.offset = off, .length = part, .channel = ch->id,
+				.flags = k + 1 < need ? NC_DESC_F_MORE : 0 };
+			q->own++;
+		}
+		used += need;
 		sent++;
 		bytes += len;
 	}

@@ -1087,6 +1087,38 @@ load_nat_table(struct ctx *c, const json_t *root)
 	return 0;
 }
 
+/*
+ * fragments: { datagrams, timeout_ms }. What the tables hold comes out of
+ * the mbuf pool, up to NCD_FRAG_MAX_PIECES mbufs a datagram: at most half
+ * of the pool, or the ports starve of buffers under a fragment flood.
+ */
+static int
+load_fragments(struct ctx *c, const json_t *root)
+{
+	static const char *const keys[] = { "datagrams", "timeout_ms", NULL };
+	const json_t *f = json_object_get(root, "fragments");
+	const uint64_t per = (uint64_t)NCD_FRAG_MAX_PIECES * c->cfg->nworkers;
+	int64_t n, ms, def = (int64_t)(c->cfg->mbufs / 4 / per);
+	size_t l;
+
+	l = push(c, "fragments", 0);
+	if (f != NULL && (want_type(c, f, JSON_OBJECT, "an object") || check_keys(c, f, keys)))
+		return -1;
+	if (get_int(c, f, "datagrams", 1, 65536, def < 1 ? 1 : def > 1024 ? 1024 : def, &n) ||
+	    get_int(c, f, "timeout_ms", 10, 30000, 2000, &ms))
+		return -1;
+	if ((uint64_t)n * per > c->cfg->mbufs / 2) {
+		push(c, "datagrams", 0);
+		return fail(c, "%" PRId64 " datagrams x %u fragments x %u worker(s) may hold %" PRIu64
+			    " mbufs, over half of mempool.mbufs (%u)", n, NCD_FRAG_MAX_PIECES,
+			    c->cfg->nworkers, (uint64_t)n * per, c->cfg->mbufs);
+	}
+	c->cfg->frag_datagrams = (uint32_t)n;
+	c->cfg->frag_timeout_ms = (uint32_t)ms;
+	pop(c, l);
+	return 0;
+}
+
 static int
 load_channels(struct ctx *c, const json_t *root)
 {
@@ -1242,7 +1274,7 @@ config_load(const char *path, const char *text, struct ncd_config *cfg)
 {
 	static const char *const keys[] = { "eal", "mempool", "ports", "workers", "control",
 					    "channels", "telemetry", "nat", "max_channels",
-					    "rx_timestamps", "heap_reserve_mb", NULL };
+					    "rx_timestamps", "heap_reserve_mb", "fragments", NULL };
 	struct ctx c = { .cfg = cfg, .path = path };
 	json_error_t jerr;
 	json_t *root;
@@ -1267,7 +1299,7 @@ config_load(const char *path, const char *text, struct ncd_config *cfg)
 	}
 	if (check_keys(&c, root, keys) || load_eal(&c, root) || load_mempool(&c, root) ||
 	    load_ports(&c, root) || load_workers(&c, root) || load_control(&c, root) ||
-	    load_nat_table(&c, root) ||
+	    load_nat_table(&c, root) || load_fragments(&c, root) ||
 	    load_u32(&c, root, "max_channels", 1, NCD_MAX_CHANNELS, NCD_DEFAULT_CHANNELS,
 		     &cfg->max_channels) ||
 	    load_channels(&c, root))

@@ -25,6 +25,8 @@
 #define NCD_MAX_HEAP_RESERVE_MB 65536
 #define NCD_MAX_EAL_ARGS 64
 #define NCD_SOCKET_PATH_MAX 108     /* sizeof(struct sockaddr_un.sun_path), with the NUL */
+/* Fragments a datagram may have: rte_ip_frag's RTE_LIBRTE_IP_FRAG_MAX_FRAG (frag.c checks). */
+#define NCD_FRAG_MAX_PIECES 8
 #define NCD_BURST 32             /* packets a worker takes from a queue or ring at once */
 
 enum ncd_offload { NCD_OFFLOAD_AUTO, NCD_OFFLOAD_OFF, NCD_OFFLOAD_REQUIRED };
@@ -159,6 +161,8 @@ struct ncd_config {
 	uint32_t nat_flows;          /* nat.flows: reverse mappings the table holds */
 	uint32_t nat_flows_per_channel; /* nat.flows_per_channel: most one channel may hold */
 	uint32_t nat_idle_ms;        /* nat.idle_timeout_ms */
+	uint32_t frag_datagrams;     /* fragments.datagrams: each worker's reassembly table */
+	uint32_t frag_timeout_ms;    /* fragments.timeout_ms */
 	/* The document without what a reload may change (ncd_config_reloadable()). */
 	json_t *fixed;
 };

@@ -35,6 +35,7 @@ struct ncd_port_stats {
 	uint64_t drop_nat_table_full;  /* NAT: no room for the flow's reverse mapping */
 	uint64_t drop_nat_conflict;    /* NAT: another flow holds the same reverse mapping */
 	uint64_t drop_nat_tx;          /* NAT: the out port did not take it */
+	uint64_t frag_in;              /* a fragment, taken by IP reassembly */
 	/* Why packets went to the kernel (not outcomes: they also count above). */
 	uint64_t miss;                 /* parsed, matched no channel */
 	uint64_t verdict[NCD_PKT_NVERDICTS];
@@ -45,6 +46,15 @@ struct ncd_port_stats {
 	/* Offload (not outcomes): packets whose NIC mark named their channel, and marks ignored. */
 	uint64_t mark_hits, mark_ignored;
 	uint64_t nat_reverse;          /* of nat: replies translated back (not an outcome) */
+	/*
+	 * Reassembly (frag.c): datagrams it made, which are classified as packets
+	 * of their own (rx + frag_datagrams = the outcomes); the fragments it gave
+	 * up, by reason; the frames it split datagrams into, for the kernel or NAT.
+	 */
+	uint64_t frag_datagrams;
+	uint64_t frag_drop_table_full, frag_drop_timeout, frag_drop_overlap, frag_drop_too_big;
+	uint64_t frag_drop_unsupported;
+	uint64_t frag_out;
 } __rte_cache_aligned;
 
 struct ncd_chan_stats {
@@ -81,9 +91,11 @@ struct ncd_chan_stats {
 	X(drop_queue_bytes) X(drop_no_buf) X(drop_exc_full) X(drop_exc_down) X(drop_no_exception) \
 	X(drop_too_big) X(nat) \
 	X(drop_nat_invalid) X(drop_nat_no_route) X(drop_nat_no_neigh) X(drop_nat_table_full) \
-	X(drop_nat_conflict) X(drop_nat_tx) X(miss) \
+	X(drop_nat_conflict) X(drop_nat_tx) X(frag_in) X(miss) \
 	X(kernel_rx) X(kernel_tx) X(kernel_tx_drop) X(client_tx) X(client_tx_drop) X(mark_hits) \
-	X(mark_ignored) X(nat_reverse)
+	X(mark_ignored) X(nat_reverse) X(frag_datagrams) X(frag_drop_table_full) \
+	X(frag_drop_timeout) X(frag_drop_overlap) X(frag_drop_too_big) X(frag_drop_unsupported) \
+	X(frag_out)
 #define CHAN_FIELDS(X) X(hits) X(hits_mark) X(hits_trie) X(delivered) X(bytes) X(drop_ring_full) X(drop_queue_bytes) \
 	X(drop_no_buf) X(dropped) X(wakeups) X(wakeup_errors) X(tx) X(tx_bytes) X(tx_dropped) X(tx_spoofed) \
 	X(tx_spoofed_mac) X(tx_spoofed_vlan) X(tx_spoofed_addr) X(tx_spoofed_flow) X(tx_spoofed_not_ip) \

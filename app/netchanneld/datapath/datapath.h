@@ -42,6 +42,10 @@ struct ncd_worker {
 	struct rte_ring *nh_done;        /* control thread -> worker: IP packets, next hop resolved */
 	uint32_t stats_gen;              /* the last ncd.stats_gen this worker acted on */
 	uint64_t slots;             /* the client slots whose free and alloc rings it serves */
+	/* Its IP reassembly (frag.c): the table, what it gave up, whether it ever held one. */
+	struct rte_ip_frag_tbl *frag_tbl;
+	struct rte_ip_frag_death_row *frag_dr;
+	bool frag_used;
 	/*
 	 * Its load, as VPP's vectors per call: loops, and loops whose rx bursts
 	 * brought packets, and those packets. Only it writes them; relaxed.

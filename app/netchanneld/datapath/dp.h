@@ -29,6 +29,14 @@ struct ncd_batch {
 void ncd_dp_to_kernel(const struct ncd_port *p, uint16_t txq, struct ncd_port_stats *ps,
 		      struct rte_mbuf **m, uint16_t n);
 
+/**
+ * A datagram reassembled from fragments that no channel claims, to the
+ * kernel in fragments of the exception device's MTU; counted once, as the
+ * packet it is.
+ */
+void ncd_dp_to_kernel_whole(const struct ncd *d, const struct ncd_port *p, uint16_t txq,
+			    struct ncd_port_stats *ps, struct rte_mbuf *m);
+
 /** What the kernel sends on port pi's exception device, out of the port unchanged. */
 void ncd_dp_from_kernel(struct ncd *d, struct ncd_worker *w, unsigned int pi);
 

@@ -4,11 +4,14 @@
  * port's exception device (a TAP with the port's MAC), unchanged, and what
  * the kernel sends there goes out of the port.
  */
+#include <errno.h>
+
 #include <rte_ethdev.h>
 #include <rte_mbuf.h>
 
 #include "datapath/datapath.h"
 #include "datapath/dp.h"
+#include "datapath/frag.h"
 #include "ncd.h"
 
 void
@@ -35,6 +38,26 @@ ncd_dp_to_kernel(const struct ncd_port *p, uint16_t txq, struct ncd_port_stats *
 	ps->drop_exc_full += n - sent;
 	if (sent < n)
 		rte_pktmbuf_free_bulk(&m[sent], n - sent);
+}
+
+void
+ncd_dp_to_kernel_whole(const struct ncd *d, const struct ncd_port *p, uint16_t txq,
+		       struct ncd_port_stats *ps, struct rte_mbuf *m)
+{
+	int ret;
+
+	if (!p->has_exc || unlikely(__atomic_load_n(&p->exc_down, __ATOMIC_ACQUIRE))) {
+		ncd_dp_to_kernel(p, txq, ps, &m, 1);
+		return;
+	}
+	/* As fragments of the TAP's MTU: what the kernel would have had from the wire. */
+	ret = ncd_frag_send(d, p->exc_id, txq, p->exc_mtu, ps, m);
+	if (ret == 0)
+		ps->to_kernel++;
+	else if (ret == -EAGAIN || ret == -ENOBUFS)
+		ps->drop_exc_full++;
+	else
+		ps->drop_too_big++;
 }
 
 /* What the kernel sends on the TAP goes out of the port unchanged. */

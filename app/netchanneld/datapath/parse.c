@@ -155,6 +155,14 @@ parse_ipv6(const uint8_t *f, uint32_t avail, uint32_t frame_len, uint32_t l3,
 			/* Any fragment, first included: ports are not to be matched. */
 			k->flags |= NC_TRIE_KEY_F_NOPORTS;
 			out->frag = ncd_rd16(f + off + 2) & 0xfff8 ? NCD_FRAG_LATER : NCD_FRAG_FIRST;
+			out->frag_hdr = (uint16_t)off;
+			/* A later fragment's payload starts mid-datagram: no header to walk. */
+			if (out->frag == NCD_FRAG_LATER) {
+				k->proto = f[off];
+				out->l3_len = end - l3;
+				out->l4_off = (uint16_t)(off + 8);
+				return NCD_PKT_OK;
+			}
 			len = 8;
 			break;
 		default:
@@ -179,6 +187,7 @@ ncd_parse(const uint8_t *f, uint32_t avail, uint32_t frame_len, const uint8_t po
 
 	memset(&out->key, 0, sizeof(out->key));
 	out->frag = NCD_FRAG_NONE;
+	out->frag_hdr = 0;
 	out->l4_off = 0;
 	if (avail > frame_len)
 		avail = frame_len;

@@ -45,6 +45,7 @@ struct ncd_parsed {
 	uint32_t l3_len;         /* bytes of the IP packet (total length): trim the frame to l2 + this */
 	uint16_t l2_len;         /* Ethernet and VLAN headers */
 	uint16_t l4_off;         /* where the transport header starts (from the frame's start) */
+	uint16_t frag_hdr;       /* IPv6 fragment: where its fragment header starts; else 0 */
 	uint8_t frag;            /* NCD_FRAG_*: whether this is a fragment, and which */
 };
 

@@ -16,6 +16,7 @@
 #include "channel/region.h"
 #include "datapath/datapath.h"
 #include "datapath/dp.h"
+#include "datapath/frag.h"
 #include "ncd.h"
 
 /* A packet a client may not send: counted by reason, and in tx_spoofed. */
@@ -187,8 +188,21 @@ ncd_dp_tx_resolved(struct ncd *d, struct ncd_worker *w)
 			struct ncd_port_stats *ps = &w->pstats[m[i]->port];
 			uint16_t op = alive ? ch->nat.has_port ? ch->nat.port : m[i]->port : 0;
 
-			if (alive && w->txq[op] != NCD_NO_TXQ &&
-			    rte_eth_tx_burst(d->ports[op].port_id, w->txq[op], &m[i], 1) == 1) {
+			uint32_t mtu = d->cfg.ports[op].mtu;
+			int ret = -ENODEV;
+
+			/* What NAT sends is the wire's size: a reassembled datagram goes in pieces. */
+			if (alive && w->txq[op] != NCD_NO_TXQ) {
+				if (m[i]->nb_segs > 1 || len > mtu + (uint32_t)RTE_ETHER_HDR_LEN) {
+					ret = ncd_frag_send(d, d->ports[op].port_id, w->txq[op], mtu,
+							    ps, m[i]);
+					m[i] = NULL;   /* ncd_frag_send() freed it */
+				} else if (rte_eth_tx_burst(d->ports[op].port_id, w->txq[op], &m[i],
+							    1) == 1) {
+					ret = 0;
+				}
+			}
+			if (ret == 0) {
 				ps->nat++;
 				w->cstats[id].nat++;
 				w->cstats[id].nat_bytes += len;

@@ -11,6 +11,7 @@
 
 #include <rte_cycles.h>
 #include <rte_ethdev.h>
+#include <rte_ip_frag.h>
 #include <rte_malloc.h>
 #include <rte_mbuf.h>
 #include <rte_pause.h>
@@ -22,6 +23,7 @@
 #include "datapath/datapath.h"
 #include "datapath/deliver.h"
 #include "datapath/dp.h"
+#include "datapath/frag.h"
 #include "nat/nat.h"
 #include "ncd.h"
 #include "offload/offload.h"
@@ -53,6 +55,7 @@ struct burst {
 	uint16_t n;
 	struct ncd_parsed parsed[NCD_BURST];
 	uint8_t ok[NCD_BURST];                 /* parsed as IP, to be classified */
+	bool whole[NCD_BURST];                 /* a datagram reassembled from fragments */
 	struct ncd_channel *ch[NCD_BURST];     /* the channel it matched, or NULL */
 	bool by_mark[NCD_BURST];               /* found by the NIC's mark, not the trie */
 	struct ncd_nat_flow *rev[NCD_BURST];   /* a reply of a flow NAT translated, or NULL */
@@ -61,29 +64,61 @@ struct burst {
 	uint64_t now;                          /* TSC, once something needed it; or 0 */
 };
 
-/* Parse every frame; count what is not IP (it goes to the kernel, not classified). */
+/* Parse one frame into slot i; count what is not IP (it goes to the kernel, not classified). */
 static inline void
-parse_burst(const struct ncd_port *p, struct ncd_port_stats *ps, struct rte_mbuf **pkts,
+parse_one(const struct ncd_port *p, struct ncd_port_stats *ps, struct rte_mbuf *m,
+	  unsigned int flags, struct burst *b, uint16_t i)
+{
+	uint8_t buf[NCD_PARSE_BYTES];
+	uint32_t want = m->pkt_len < NCD_PARSE_BYTES ? m->pkt_len : NCD_PARSE_BYTES;
+	const uint8_t *f = rte_pktmbuf_read(m, 0, want, buf);
+	enum ncd_verdict v = ncd_parse(f, want, m->pkt_len, p->mac.addr_bytes, flags, &b->parsed[i]);
+
+	b->ch[i] = NULL;
+	b->by_mark[i] = false;
+	b->ok[i] = v == NCD_PKT_OK;
+	if (v != NCD_PKT_OK)
+		ps->verdict[v]++;
+}
+
+/*
+ * Parse every frame. A fragment goes to reassembly: its slot is empty
+ * (NULL) until a fragment completes a datagram, which takes that slot and
+ * is parsed again, whole, ports and all.
+ */
+static inline void
+parse_burst(struct ncd *d, struct ncd_worker *w, unsigned int pi, struct rte_mbuf **pkts,
 	    struct burst *b)
 {
+	const struct ncd_port *p = &d->ports[pi];
+	struct ncd_port_stats *ps = &w->pstats[pi];
 	const uint16_t n = b->n;
-	uint8_t buf[NCD_PARSE_BYTES];
+	bool frags = false;
 
 	for (uint16_t i = 0; i < n; i++) {
 		struct rte_mbuf *m = pkts[i];
-		uint32_t want = m->pkt_len < NCD_PARSE_BYTES ? m->pkt_len : NCD_PARSE_BYTES;
-		const uint8_t *f = rte_pktmbuf_read(m, 0, want, buf);
-		enum ncd_verdict v;
 
 		if (i + 1 < n)
 			rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 1], void *));
-		v = ncd_parse(f, want, m->pkt_len, p->mac.addr_bytes, csum_flags(m), &b->parsed[i]);
-		b->ch[i] = NULL;
-		b->by_mark[i] = false;
-		b->ok[i] = v == NCD_PKT_OK;
-		if (v != NCD_PKT_OK)
-			ps->verdict[v]++;
+		parse_one(p, ps, m, csum_flags(m), b, i);
+		b->whole[i] = false;
+		if (likely(b->parsed[i].frag == NCD_FRAG_NONE) || !b->ok[i])
+			continue;
+		if (!frags) {
+			frags = true;
+			if (b->now == 0)
+				b->now = rte_get_tsc_cycles();
+		}
+		m = ncd_frag_gather(d, w, ps, m, &b->parsed[i], b->now);
+		pkts[i] = m;
+		b->ok[i] = 0;
+		if (m == NULL)
+			continue;
+		b->whole[i] = true;
+		parse_one(p, ps, m, NCD_PARSE_CSUM_GOOD, b, i);
 	}
+	if (frags && w->frag_dr->cnt > 0)
+		rte_ip_frag_free_death_row(w->frag_dr, 0);
 }
 
 /*
@@ -154,11 +189,11 @@ dispatch_burst(struct ncd *d, struct ncd_worker *w, unsigned int pi, struct rte_
 {
 	const struct ncd_port *p = &d->ports[pi];
 	struct ncd_port_stats *ps = &w->pstats[pi];
-	struct rte_mbuf *exc[NCD_BURST], *drop[NCD_BURST];
+	struct rte_mbuf *exc[NCD_BURST], *drop[NCD_BURST], *whole[NCD_BURST];
 	struct ncd_batch batches[NCD_BURST];
 	struct ncd_nat_burst nat;
 	const uint16_t n = b->n;
-	uint16_t nexc = 0, ndrop = 0, nb = 0;
+	uint16_t nexc = 0, ndrop = 0, nb = 0, nwhole = 0;
 
 	nat.n = 0;
 	for (uint16_t i = 0; i < n; i++) {
@@ -166,6 +201,8 @@ dispatch_burst(struct ncd *d, struct ncd_worker *w, unsigned int pi, struct rte_
 		struct ncd_channel *ch = b->ch[i];
 		uint16_t j;
 
+		if (m == NULL)
+			continue;              /* a fragment, held by reassembly */
 		if (b->rev[i] != NULL || (ch != NULL && ch->action == NC_ACTION_NAT)) {
 			if (ch != NULL)
 				count_hit(w, ch, b->by_mark[i]);
@@ -176,7 +213,9 @@ dispatch_burst(struct ncd *d, struct ncd_worker *w, unsigned int pi, struct rte_
 			continue;
 		}
 		if (ch == NULL) {
-			if (m->pkt_len > p->exc_max_frame) {
+			if (b->whole[i]) {
+				whole[nwhole++] = m;
+			} else if (m->pkt_len > p->exc_max_frame) {
 				ps->drop_too_big++;
 				drop[ndrop++] = m;
 			} else {
@@ -209,6 +248,8 @@ dispatch_burst(struct ncd *d, struct ncd_worker *w, unsigned int pi, struct rte_
 	if (nat.n > 0)
 		ncd_nat_process(d, w, pi, &nat, b->now, drop, &ndrop);
 	ncd_dp_to_kernel(p, w->exc_txq[pi], ps, exc, nexc);
+	for (uint16_t i = 0; i < nwhole; i++)
+		ncd_dp_to_kernel_whole(d, p, w->exc_txq[pi], ps, whole[i]);
 	if (ndrop > 0)
 		rte_pktmbuf_free_bulk(drop, ndrop);
 }
@@ -232,7 +273,7 @@ process_burst(struct ncd *d, struct ncd_worker *w, unsigned int pi, struct rte_m
 		for (uint16_t i = 0; i < n; i++)
 			*RTE_MBUF_DYNFIELD(pkts[i], d->rx_tsc_off, uint64_t *) = tsc;
 	}
-	parse_burst(&d->ports[pi], ps, pkts, &b);
+	parse_burst(d, w, pi, pkts, &b);
 	/* Replies of NAT's flows are NAT's: they skip the classifier. */
 	if (ncd_nat_replies(d, b.parsed, b.ok, n, b.rev))
 		b.now = rte_get_tsc_cycles();
@@ -271,12 +312,13 @@ ncd_workers_init(struct ncd *d)
 	}
 	d->ctl_cstats = rte_zmalloc("ncd_ctl_cstats", d->cfg.max_channels * sizeof(*d->ctl_cstats),
 				    RTE_CACHE_LINE_SIZE);
-	return d->ctl_cstats == NULL ? -1 : 0;
+	return d->ctl_cstats == NULL ? -1 : ncd_frag_init(d);
 }
 
 void
 ncd_workers_free(struct ncd *d)
 {
+	ncd_frag_free(d);
 	for (unsigned int i = 0; d->workers != NULL && i < d->cfg.nworkers; i++) {
 		rte_free(d->workers[i].cstats);
 		rte_free(d->workers[i].txch);
@@ -350,6 +392,9 @@ ncd_worker_main(void *arg)
 		/* Also with no transmitting channel left: what was resolved for a gone one is freed. */
 		ncd_dp_tx_resolved(d, w);
 		ncd_dp_serve_slot_rings(d, w, now);
+		/* Once it has held a fragment: what waited too long is given up, and counted. */
+		if (unlikely(w->frag_used))
+			ncd_frag_expire(d, w, now != 0 ? now : rte_get_tsc_cycles());
 		rte_rcu_qsbr_quiescent(d->qsbr, w->index);
 	}
 	rte_rcu_qsbr_thread_offline(d->qsbr, w->index);

@@ -18,6 +18,7 @@
 
 #define NCD_LOGTYPE ncd_logtype_worker
 #include "datapath/datapath.h"
+#include "datapath/frag.h"
 #include "nat/nat.h"
 #include "ncd.h"
 
@@ -221,20 +222,60 @@ nat_back(struct ncd *d, struct ncd_worker *w, unsigned int pi, struct rte_mbuf *
 	return 0;
 }
 
-/* Send what NAT translated, one tx burst per port; count it on the port it came in on. */
+/* Count a translated packet that went out (sent) or that its port did not take. */
 static void
-nat_send(struct ncd_worker *w, const struct ncd *d, unsigned int pi, struct nat_out *o)
+nat_count(struct ncd_worker *w, struct ncd_port_stats *ps, uint32_t chan, bool back, bool sent,
+	  uint32_t len)
+{
+	struct ncd_chan_stats *cs = &w->cstats[chan];
+
+	if (sent) {
+		ps->nat++;
+		if (back) {
+			ps->nat_reverse++;
+			cs->nat_reverse++;
+			cs->nat_reverse_bytes += len;
+		} else {
+			cs->nat++;
+			cs->nat_bytes += len;
+		}
+	} else {
+		ps->drop_nat_tx++;
+		if (back)
+			cs->nat_reverse_drop_tx++;
+		else
+			cs->nat_drop_tx++;
+	}
+}
+
+/*
+ * A datagram reassembled from fragments, or longer than its port's MTU:
+ * out in single-segment frames, fragments where it does not fit.
+ */
+static inline bool
+nat_needs_split(const struct ncd *d, const struct rte_mbuf *m, uint16_t port)
+{
+	return m->nb_segs > 1 || m->pkt_len > d->cfg.ports[port].mtu + (uint32_t)RTE_ETHER_HDR_LEN;
+}
+
+/*
+ * Send what NAT translated of o->m[from, to), one tx burst per port (in
+ * order within a port); count it on port pi, where it came in.
+ */
+static void
+nat_send_range(struct ncd_worker *w, const struct ncd *d, unsigned int pi, struct nat_out *o,
+	       uint16_t from, uint16_t to)
 {
 	struct ncd_port_stats *ps = &w->pstats[pi];
 	struct rte_mbuf *b[NCD_BURST];
 	uint16_t idx[NCD_BURST];
 	uint32_t len[NCD_BURST];
 
-	for (uint16_t done = 0; done < o->n;) {
+	for (uint16_t done = from; done < to;) {
 		uint16_t port = UINT16_MAX, nb = 0, sent, txq;
 
 		/* The packets for the first port not sent yet, in their order. */
-		for (uint16_t i = 0; i < o->n; i++) {
+		for (uint16_t i = from; i < to; i++) {
 			if (o->m[i] == NULL || (port != UINT16_MAX && o->port[i] != port))
 				continue;
 			port = o->port[i];
@@ -246,31 +287,44 @@ nat_send(struct ncd_worker *w, const struct ncd *d, unsigned int pi, struct nat_
 		sent = txq == NCD_NO_TXQ ? 0 : rte_eth_tx_burst(d->ports[port].port_id, txq, b, nb);
 		for (uint16_t j = 0; j < nb; j++) {
 			uint16_t i = idx[j];
-			struct ncd_chan_stats *cs = &w->cstats[o->chan[i]];
 
-			if (j < sent) {
-				ps->nat++;
-				if (o->back[i]) {
-					ps->nat_reverse++;
-					cs->nat_reverse++;
-					cs->nat_reverse_bytes += len[j];
-				} else {
-					cs->nat++;
-					cs->nat_bytes += len[j];
-				}
-			} else {
-				ps->drop_nat_tx++;
-				if (o->back[i])
-					cs->nat_reverse_drop_tx++;
-				else
-					cs->nat_drop_tx++;
-			}
+			nat_count(w, ps, o->chan[i], o->back[i], j < sent, len[j]);
 			o->m[i] = NULL;
 		}
 		if (sent < nb)
 			rte_pktmbuf_free_bulk(&b[sent], nb - sent);
 		done += nb;
 	}
+}
+
+/*
+ * Send what NAT translated. A packet that must go in pieces goes on its
+ * own, after what came before it and before what came after.
+ */
+static void
+nat_send(struct ncd_worker *w, const struct ncd *d, unsigned int pi, struct nat_out *o)
+{
+	struct ncd_port_stats *ps = &w->pstats[pi];
+	uint16_t from = 0;
+
+	for (uint16_t i = 0; i < o->n; i++) {
+		uint16_t port = o->port[i], txq = w->txq[port];
+		uint32_t l = o->m[i]->pkt_len;
+		bool ok = false;
+
+		if (!nat_needs_split(d, o->m[i], port))
+			continue;
+		nat_send_range(w, d, pi, o, from, i);
+		if (txq != NCD_NO_TXQ)
+			ok = ncd_frag_send(d, d->ports[port].port_id, txq, d->cfg.ports[port].mtu, ps,
+					   o->m[i]) == 0;
+		else
+			rte_pktmbuf_free(o->m[i]);
+		nat_count(w, ps, o->chan[i], o->back[i], ok, l);
+		o->m[i] = NULL;
+		from = i + 1;
+	}
+	nat_send_range(w, d, pi, o, from, o->n);
 	o->n = 0;
 }
 

@@ -175,6 +175,7 @@ port_init(struct ncd *d, unsigned int i)
 		return 1;
 	rte_eth_macaddr_get(p->port_id, &p->mac);
 	p->exc_max_frame = pc->mtu + RTE_ETHER_HDR_LEN + 2 * RTE_VLAN_HLEN;
+	p->exc_mtu = pc->has_host && pc->host.mtu != 0 ? pc->host.mtu : pc->mtu;
 	if (pc->exc_device == NULL)
 		return 0;
 	exc_devargs(pc, p, exc, sizeof(exc));

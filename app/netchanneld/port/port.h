@@ -52,6 +52,7 @@ struct ncd_port {
 	bool started, exc_started;
 	struct rte_ether_addr mac;
 	uint32_t exc_max_frame;        /* largest frame the exception device takes */
+	uint32_t exc_mtu;              /* its MTU: reassembled datagrams go to it in pieces of this */
 	unsigned int exc_owner;        /* worker that moves the kernel's frames to the wire */
 	struct ncd_nh_cache *nh;       /* next hops of clients' IP packets */
 	int nh_ifindex;                /* the kernel interface whose tables give them, or 0 */

@@ -1,0 +1,350 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * IP reassembly and fragmentation for the workers (see frag.h).
+ *
+ * rte_ip_frag does the reassembly and reports only "not yet" or "given up"
+ * (the fragments go to the death row). The reasons are told apart around
+ * it: what it would refuse alone is checked before (too big, no payload,
+ * headers it cannot take), old datagrams are expired before each fragment
+ * so that none is given up inside the call for its age, and then a call
+ * that puts only the new fragment on the death row found no room in the
+ * table, while one that puts more gave up a datagram whose fragments
+ * overlap, repeat, or are more than it can hold.
+ */
+/* rte_ip_frag_table_del_expired_entries() is experimental in 22.11. */
+#define ALLOW_EXPERIMENTAL_API
+
+#include <errno.h>
+#include <string.h>
+
+#include <rte_byteorder.h>
+#include <rte_cycles.h>
+#include <rte_ethdev.h>
+#include <rte_ip.h>
+#include <rte_ip_frag.h>
+#include <rte_malloc.h>
+#include <rte_mbuf.h>
+
+#define NCD_LOGTYPE ncd_logtype_worker
+#include "datapath/datapath.h"
+#include "datapath/dp.h"
+#include "datapath/frag.h"
+#include "datapath/parse.h"
+#include "ncd.h"
+
+_Static_assert(NCD_FRAG_MAX_PIECES == RTE_LIBRTE_IP_FRAG_MAX_FRAG,
+	       "config.c bounds the pool's share by rte_ip_frag's fragments per datagram");
+
+#define ETH_HLEN 14
+#define IPV6_HLEN 40
+#define FRAG_HLEN 8
+#define IP_MAX 65535u
+/* Free the death row before a call could overflow it: a call adds at most a datagram and one. */
+#define DR_ROOM (2 * (RTE_LIBRTE_IP_FRAG_MAX_FRAG + 1))
+
+int
+ncd_frag_init(struct ncd *d)
+{
+	uint64_t cycles = rte_get_tsc_hz() / 1000 * d->cfg.frag_timeout_ms;
+
+	for (unsigned int i = 0; i < d->cfg.nworkers; i++) {
+		struct ncd_worker *w = &d->workers[i];
+
+		/* Four ways per bucket, a bucket per datagram: room to spare before a bucket fills. */
+		w->frag_tbl = rte_ip_frag_table_create(d->cfg.frag_datagrams, 4, d->cfg.frag_datagrams,
+						       cycles, (int)rte_lcore_to_socket_id(w->lcore));
+		w->frag_dr = rte_zmalloc("ncd_frag_dr", sizeof(*w->frag_dr), RTE_CACHE_LINE_SIZE);
+		if (w->frag_tbl == NULL || w->frag_dr == NULL) {
+			NCD_LOG(ERR, "worker %u: reassembly table of %u datagrams: out of memory", i,
+				d->cfg.frag_datagrams);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+void
+ncd_frag_free(struct ncd *d)
+{
+	ncd_frag_drain(d);
+	for (unsigned int i = 0; d->workers != NULL && i < d->cfg.nworkers; i++) {
+		struct ncd_worker *w = &d->workers[i];
+
+		rte_ip_frag_table_destroy(w->frag_tbl);
+		rte_free(w->frag_dr);
+		w->frag_tbl = NULL;
+		w->frag_dr = NULL;
+	}
+}
+
+/* The port whose counters a given-up fragment goes to: the one it came in on. */
+static struct ncd_port_stats *
+stats_of(const struct ncd *d, struct ncd_worker *w, const struct rte_mbuf *m)
+{
+	for (unsigned int pi = 0; pi < d->cfg.nports; pi++)
+		if (d->ports[pi].port_id == m->port)
+			return &w->pstats[pi];
+	return &w->pstats[0];
+}
+
+uint32_t
+ncd_frag_expire(const struct ncd *d, struct ncd_worker *w, uint64_t now)
+{
+	struct rte_ip_frag_death_row *dr = w->frag_dr;
+	uint32_t before = dr->cnt, n;
+
+	rte_ip_frag_table_del_expired_entries(w->frag_tbl, dr, now);
+	n = dr->cnt - before;
+	for (uint32_t i = before; i < dr->cnt; i++)
+		stats_of(d, w, dr->row[i])->frag_drop_timeout++;
+	if (dr->cnt > 0)
+		rte_ip_frag_free_death_row(dr, 0);
+	return n;
+}
+
+void
+ncd_frag_drain(struct ncd *d)
+{
+	for (unsigned int i = 0; d->workers != NULL && i < d->cfg.nworkers; i++) {
+		struct ncd_worker *w = &d->workers[i];
+
+		/* The death row takes a few datagrams at a time: until the table is empty. */
+		while (w->frag_tbl != NULL && w->frag_dr != NULL &&
+		       ncd_frag_expire(d, w, UINT64_MAX) > 0)
+			;
+	}
+}
+
+/* Drop a fragment before the table sees it. */
+static struct rte_mbuf *
+refuse(struct rte_mbuf *m, uint64_t *counter)
+{
+	(*counter)++;
+	rte_pktmbuf_free(m);
+	return NULL;
+}
+
+struct rte_mbuf *
+ncd_frag_gather(const struct ncd *d, struct ncd_worker *w, struct ncd_port_stats *ps,
+		struct rte_mbuf *m, const struct ncd_parsed *pp, uint64_t now)
+{
+	struct rte_ip_frag_death_row *dr = w->frag_dr;
+	uint32_t l3 = pp->l2_len, before, ofs, len;
+	struct rte_mbuf *r;
+	uint8_t *ip;
+	uint32_t id = 0;
+
+	ps->frag_in++;
+	/* rte_ip_frag reads and rewrites the headers in place: they must be in the first segment. */
+	if ((pp->key.family == NC_TRIE_AF_INET ? pp->l4_off : pp->frag_hdr + FRAG_HLEN) >
+	    m->data_len)
+		return refuse(m, &ps->frag_drop_unsupported);
+	ip = rte_pktmbuf_mtod_offset(m, uint8_t *, l3);
+	/* Ethernet padding past the datagram would be taken for payload. */
+	if (m->pkt_len > l3 + pp->l3_len)
+		rte_pktmbuf_trim(m, (uint16_t)(m->pkt_len - l3 - pp->l3_len));
+	m->l2_len = l3;
+	if (pp->key.family == NC_TRIE_AF_INET) {
+		m->l3_len = (ip[0] & 0xf) * 4u;
+		ofs = (ncd_rd16(ip + 6) & 0x1fffu) * 8;
+		len = pp->l3_len - m->l3_len;
+		if (len == 0)
+			return refuse(m, &ps->frag_drop_overlap);
+		if (ofs + len > IP_MAX - m->l3_len)
+			return refuse(m, &ps->frag_drop_too_big);
+	} else {
+		/* rte_ip_frag takes only a fragment header right after the IPv6 header. */
+		if (pp->frag_hdr != l3 + IPV6_HLEN)
+			return refuse(m, &ps->frag_drop_unsupported);
+		m->l3_len = IPV6_HLEN + FRAG_HLEN;
+		ofs = ncd_rd16(ip + IPV6_HLEN + 2) & 0xfff8u;
+		len = pp->l3_len - m->l3_len;
+		if (len == 0)
+			return refuse(m, &ps->frag_drop_overlap);
+		if (ofs + len > IP_MAX)
+			return refuse(m, &ps->frag_drop_too_big);
+		memcpy(&id, ip + IPV6_HLEN + 4, 4);
+	}
+	ncd_frag_expire(d, w, now);
+	if (dr->cnt + DR_ROOM > RTE_DIM(dr->row))
+		rte_ip_frag_free_death_row(dr, 0);
+	before = dr->cnt;
+	if (pp->key.family == NC_TRIE_AF_INET)
+		r = rte_ipv4_frag_reassemble_packet(w->frag_tbl, dr, m, now,
+						    (struct rte_ipv4_hdr *)ip);
+	else
+		r = rte_ipv6_frag_reassemble_packet(w->frag_tbl, dr, m, now,
+						    (struct rte_ipv6_hdr *)ip,
+						    (struct rte_ipv6_fragment_ext *)(ip + IPV6_HLEN));
+	w->frag_used = true;
+	if (r == NULL) {
+		if (dr->cnt == before + 1 && dr->row[before] == m)
+			ps->frag_drop_table_full++;
+		else
+			ps->frag_drop_overlap += dr->cnt - before;
+		return NULL;
+	}
+	ps->frag_datagrams++;
+	/* The whole datagram's checksums are not the NIC's verdict on one fragment. */
+	r->ol_flags &= ~(RTE_MBUF_F_RX_IP_CKSUM_MASK | RTE_MBUF_F_RX_L4_CKSUM_MASK |
+			 RTE_MBUF_F_RX_FDIR | RTE_MBUF_F_RX_FDIR_ID);
+	ip = rte_pktmbuf_mtod_offset(r, uint8_t *, l3);
+	if (pp->key.family == NC_TRIE_AF_INET) {
+		struct rte_ipv4_hdr *h = (struct rte_ipv4_hdr *)ip;
+
+		/* Fragmented once, it may be again: DF no longer holds. */
+		h->fragment_offset = 0;
+		h->hdr_checksum = 0;
+		h->hdr_checksum = rte_ipv4_cksum(h);
+	} else {
+		r->hash.usr = id;
+	}
+	return r;
+}
+
+/* Where the IP header starts: after the Ethernet header and up to two tags. */
+static int
+l2_length(const uint8_t *f, uint32_t avail, uint16_t *type)
+{
+	uint32_t l2 = ETH_HLEN;
+
+	if (avail < ETH_HLEN)
+		return -EINVAL;
+	*type = ncd_rd16(f + 12);
+	for (int tags = 0; *type == 0x8100 || *type == 0x88a8; tags++) {
+		if (tags == 2 || l2 + 4 > avail)
+			return -EINVAL;
+		*type = ncd_rd16(f + l2 + 2);
+		l2 += 4;
+	}
+	return (int)l2;
+}
+
+/* A new single-segment frame of len bytes, its first hlen copied from hdr. */
+static uint8_t *
+piece(struct rte_mempool *mp, struct rte_mbuf **out, const uint8_t *hdr, uint32_t hlen,
+      uint32_t len)
+{
+	struct rte_mbuf *o = rte_pktmbuf_alloc(mp);
+	uint8_t *p;
+
+	if (o == NULL)
+		return NULL;
+	p = (uint8_t *)rte_pktmbuf_append(o, (uint16_t)len);
+	if (p == NULL) {
+		rte_pktmbuf_free(o);
+		return NULL;
+	}
+	memcpy(p, hdr, hlen);
+	*out = o;
+	return p;
+}
+
+int
+ncd_frag_split(const struct rte_mbuf *m, uint32_t mtu, struct rte_mempool *mp,
+	       struct rte_mbuf **out, unsigned int max)
+{
+	uint8_t buf[NCD_PARSE_BYTES];
+	uint32_t want = RTE_MIN(m->pkt_len, (uint32_t)NCD_PARSE_BYTES);
+	const uint8_t *f = rte_pktmbuf_read(m, 0, want, buf);
+	uint32_t l2, hl, total, chunk, n, fhl;
+	uint16_t type, fo0 = 0;
+	bool v4;
+	int ret;
+
+	if (f == NULL || (ret = l2_length(f, want, &type)) < 0)
+		return -EINVAL;
+	l2 = (uint32_t)ret;
+	v4 = type == 0x0800;
+	if (!v4 && type != 0x86dd)
+		return -EINVAL;
+	if (l2 + (v4 ? 20 : IPV6_HLEN) > want)
+		return -E2BIG;
+	hl = v4 ? (f[l2] & 0xfu) * 4 : IPV6_HLEN;
+	total = v4 ? ncd_rd16(f + l2 + 2) : IPV6_HLEN + ncd_rd16(f + l2 + 4);
+	if (l2 + hl > want || total < hl || l2 + total > m->pkt_len)
+		return -EINVAL;
+	if (total <= mtu) {
+		uint8_t *p;
+
+		if (max < 1)
+			return -E2BIG;
+		p = piece(mp, &out[0], f, 0, l2 + total);
+		if (p == NULL)
+			return -ENOBUFS;
+		const void *s = rte_pktmbuf_read(m, 0, l2 + total, p);
+
+		if (s != p)
+			memcpy(p, s, l2 + total);
+		return 1;
+	}
+	if (v4) {
+		fo0 = ncd_rd16(f + l2 + 6);
+		if (fo0 & 0x4000)
+			return -EMSGSIZE;
+	}
+	fhl = v4 ? 0 : FRAG_HLEN;
+	if (mtu < hl + fhl + 8)
+		return -EMSGSIZE;
+	chunk = (mtu - hl - fhl) & ~7u;
+	n = (total - hl + chunk - 1) / chunk;
+	if (n > max)
+		return -E2BIG;
+	for (uint32_t k = 0; k < n; k++) {
+		uint32_t at = k * chunk, len = RTE_MIN(chunk, total - hl - at);
+		uint8_t *p = piece(mp, &out[k], f, l2 + hl, l2 + hl + fhl + len);
+		uint8_t *ip = p + l2;
+		const void *s;
+
+		if (p == NULL) {
+			rte_pktmbuf_free_bulk(out, k);
+			return -ENOBUFS;
+		}
+		if (v4) {
+			struct rte_ipv4_hdr *h = (struct rte_ipv4_hdr *)ip;
+			/* Its own offset and MF, within the datagram's (which may be a fragment). */
+			uint16_t fo = (uint16_t)((fo0 & 0x1fff) + at / 8) |
+				      ((k + 1 < n || (fo0 & 0x2000)) ? 0x2000 : 0);
+
+			h->total_length = rte_cpu_to_be_16((uint16_t)(hl + len));
+			h->fragment_offset = rte_cpu_to_be_16(fo);
+			h->hdr_checksum = 0;
+			h->hdr_checksum = rte_ipv4_cksum(h);
+		} else {
+			uint8_t *fh = ip + IPV6_HLEN;
+			uint16_t fo = (uint16_t)at | (k + 1 < n ? 1 : 0);
+
+			fh[0] = ip[6];
+			fh[1] = 0;
+			fh[2] = (uint8_t)(fo >> 8);
+			fh[3] = (uint8_t)fo;
+			memcpy(fh + 4, &m->hash.usr, 4);
+			ip[6] = 44;    /* IPPROTO_FRAGMENT */
+			ip[4] = (uint8_t)((fhl + len) >> 8);
+			ip[5] = (uint8_t)(fhl + len);
+		}
+		s = rte_pktmbuf_read(m, l2 + hl + at, len, ip + hl + fhl);
+		if (s != ip + hl + fhl)
+			memcpy(ip + hl + fhl, s, len);
+	}
+	return (int)n;
+}
+
+int
+ncd_frag_send(const struct ncd *d, uint16_t port_id, uint16_t txq, uint32_t mtu,
+	      struct ncd_port_stats *ps, struct rte_mbuf *m)
+{
+	struct rte_mbuf *out[NCD_FRAG_SPLIT_MAX];
+	int n = ncd_frag_split(m, mtu, d->pool, out, RTE_DIM(out));
+	uint16_t sent;
+
+	rte_pktmbuf_free(m);
+	if (n < 0)
+		return n;
+	ps->frag_out += (uint64_t)n;
+	sent = rte_eth_tx_burst(port_id, txq, out, (uint16_t)n);
+	if (sent == n)
+		return 0;
+	rte_pktmbuf_free_bulk(&out[sent], (unsigned int)(n - sent));
+	return -EAGAIN;
+}
