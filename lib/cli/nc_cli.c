@@ -38,7 +38,8 @@ const struct nc_cli_cmd nc_cli_cmds[NC_CLI_NCMDS] = {
 	  "each worker: its lcore, rx queues, loops, the loops that received, packets, and its load" },
 	{ NC_CLI_CHANNEL_CREATE, "channel create <name> [options...]",
 	  "a channel clients attach to by name; options: proto P, src A, dst A, sport S, dport D, "
-	  "priority N, action deliver|drop, ring_size N, queue_bytes N, port P, queue N, tx (as in the config); "
+	  "priority N, action deliver|drop, ring_size N, queue_bytes N, port P, queue N, tx, consumers one|shared "
+	  "(as in the config); "
 	  "or action nat, then what it writes: dst A, dport P, src A, sport P, port P (out of), "
 	  "via MAC (next hop), reverse (map replies back)" },
 	{ NC_CLI_CHANNEL_DESTROY, "channel destroy <channel>",

@@ -5,6 +5,7 @@ anyone else's packets, whatever they write into their region."""
 import errno
 import json
 import os
+import random
 import re
 import secrets
 import shutil
@@ -22,6 +23,41 @@ import nc_wire as W  # noqa: E402
 from nc_wire import CLI_F_JSON, Ctl, STATS  # noqa: E402
 
 NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+
+# A consumer of a static channel (the Python package). Each line on stdin: receive that many
+# frames, then print the UDP source ports of all but the first 300 (JSON: what was queued
+# before is at most a ring, 256) and how many came; or "error ERRNO" when a receive fails.
+CONSUMER = """
+import json, netchannel, sys
+with netchannel.Client(sys.argv[1]) as c:
+    ch = c.attach(sys.argv[2])
+    print("attached", flush=True)
+    for line in sys.stdin:
+        sports = []
+        try:
+            for _ in range(int(line)):
+                f = ch.recv(timeout=10)
+                if f is None:
+                    break
+                sports.append(int.from_bytes(f[34:36], "big"))
+        except netchannel.NetchannelError as x:
+            print("error", x.errno, x, flush=True)
+            continue
+        print(json.dumps(sorted(set(sports[300:]))), len(sports), flush=True)
+"""
+
+# Clients beyond a shared channel's 16 consumers: attaches until one is refused.
+CROWD = """
+import netchannel, sys
+held = []
+try:
+    for i in range(int(sys.argv[3])):
+        c = netchannel.Client(sys.argv[1])
+        held.append((c, c.attach(sys.argv[2])))
+    print("all attached", len(held))
+except netchannel.NetchannelError as x:
+    print("refused after", len(held), x.errno, x)
+"""
 
 
 class Isolated(T.DaemonCase):
@@ -218,6 +254,76 @@ class Isolated(T.DaemonCase):
             self.assertEqual(ch["ring_count"], min(ch["counters"]["delivered"], 1024), ch)
         c.close()
         self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
+
+    def consumer(self, channel):
+        env = T.python_env(dict(os.environ, PYTHONPATH=os.path.join(T.SRC, "python")),
+                           os.path.join(T.BUILD, "lib/netchannel/libnetchannel.so.0"))
+        p = subprocess.Popen(["/usr/bin/python3", "-c", CONSUMER, self.sock, channel],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True, env=env)
+        self.procs.append(p)
+        self.wait_line(p, "attached")
+        return p
+
+    def take(self, p, n):
+        p.stdin.write(f"{n}\n")
+        p.stdin.flush()
+        line = p.stdout.readline().strip()
+        if line.startswith("error"):
+            return line
+        ports, got = line.rsplit(" ", 1)
+        self.assertEqual(int(got), n, line)
+        return set(json.loads(ports))
+
+    def test_shared_static_channel(self):
+        """A static channel declared "consumers": "shared" takes several isolated consumers:
+        each gets whole flows, no flow reaches two, together they get every flow; when one
+        leaves, the other gets them all. A zero-copy client and a 17th consumer are refused
+        with the reason; destroyed, each consumer's next receive fails with ESTALE."""
+        sports = list(range(3000, 3016))
+        # Shuffled: a consumer slower than the wire takes what comes first while its ring has
+        # room, and in a fixed order that would always be the same flows.
+        flows = [("203.0.113.4", sp, 6100) for sp in sports] * 64
+        random.Random(7).shuffle(flows)
+        self.start(self.frames(flows, "shared"),
+                   region={"rx_ring_size": 256, "rx_buffers": 512, "tx_ring_size": 64},
+                   channels=[{"name": "sh", "match": {"proto": "udp", "dport": 6100},
+                              "consumers": "shared"}])
+        a, b = self.consumer("sh"), self.consumer("sh")
+        c = Ctl(self.sock)
+        c.hello(flags=W.HELLO_F_CONTROL)
+        sh = json.loads(c.cli("show channel sh", CLI_F_JSON)[1])
+        self.assertEqual(sh["consumers"]["kind"], "shared")
+        self.assertEqual(len(sh["consumers"]["attached"]), 2, sh)
+        fa, fb = self.take(a, 4000), self.take(b, 4000)
+        self.assertTrue(fa and fb, (fa, fb))
+        self.assertEqual(fa & fb, set(), "a flow reached both consumers")
+        self.assertEqual(fa | fb, set(sports))
+        # A zero-copy client cannot take from a shared channel's one ring.
+        r = subprocess.run([os.path.join(T.BUILD, "app/examples/nc-dump"), "-s", self.sock,
+                            "--channel", "sh", "--zero-copy", "-c", "1"],
+                           capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn("channel sh is shared: its consumers are isolated clients, not zero-copy "
+                      "ones", r.stderr)
+        # Up to 16 consumers: 14 more attach, the next is refused.
+        env = T.python_env(dict(os.environ, PYTHONPATH=os.path.join(T.SRC, "python")),
+                           os.path.join(T.BUILD, "lib/netchannel/libnetchannel.so.0"))
+        r = subprocess.run(["/usr/bin/python3", "-c", CROWD, self.sock, "sh", "15"], env=env,
+                           capture_output=True, text=True, timeout=60)
+        self.assertIn(f"refused after 14 {errno.EBUSY} ", r.stdout, r.stdout + r.stderr)
+        self.assertIn("channel sh is shared by 16 consumers, the most it may be", r.stdout)
+        # b leaves: a gets every flow.
+        self.finish(b)           # its stdin closes: it lets go and exits
+        self.assertEqual(self.take(a, 4000), set(sports))
+        # Destroyed under its consumer: ESTALE.
+        self.assertEqual(c.cli("channel destroy sh", CLI_F_JSON)[0], 0)
+        self.assertIn(f"error {errno.ESTALE}", self.take(a, 100000))
+        self.finish(a)
+        c.close()
+        self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
+        port = self.daemon.read_stats()["ports"][0]
+        self.assertTrue(T.accounting_ok(port), port)
 
     def test_hostile_client(self):
         """A client that attacks its own region: it finds no one else's packet, cannot resize

@@ -168,6 +168,126 @@ ncd_channel_region_attach(struct ncd_channel *ch, struct ncd_region *rg)
 	return ring;
 }
 
+/*
+ * The share of a channel with a consumer more or less: a copy, published
+ * whole (workers read the one they loaded for a burst), or NULL for none.
+ */
+static int
+share_publish(struct ncd *d, struct ncd_channel *ch, const struct ncd_share *next)
+{
+	struct ncd_share *old = ch->share, *copy = NULL;
+
+	if (next != NULL && next->n > 0) {
+		copy = rte_malloc("ncd_share", sizeof(*copy), RTE_CACHE_LINE_SIZE);
+		if (copy == NULL)
+			return -ENOMEM;
+		*copy = *next;
+	}
+	/* Release: a worker that sees the share sees its consumers' rings and limits. */
+	__atomic_store_n(&ch->share, copy, __ATOMIC_RELEASE);
+	rte_rcu_qsbr_synchronize(d->qsbr, RTE_QSBR_THRID_INVALID);
+	rte_free(old);
+	return 0;
+}
+
+int
+ncd_channel_share_join(struct ncd *d, struct ncd_channel *ch, struct ncd_region *rg, int slot)
+{
+	struct ncd_share next = { .n = 0 };
+	struct ncd_share_consumer *k;
+	int ring, ret;
+
+	if (ch->share != NULL)
+		next = *ch->share;
+	for (uint32_t i = 0; i < next.n; i++)
+		if (next.c[i].slot == slot)
+			return -EALREADY;
+	if (next.n == NCD_SHARE_MAX)
+		return -EBUSY;
+	ring = ncd_region_ring_take(rg, ch->id, ch->dir->generation);
+	if (ring < 0)
+		return ring;
+	k = &next.c[next.n++];
+	*k = (struct ncd_share_consumer){
+		.rg = rg, .ring = ring, .slot = slot, .efd = -1,
+		/* A static channel's ring_size may be over the region's: its ring is what it gets. */
+		.limit = RTE_MIN(ch->dir->ring_size, rg->rx[ring].size),
+		.wakeup = &rg->rx[ring].r->want_wakeup };
+	ret = share_publish(d, ch, &next);
+	if (ret < 0)
+		ncd_region_ring_put(rg, ring);
+	return ret;
+}
+
+void
+ncd_channel_share_leave(struct ncd *d, struct ncd_channel *ch, int slot)
+{
+	struct ncd_share next;
+	struct ncd_share_consumer gone;
+	uint32_t i;
+
+	if (ch->share == NULL)
+		return;
+	next = *ch->share;
+	for (i = 0; i < next.n && next.c[i].slot != slot; i++)
+		;
+	if (i == next.n)
+		return;
+	gone = next.c[i];
+	/* In order: the flows of the others stay where they were only if their places do. */
+	memmove(&next.c[i], &next.c[i + 1], (next.n - i - 1) * sizeof(next.c[0]));
+	next.n--;
+	/* Without memory for a copy, the share without it cannot be made: it stays, with its ring. */
+	if (share_publish(d, ch, &next) != 0) {
+		NCD_LOG(ERR, "channel %s: its consumer in slot %d leaves: out of memory", ch->name,
+			slot);
+		return;
+	}
+	ncd_region_ring_put(gone.rg, gone.ring);
+	if (gone.efd >= 0)
+		close(gone.efd);
+}
+
+int
+ncd_channel_share_eventfd(struct ncd_channel *ch, int slot)
+{
+	struct ncd_share *sh = ch->share;
+
+	for (uint32_t i = 0; sh != NULL && i < sh->n; i++) {
+		struct ncd_share_consumer *k = &sh->c[i];
+
+		if (k->slot != slot)
+			continue;
+		if (k->efd < 0) {
+			int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+
+			if (fd < 0)
+				return -errno;
+			/* Release: a worker that sees the fd may write to it. */
+			__atomic_store_n(&k->efd, fd, __ATOMIC_RELEASE);
+		}
+		return k->efd;
+	}
+	return -ENOENT;
+}
+
+/* The channel is gone: each consumer's ring is given back (relabelled: ESTALE) and it wakes. */
+static void
+share_free(struct ncd_channel *ch)
+{
+	struct ncd_share *sh = ch->share;
+
+	for (uint32_t i = 0; sh != NULL && i < sh->n; i++) {
+		ncd_region_ring_put(sh->c[i].rg, sh->c[i].ring);
+		if (sh->c[i].efd >= 0) {
+			eventfd_write(sh->c[i].efd, 1);
+			close(sh->c[i].efd);
+		}
+	}
+	rte_free(sh);
+	ch->share = NULL;
+}
+
 void
 ncd_channel_region_detach(struct ncd *d, struct ncd_channel *ch)
 {
@@ -237,6 +357,7 @@ ncd_channel_add(struct ncd *d, const struct ncd_channel_conf *cc, int owner,
 	ch->owner = owner;
 	ch->efd = -1;                  /* made when a client first asks (ncd_channel_eventfd) */
 	ch->queue = cc->steer ? cc->queue : -1;
+	ch->shared = cc->shared;
 	if (cc->action == NC_ACTION_NAT) {
 		if (cc->nat.has_port && cc->nat.port >= d->cfg.nports) {
 			ret = -EINVAL;
@@ -468,6 +589,7 @@ ncd_channel_del(struct ncd *d, uint32_t id)
 	}
 	if (ch->region != NULL)
 		ncd_region_ring_put(ch->region, ch->region_ring);
+	share_free(ch);
 	rte_free(ch->rx);
 	rte_free(ch->tx);
 	/* A consumer asleep on its copy of the eventfd wakes, and finds the channel gone (ESTALE). */

@@ -19,6 +19,30 @@ struct ncd_region;
 struct rte_mbuf;
 struct rte_ring;
 
+/* Most consumers a shared static channel has at once. */
+#define NCD_SHARE_MAX 16
+
+/* One consumer of a shared channel: an isolated client, and the ring of its region it gets. */
+struct ncd_share_consumer {
+	struct ncd_region *rg;
+	int ring;
+	uint32_t limit;                /* entries it may fill of that ring */
+	uint32_t *wakeup;              /* the ring's want_wakeup */
+	int efd;                       /* its own eventfd, once it asks; or -1 */
+	int slot;                      /* its connection's client slot */
+};
+
+/*
+ * A shared channel's consumers, as the workers see them: each packet goes to
+ * one of them by a hash of its flow (SO_REUSEPORT's way), so a flow stays
+ * with one consumer while the consumers stay the same. Replaced whole, never
+ * changed in place (but for an efd given later).
+ */
+struct ncd_share {
+	uint32_t n;
+	struct ncd_share_consumer c[NCD_SHARE_MAX];
+};
+
 struct ncd_channel {
 	/* What a worker reads of every packet it delivers, on the first cache line. */
 	uint32_t id;
@@ -44,6 +68,8 @@ struct ncd_channel {
 	int32_t queue;                 /* offload: the rx queue to steer to, or -1 */
 	bool consumer_gone;            /* its client died: its rings are drained from their tail */
 	int consumer;                  /* a static deliver channel's one attached client: slot + 1, or 0 */
+	bool shared;                   /* "consumers": "shared": isolated clients share it */
+	struct ncd_share *share;       /* a shared channel's consumers; NULL while it has none */
 	struct ncd_nat_conf nat;       /* a NAT channel's translation (action NC_ACTION_NAT) */
 	/* Per port: the mark its flow rule sets, 0 for none. Workers trust only this one. */
 	uint32_t mark[NCD_MAX_PORTS];
@@ -107,6 +133,35 @@ int ncd_channel_region_attach(struct ncd_channel *ch, struct ncd_region *rg);
 
 /** The isolated client lets go: the channel's packets go to its own ring again. */
 void ncd_channel_region_detach(struct ncd *d, struct ncd_channel *ch);
+
+/**
+ * An isolated client becomes one more consumer of a shared static channel
+ * (control thread): a ring of its region gets its share of the flows.
+ * @return 0, or -EALREADY (it is one), -EBUSY (NCD_SHARE_MAX consumers),
+ *   -ENOSPC (no ring left in its region), -ENOMEM
+ */
+int ncd_channel_share_join(struct ncd *d, struct ncd_channel *ch, struct ncd_region *rg, int slot);
+
+/**
+ * The consumer in client slot `slot` leaves a shared channel: its flows go to
+ * the others (or to the channel's own ring when none is left), then its ring
+ * is given back.
+ */
+void ncd_channel_share_leave(struct ncd *d, struct ncd_channel *ch, int slot);
+
+/**
+ * The eventfd that wakes one consumer of a shared channel, made on its first
+ * ask: each has its own, so that one's read cannot take another's wake-up.
+ * @return the fd, or -ENOENT (slot is not a consumer), or -errno of eventfd()
+ */
+int ncd_channel_share_eventfd(struct ncd_channel *ch, int slot);
+
+/** Consumers a shared channel has now (control thread). */
+static inline uint32_t
+ncd_channel_consumers(const struct ncd_channel *ch)
+{
+	return ch->share != NULL ? ch->share->n : ch->consumer != 0;
+}
 
 /** Packets waiting on a deliver channel's receive ring, as far as the daemon knows. */
 uint32_t ncd_channel_rx_count(const struct ncd_channel *ch);

@@ -333,15 +333,15 @@ ncd_region_ring_put(struct ncd_region *rg, int ring)
 
 uint32_t
 ncd_region_deliver(struct ncd_worker *w, struct ncd_port_stats *ps, struct ncd_channel *ch,
-		   struct ncd_region *rg, struct rte_mbuf **m, uint32_t n)
+		   struct ncd_region *rg, int ring, uint32_t limit, struct rte_mbuf **m, uint32_t n)
 {
-	struct ncd_region_ring *q = &rg->rx[ch->region_ring];
+	struct ncd_region_ring *q = &rg->rx[ring];
 	struct ncd_chan_stats *cs = &w->cstats[ch->id];
 	uint32_t room, i, sent = 0, used = 0, nobuf = 0, full = 0;
 	uint64_t bytes = 0;
 
 	rte_spinlock_lock(&rg->lock);
-	room = rx_room(rg, q, ch->region_limit, n);
+	room = rx_room(rg, q, limit, n);
 	/*
 	 * The buffers and descriptors about to be written were last read by the
 	 * client's core: ask for all their lines at once, so that the misses
@@ -367,7 +367,7 @@ ncd_region_deliver(struct ncd_worker *w, struct ncd_port_stats *ps, struct ncd_c
 			continue;
 		}
 		if (used + need > room)
-			room = rx_room(rg, q, ch->region_limit, used + need);
+			room = rx_room(rg, q, limit, used + need);
 		if (used + need > room) {
 			full++;
 			continue;
@@ -447,6 +447,21 @@ serve_free(struct ncd_region *rg)
 		__atomic_store_n(&q->r->tail, q->own, __ATOMIC_RELEASE);
 }
 
+/* Whether a channel delivers into this region: its own, or one it attached to, shared or not. */
+static inline bool
+delivers_into(const struct ncd_channel *ch, const struct ncd_region *rg)
+{
+	const struct ncd_share *sh;
+
+	if (__atomic_load_n(&ch->region, __ATOMIC_ACQUIRE) == rg)
+		return true;
+	sh = ch->shared ? __atomic_load_n(&ch->share, __ATOMIC_ACQUIRE) : NULL;
+	for (uint32_t k = 0; sh != NULL && k < sh->n; k++)
+		if (sh->c[k].rg == rg)
+			return true;
+	return false;
+}
+
 /*
  * The descriptor's frame, copied into an mbuf, if the descriptor holds up:
  * in the tx buffer area, a sane length, one of this connection's channels
@@ -463,7 +478,7 @@ tx_take(struct ncd *d, struct ncd_region *rg, const struct nc_desc *dsc, struct 
 	struct rte_mbuf *m;
 	char *p;
 
-	if (ch == NULL || __atomic_load_n(&ch->region, __ATOMIC_ACQUIRE) != rg || !ch->can_tx ||
+	if (ch == NULL || !delivers_into(ch, rg) || !ch->can_tx ||
 	    dsc->offset < lo || end > hi ||
 	    dsc->length < 20 || dsc->length > rg->buf_size || (dsc->flags & ~NC_DESC_F_IP)) {
 		rg->st.bad_desc++;

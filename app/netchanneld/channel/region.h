@@ -77,14 +77,14 @@ int ncd_region_ring_take(struct ncd_region *rg, uint32_t channel, uint64_t gener
 void ncd_region_ring_put(struct ncd_region *rg, int ring);
 
 /**
- * Copy a batch of a channel's packets into its client's region and put
- * them on its rx ring; free every mbuf. Counts what did not fit in the
- * channel's and the port's counters.
+ * Copy a batch of a channel's packets into a client's region and put them
+ * on its rx ring `ring`, filling at most `limit` of its entries; free every
+ * mbuf. Counts what did not fit in the channel's and the port's counters.
  * @return how many were delivered
  */
 uint32_t ncd_region_deliver(struct ncd_worker *w, struct ncd_port_stats *ps,
-			    struct ncd_channel *ch, struct ncd_region *rg, struct rte_mbuf **m,
-			    uint32_t n);
+			    struct ncd_channel *ch, struct ncd_region *rg, int ring,
+			    uint32_t limit, struct rte_mbuf **m, uint32_t n);
 
 /** A worker's turn at a region: its free ring drained and its tx ring sent. */
 void ncd_region_serve(struct ncd *d, struct ncd_worker *w, struct ncd_region *rg, uint64_t now);

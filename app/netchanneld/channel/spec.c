@@ -98,6 +98,11 @@ ncd_channel_conf_check(const struct ncd_channel_conf *cc, unsigned int nports, c
 		snprintf(err, errlen, "only a deliver channel has a client to transmit");
 		return -EINVAL;
 	}
+	*field = "consumers";
+	if (cc->shared && cc->action != NC_ACTION_DELIVER) {
+		snprintf(err, errlen, "only a deliver channel has consumers to share it");
+		return -EINVAL;
+	}
 	*field = "port";
 	if (cc->tx && cc->port >= nports) {
 		snprintf(err, errlen, "no port %u", cc->port);

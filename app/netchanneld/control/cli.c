@@ -334,6 +334,10 @@ cmd_channel_create(struct cmd_ctx *x, char **argv, int argc, json_t **res)
 				cc.action = NC_ACTION_NAT;
 			else if (strcmp(v, "deliver") != 0)
 				return fail(x, -EINVAL, "action: '%s': deliver, drop or nat", v);
+		} else if (strcmp(k, "consumers") == 0) {
+			if (strcmp(v, "shared") != 0 && strcmp(v, "one") != 0)
+				return fail(x, -EINVAL, "consumers: '%s': one or shared", v);
+			cc.shared = v[0] == 's';
 		} else if (strcmp(k, "port") == 0) {
 			unsigned int ps[NCD_MAX_PORTS];
 			int n = ports_of(x, v, ps);
@@ -343,7 +347,8 @@ cmd_channel_create(struct cmd_ctx *x, char **argv, int argc, json_t **res)
 			cc.port = (uint16_t)ps[0];
 		} else {
 			return fail(x, -EINVAL, "unknown option '%s' (proto, src, dst, sport, dport, "
-				    "priority, action, ring_size, queue_bytes, port, queue, tx)", k);
+				    "priority, action, ring_size, queue_bytes, port, queue, tx, consumers)",
+				    k);
 		}
 	}
 	if (ncd_channel_conf_check(&cc, x->d->cfg.nports, &field, err, sizeof(err)) != 0)

@@ -537,8 +537,10 @@ detach(struct ncd *d, struct ncd_conn *c, unsigned int k)
 {
 	struct ncd_channel *ch = d->channels[c->attached[k].id];
 
-	if (ch != NULL && ch->dir->generation == c->attached[k].gen &&
-	    ch->consumer == c->slot + 1) {
+	if (ch != NULL && ch->dir->generation == c->attached[k].gen && ch->shared) {
+		ncd_channel_share_leave(d, ch, c->slot);
+	} else if (ch != NULL && ch->dir->generation == c->attached[k].gen &&
+		   ch->consumer == c->slot + 1) {
 		if (ch->region != NULL)
 			ncd_channel_region_detach(d, ch);
 		ch->consumer = 0;
@@ -808,6 +810,31 @@ do_destroy(struct ncd *d, struct ncd_conn *c, const struct nc_ctl_req *req, cons
 		     NULL, 0);
 }
 
+/*
+ * One more consumer of a shared channel: isolated clients only (each gets
+ * its share in its own region; a zero-copy client would take from the
+ * channel's one ring). @return 0, or -errno with the reason in why ("" if none)
+ */
+static int
+attach_shared(struct ncd *d, struct ncd_conn *c, struct ncd_channel *ch, char *why, size_t len)
+{
+	int ret;
+
+	why[0] = '\0';
+	if (d->regions[c->slot] == NULL) {
+		snprintf(why, len, "channel %s is shared: its consumers are isolated clients, not "
+			 "zero-copy ones", ch->name);
+		return -EOPNOTSUPP;
+	}
+	ret = ncd_channel_share_join(d, ch, d->regions[c->slot], c->slot);
+	if (ret == -EBUSY)
+		snprintf(why, len, "channel %s is shared by %u consumers, the most it may be",
+			 ch->name, NCD_SHARE_MAX);
+	else if (ret == -EALREADY)
+		snprintf(why, len, "this connection is a consumer of channel %s already", ch->name);
+	return ret;
+}
+
 static int
 do_attach(struct ncd *d, struct ncd_conn *c, const struct nc_ctl_req *req, const void *body,
           uint32_t len __rte_unused)
@@ -835,21 +862,34 @@ do_attach(struct ncd *d, struct ncd_conn *c, const struct nc_ctl_req *req, const
 		if (ch->action == NC_ACTION_DELIVER) {
 			if (c->nattached == NCD_MAX_CLIENT_CHANNELS)
 				return reply(c, req, -ENOSPC, NULL, 0);
-			if (ch->consumer != 0)
+			if (ch->shared) {
+				char why[160];
+				int ret = attach_shared(d, c, d->channels[id], why, sizeof(why));
+
+				if (ret != 0)
+					return reply(c, req, ret, why, strlen(why));
+			} else if (ch->consumer != 0) {
 				return reply(c, req, -EBUSY, NULL, 0);
-			if (d->regions[c->slot] != NULL) {
+			} else if (d->regions[c->slot] != NULL) {
 				int ret = ncd_channel_region_attach(d->channels[id], d->regions[c->slot]);
 
 				if (ret < 0)
 					return reply(c, req, ret, NULL, 0);
 			}
-			d->channels[id]->consumer = c->slot + 1;
+			if (!ch->shared)
+				d->channels[id]->consumer = c->slot + 1;
 			c->attached[c->nattached].id = (uint32_t)id;
 			c->attached[c->nattached++].gen = ch->dir->generation;
 			NCD_LOG(INFO, "control: pid %d attached to channel %s (%d)", (int)c->cred.pid,
 				ch->name, id);
 		}
 		channel_info(d, ch, &info);
+		/* A consumer of a shared channel: its packets come on a ring of its own. */
+		for (uint32_t k = 0; ch->share != NULL && k < ch->share->n; k++)
+			if (ch->share->c[k].slot == c->slot) {
+				info.flags |= NC_CHANNEL_F_REGION;
+				info.region_ring = (uint32_t)ch->share->c[k].ring;
+			}
 		return reply(c, req, 0, &info, sizeof(info));
 	}
 	return reply(c, req, -ENOENT, NULL, 0);
@@ -890,7 +930,8 @@ do_eventfd(struct ncd *d, struct ncd_conn *c, const struct nc_ctl_req *req, cons
 		if (!within_limit(d, &c->cred, LIM_EVENTFDS, 1, why, sizeof(why)))
 			return reply(c, req, -EDQUOT, why, strlen(why));
 	}
-	ret = ncd_channel_eventfd(ch);
+	/* Each consumer of a shared channel sleeps on an eventfd of its own. */
+	ret = ch->shared ? ncd_channel_share_eventfd(ch, c->slot) : ncd_channel_eventfd(ch);
 	if (ret < 0)
 		return reply(c, req, ret, NULL, 0);
 	return reply_fd(c, req, 0, NULL, 0, ret);

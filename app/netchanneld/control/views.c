@@ -16,6 +16,7 @@
 #include <rte_version.h>
 
 #include "channel/channel.h"
+#include "channel/region.h"
 #include "control/rates.h"
 #include "control/reload.h"
 #include "control/control.h"
@@ -276,6 +277,17 @@ ncd_view_channel(const struct ncd *d, uint32_t id)
 	}
 	if (ch->action == NC_ACTION_NAT)
 		json_object_set_new(o, "nat", view_nat(d, &ch->nat));
+	/* A shared channel: how many consumers, each with its share of the flows and its ring. */
+	if (ch->shared) {
+		json_t *k = json_array();
+
+		for (uint32_t i = 0; ch->share != NULL && i < ch->share->n; i++)
+			json_array_append_new(k, json_pack("{s:I}", "ring_count",
+				(json_int_t)ncd_region_rx_count(ch->share->c[i].rg,
+								ch->share->c[i].ring)));
+		json_object_set_new(o, "consumers", json_pack("{s:s, s:o}", "kind", "shared",
+							       "attached", k));
+	}
 	json_object_set_new(o, "tx", json_boolean(ch->can_tx));
 	if (ch->can_tx)
 		json_object_set_new(o, "tx_port", json_string(d->cfg.ports[ch->port].name));

@@ -1124,7 +1124,7 @@ load_channels(struct ctx *c, const json_t *root)
 {
 	static const char *const keys[] = { "name", "match", "priority", "action", "ring_size",
 					    "queue_bytes", "memory_limit_order", "tx", "port", "queue",
-					    NULL };
+					    "consumers", NULL };
 	json_t *chs = json_object_get(root, "channels"), *ch;
 	struct nc_trie_config tc = { .name = "config", .socket_id = -1,
 				     .max_rules = c->cfg->max_channels };
@@ -1153,7 +1153,7 @@ load_channels(struct ctx *c, const json_t *root)
 	json_array_foreach(chs, i, ch) {
 		struct ncd_channel_conf *cc = &c->cfg->channels[i];
 		const struct ncd_chan_limit *lim = ncd_chan_limits;
-		const char *name, *port = NULL, *field;
+		const char *name, *port = NULL, *field, *consumers = NULL;
 		json_t *act;
 		int64_t prio, ring, qb, order, queue;
 		size_t l2 = push(c, NULL, (int)i);
@@ -1170,9 +1170,20 @@ load_channels(struct ctx *c, const json_t *root)
 		    get_int(c, ch, "queue_bytes", LIMITS(NCD_OPT_QUEUE_BYTES), &qb) ||
 		    get_int(c, ch, "memory_limit_order", LIMITS(NCD_OPT_MEMORY_LIMIT_ORDER), &order) ||
 		    get_bool(c, ch, "tx", false, &cc->tx) || get_str(c, ch, "port", false, &port) ||
-		    get_int(c, ch, "queue", LIMITS(NCD_OPT_QUEUE), &queue))
+		    get_int(c, ch, "queue", LIMITS(NCD_OPT_QUEUE), &queue) ||
+		    get_str(c, ch, "consumers", false, &consumers))
 			goto out;
 #undef LIMITS
+		if (consumers != NULL) {
+			push(c, "consumers", 0);
+			if (strcmp(consumers, "shared") != 0 && strcmp(consumers, "one") != 0) {
+				fail(c, "'%s': expected one or shared", consumers);
+				goto out;
+			}
+			cc->shared = strcmp(consumers, "shared") == 0;
+			pop(c, l2);
+			push(c, NULL, (int)i);
+		}
 		if (queue >= 0) {
 			unsigned int most = 0;
 

@@ -98,6 +98,7 @@ struct ncd_channel_conf {
 	uint32_t ring_size;
 	uint64_t queue_bytes;
 	bool tx;                     /* it has a transmit ring */
+	bool shared;                 /* "consumers": "shared": isolated clients share its flows */
 	uint16_t port;               /* the port it transmits on (index in ports[]) */
 	bool steer;                  /* offload: steer its flow to rx queue `queue` */
 	uint16_t queue;

@@ -57,6 +57,52 @@ budget_fit(const struct ncd_batch *b, uint64_t in, uint64_t out, uint64_t limit,
  * much, never too little), and the consumer's line is read again only when
  * that says the budget is spent: a busy consumer writes it all the time.
  */
+/* Wake a consumer that asked to be, after its packets are on its ring (the caller fenced). */
+static __rte_always_inline void
+wake_one(struct ncd_chan_stats *cs, uint32_t *flag, const int *efdp)
+{
+	if (__atomic_load_n(flag, __ATOMIC_RELAXED) && __atomic_exchange_n(flag, 0, __ATOMIC_RELAXED)) {
+		int efd = __atomic_load_n(efdp, __ATOMIC_ACQUIRE);
+		uint64_t one = 1;
+
+		/* A consumer asks for the eventfd before it sleeps; one that did not has none. */
+		cs->wakeups++;
+		if (efd < 0 || write(efd, &one, sizeof(one)) != sizeof(one))
+			cs->wakeup_errors++;
+	}
+}
+
+/*
+ * A shared channel's batch: each packet to the consumer its flow's hash
+ * picks, into that consumer's region; then the consumers that sleep wake,
+ * each on its own eventfd.
+ */
+static __rte_noinline void
+deliver_shared(struct ncd_worker *w, struct ncd_port_stats *ps, struct ncd_batch *b,
+	       const struct ncd_share *sh)
+{
+	struct ncd_chan_stats *cs = &w->cstats[b->ch->id];
+	struct rte_mbuf *part[NCD_BURST];
+	uint32_t got[NCD_SHARE_MAX];
+
+	b->sent = 0;
+	for (uint32_t k = 0; k < sh->n; k++) {
+		const struct ncd_share_consumer *c = &sh->c[k];
+		uint32_t np = 0;
+
+		for (uint32_t i = 0; i < b->n; i++)
+			if (b->hash[i] % sh->n == k)
+				part[np++] = b->m[i];
+		got[k] = np == 0 ? 0 :
+			 ncd_region_deliver(w, ps, b->ch, c->rg, c->ring, c->limit, part, np);
+		b->sent += got[k];
+	}
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	for (uint32_t k = 0; k < sh->n; k++)
+		if (got[k] > 0)
+			wake_one(cs, sh->c[k].wakeup, &sh->c[k].efd);
+}
+
 static __rte_always_inline void
 deliver_one(struct ncd_worker *w, struct ncd_port_stats *ps, struct ncd_batch *b)
 {
@@ -70,8 +116,18 @@ deliver_one(struct ncd_worker *w, struct ncd_port_stats *ps, struct ncd_batch *b
 	struct ncd_region *rg = __atomic_load_n(&ch->region, __ATOMIC_ACQUIRE);
 
 	if (rg != NULL) {
-		b->sent = ncd_region_deliver(w, ps, ch, rg, b->m, b->n);
+		b->sent = ncd_region_deliver(w, ps, ch, rg, ch->region_ring, ch->region_limit, b->m,
+					     b->n);
 		return;
+	}
+	if (unlikely(ch->shared)) {
+		/* Acquire: pairs with the control thread's publication of the share. */
+		const struct ncd_share *sh = __atomic_load_n(&ch->share, __ATOMIC_ACQUIRE);
+
+		if (sh != NULL) {
+			deliver_shared(w, ps, b, sh);
+			return;
+		}
 	}
 	in = __atomic_load_n(&ch->dir->bytes_in, __ATOMIC_RELAXED);
 	seen = __atomic_load_n(&ch->out_seen, __ATOMIC_RELAXED);
@@ -117,17 +173,8 @@ wake_consumers(struct ncd_worker *w, const struct ncd_batch *batches, uint16_t n
 
 		uint32_t *flag = __atomic_load_n(&ch->wakeup, __ATOMIC_RELAXED);
 
-		if (batches[j].sent > 0 && __atomic_load_n(flag, __ATOMIC_RELAXED) &&
-		    __atomic_exchange_n(flag, 0, __ATOMIC_RELAXED)) {
-			struct ncd_chan_stats *cs = &w->cstats[ch->id];
-			int efd = __atomic_load_n(&ch->efd, __ATOMIC_ACQUIRE);
-			uint64_t one = 1;
-
-			/* A consumer asks for the eventfd before it sleeps; one that did not has none. */
-			cs->wakeups++;
-			if (efd < 0 || write(efd, &one, sizeof(one)) != sizeof(one))
-				cs->wakeup_errors++;
-		}
+		if (batches[j].sent > 0)
+			wake_one(&w->cstats[ch->id], flag, &ch->efd);
 	}
 }
 

@@ -21,6 +21,7 @@ struct rte_mbuf;
 struct ncd_batch {
 	struct ncd_channel *ch;
 	struct rte_mbuf *m[NCD_BURST];
+	uint32_t hash[NCD_BURST];      /* a shared channel's: each packet's flow hash */
 	uint32_t n;
 	uint32_t sent;                 /* how many were enqueued */
 };

@@ -11,6 +11,7 @@
 
 #include <rte_cycles.h>
 #include <rte_ethdev.h>
+#include <rte_hash_crc.h>
 #include <rte_ip_frag.h>
 #include <rte_malloc.h>
 #include <rte_mbuf.h>
@@ -48,6 +49,28 @@ count_hit(struct ncd_worker *w, const struct ncd_channel *ch, bool by_mark)
 		cs->hits_mark++;
 	else
 		cs->hits_trie++;
+}
+
+/*
+ * A flow's hash, to pick a shared channel's consumer. CRC alone is linear:
+ * flows that differ in a few port bits can all land on one consumer; the
+ * finaliser of MurmurHash3 spreads every input bit over every output bit.
+ */
+static inline uint32_t
+flow_hash(const struct nc_trie_key *k)
+{
+	/* rte_hash_crc() reads 8 bytes at a time: from a copy aligned for it. */
+	uint64_t a[(sizeof(*k) + 7) / 8];
+	uint32_t h;
+
+	memcpy(a, k, sizeof(*k));
+	h = rte_hash_crc(a, sizeof(*k), 0);
+
+	h ^= h >> 16;
+	h *= 0x85ebca6bu;
+	h ^= h >> 13;
+	h *= 0xc2b2ae35u;
+	return h ^ (h >> 16);
 }
 
 /* The packets of a burst as the stages pass them on. */
@@ -242,6 +265,8 @@ dispatch_burst(struct ncd *d, struct ncd_worker *w, unsigned int pi, struct rte_
 			batches[nb].n = 0;
 			nb++;
 		}
+		if (unlikely(ch->shared))
+			batches[j].hash[batches[j].n] = flow_hash(&b->parsed[i].key);
 		batches[j].m[batches[j].n++] = m;
 	}
 	ncd_dp_deliver(w, ps, batches, nb);
