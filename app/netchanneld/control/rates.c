@@ -59,10 +59,11 @@ ncd_rates_free(void)
 static uint64_t
 port_drops(const struct ncd_port_stats *s)
 {
-	uint64_t out = s->delivered + s->nat + s->to_kernel;
+	/* A fragment's outcome is reassembly's, and its datagram has one more: neither drops. */
+	uint64_t in = s->rx + s->frag_datagrams, out = s->delivered + s->nat + s->to_kernel + s->frag_in;
 
 	/* Workers count rx first and the outcome after: a sum may catch one between. */
-	return s->rx > out ? s->rx - out : 0;
+	return in > out ? in - out : 0;
 }
 
 void
@@ -116,7 +117,7 @@ ncd_rates_tick(struct ncd *d)
 		rt.chan[1][id] = (struct chan_sample){
 			.gen = ch->dir->generation + 1, .hits = s.hits, .delivered = s.delivered,
 			.bytes = s.bytes,
-			.drops = s.drop_ring_full + s.drop_queue_bytes + s.drop_no_buf + s.dropped,
+			.drops = ncd_chan_drops(&s),
 			.tx = s.tx, .tx_bytes = s.tx_bytes,
 		};
 	}

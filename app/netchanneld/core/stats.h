@@ -105,6 +105,13 @@ struct ncd_chan_stats {
 	X(nat_reverse) \
 	X(nat_reverse_bytes) X(nat_reverse_drop_tx) X(nat_flows)
 
+/** What a channel dropped of what it matched: ring full, over budget, no buffer, by rule. */
+static inline uint64_t
+ncd_chan_drops(const struct ncd_chan_stats *s)
+{
+	return s->drop_ring_full + s->drop_queue_bytes + s->drop_no_buf + s->dropped;
+}
+
 /** Sum every worker's counters of one port, and the control thread's. */
 void ncd_port_stats_sum(const struct ncd *d, unsigned int port, struct ncd_port_stats *out);
 
