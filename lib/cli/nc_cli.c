@@ -50,6 +50,66 @@ const struct nc_cli_cmd nc_cli_cmds[NC_CLI_NCMDS] = {
 	{ NC_CLI_QUIT, "quit", "leave the prompt (netchanneld -i: stop the daemon)" },
 };
 
+#define SUGGEST_MAX 32                 /* longer words are not compared */
+
+/* Optimal string alignment distance between a and b (lengths la, lb), capped at cap + 1. */
+static unsigned int
+edit_distance(const char *a, size_t la, const char *b, size_t lb, unsigned int cap)
+{
+	unsigned int d[SUGGEST_MAX + 1][SUGGEST_MAX + 1];
+
+	if (la > SUGGEST_MAX || lb > SUGGEST_MAX)
+		return cap + 1;
+	for (size_t i = 0; i <= la; i++)
+		d[i][0] = (unsigned int)i;
+	for (size_t j = 0; j <= lb; j++)
+		d[0][j] = (unsigned int)j;
+	for (size_t i = 1; i <= la; i++)
+		for (size_t j = 1; j <= lb; j++) {
+			unsigned int best = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+
+			if (d[i - 1][j] + 1 < best)
+				best = d[i - 1][j] + 1;
+			if (d[i][j - 1] + 1 < best)
+				best = d[i][j - 1] + 1;
+			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+			    d[i - 2][j - 2] + 1 < best)
+				best = d[i - 2][j - 2] + 1;
+			d[i][j] = best;
+		}
+	return d[la][lb] > cap ? cap + 1 : d[la][lb];
+}
+
+const char *
+nc_cli_suggest(const char *word, const char *const *cands, unsigned int n)
+{
+	size_t lw = strlen(word);
+	/* A short word has few letters to spare: one edit away already is another word. */
+	unsigned int cap = lw <= 4 ? 1 : 2, best_d = cap + 1;
+	const char *best = NULL;
+
+	for (unsigned int i = 0; i < n; i++) {
+		unsigned int dd = edit_distance(word, lw, cands[i], strlen(cands[i]), cap);
+
+		if (dd > 0 && dd < best_d) {
+			best_d = dd;
+			best = cands[i];
+		}
+	}
+	return best;
+}
+
+void
+nc_cli_did_you_mean(char *msg, size_t len, const char *word, const char *const *cands,
+		    unsigned int n)
+{
+	const char *s = nc_cli_suggest(word, cands, n);
+	size_t at = strlen(msg);
+
+	if (s != NULL && at < len)
+		snprintf(msg + at, len - at, "; did you mean '%s'?", s);
+}
+
 /* Does a word fit a syntax word? */
 static bool
 word_fits(const char *syn, size_t synlen, const char *w)
@@ -131,13 +191,11 @@ nc_cli_match(const char *line, char *buf, char **argv, int *argc, char *err, siz
 			best = &nc_cli_cmds[i];
 		}
 	}
-	if (best == NULL) {
-		snprintf(err, errlen, "unknown command '%s' (try help)", argv[0]);
-		return NULL;
-	}
-	/* The words that could have come where this line went wrong. */
-	char alts[256] = "";
-	unsigned int nalts = 0;
+	/* The words that could have come where this line went wrong, and each choice of them. */
+	char alts[256] = "", words[512];
+	const char *cands[64];
+	unsigned int nalts = 0, nwords = 0;
+	size_t used = 0;
 
 	for (unsigned int i = 0; i < NC_CLI_NCMDS; i++) {
 		const char *syn = nc_cli_cmds[i].syntax;
@@ -147,18 +205,35 @@ nc_cli_match(const char *line, char *buf, char **argv, int *argc, char *err, siz
 			continue;
 		for (int k = 0; k < best_n && *syn; k++)
 			syn += strcspn(syn, " ") + strspn(syn + strcspn(syn, " "), " ");
-		if (*syn == '\0' || *syn == '[' || strstr(alts, syn) == syn)
+		if (*syn == '\0' || *syn == '[')
+			continue;
+		for (const char *p = syn, *end = syn + strcspn(syn, " "); p < end && *p != '<';) {
+			size_t n = strcspn(p, "| ");
+
+			if (nwords < sizeof(cands) / sizeof(cands[0]) && used + n + 1 <= sizeof(words)) {
+				memcpy(words + used, p, n);
+				words[used + n] = '\0';
+				cands[nwords++] = words + used;
+				used += n + 1;
+			}
+			p += n + (p[n] == '|');
+		}
+		if (strstr(alts, syn) == syn)
 			continue;
 		snprintf(alts + strlen(alts), sizeof(alts) - strlen(alts), "%s%.*s", nalts++ ? ", " : "",
 			 (int)strcspn(syn, " "), syn);
 	}
-	if (nalts > 1)
+	if (best == NULL)
+		snprintf(err, errlen, "unknown command '%s' (try help)", argv[0]);
+	else if (nalts > 1)
 		snprintf(err, errlen, "bad arguments%s%s: expected one of: %s",
 			 best_n < *argc ? " near " : "", best_n < *argc ? argv[best_n] : "", alts);
 	else
 		snprintf(err, errlen, "bad arguments%s%s: usage: %s",
 			 best_n < *argc ? " near " : "", best_n < *argc ? argv[best_n] : "",
 			 best->syntax);
+	if (best_n < *argc)
+		nc_cli_did_you_mean(err, errlen, argv[best_n], cands, nwords);
 	return NULL;
 }
 
@@ -225,11 +300,42 @@ token(const char *str, size_t offset)
 	return &t->hdr;
 }
 
+/*
+ * The prompt's last instance. A line that no command's words fit (a typo)
+ * would get only librte_cmdline's "Bad arguments"; this token takes such a
+ * line whole, so that run() says what is wrong and what was likely meant.
+ * It refuses every line nc_cli_match() accepts, so that no line is
+ * ambiguous, and takes no part in completion (res is NULL there).
+ */
+static int
+other_parse(cmdline_parse_token_hdr_t *tk __rte_unused, const char *buf, void *res,
+	    unsigned int ressize)
+{
+	char words[NC_CLI_MAX_LINE], line[NC_CLI_MAX_LINE], err[8];
+	char *argv[NC_CLI_MAX_WORDS];
+	size_t n;
+	int argc;
+
+	if (buf == NULL || res == NULL)
+		return -1;
+	n = strcspn(buf, "\r\n");
+	if (n == 0 || n >= sizeof(line) || n >= ressize)
+		return -1;
+	memcpy(line, buf, n);
+	line[n] = '\0';
+	if (nc_cli_match(line, words, argv, &argc, err, sizeof(err)) != NULL || argc == 0)
+		return -1;
+	memcpy(res, line, n + 1);
+	return (int)n;
+}
+
+static struct cmdline_token_ops other_ops = { .parse = other_parse };
+
 /* One cmdline instance per command (two where options may follow: with and without). */
 static cmdline_parse_ctx_t *
 build_ctx(void)
 {
-	cmdline_parse_ctx_t *ctx = calloc(2 * NC_CLI_NCMDS + 1, sizeof(*ctx));
+	cmdline_parse_ctx_t *ctx = calloc(2 * NC_CLI_NCMDS + 2, sizeof(*ctx));
 	unsigned int k = 0;
 
 	if (ctx == NULL)
@@ -272,6 +378,25 @@ build_ctx(void)
 			ctx[k++] = in;
 		}
 	}
+	/* Last: any other line, to be told what is wrong with it. */
+	cmdline_parse_inst_t *in = calloc(1, sizeof(*in) + 2 * sizeof(void *));
+	struct inst_info *ii = calloc(1, sizeof(*ii));
+	cmdline_parse_token_hdr_t *t = calloc(1, sizeof(*t));
+
+	if (in == NULL || ii == NULL || t == NULL) {
+		free(in);
+		free(ii);
+		free(t);
+		return ctx;            /* the prompt works without it */
+	}
+	t->ops = &other_ops;
+	t->offset = offsetof(struct cli_result, rest);
+	in->tokens[0] = t;
+	ii->rest = true;
+	in->f = on_line;
+	in->data = ii;
+	in->help_str = "";
+	ctx[k] = in;
 	return ctx;
 }
 

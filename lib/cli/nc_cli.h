@@ -60,6 +60,26 @@ extern const struct nc_cli_cmd nc_cli_cmds[NC_CLI_NCMDS];
 const struct nc_cli_cmd *nc_cli_match(const char *line, char *buf, char **argv, int *argc,
 				      char *err, size_t errlen);
 
+/**
+ * The candidate a mistyped word most likely meant: the closest by edit
+ * distance (insertions, deletions, substitutions and swaps of two
+ * neighbouring letters), if it is close enough: at most 1 edit for a word
+ * of up to 4 letters, at most 2 for longer ones.
+ *
+ * @param word   what was typed
+ * @param cands  the words it may have meant
+ * @param n      how many
+ * @return the closest candidate, or NULL if none is close enough
+ */
+const char *nc_cli_suggest(const char *word, const char *const *cands, unsigned int n);
+
+/**
+ * Append "; did you mean 'X'?" to msg (NUL-terminated, room for len bytes)
+ * when nc_cli_suggest() finds one; leave it as it is otherwise.
+ */
+void nc_cli_did_you_mean(char *msg, size_t len, const char *word, const char *const *cands,
+			 unsigned int n);
+
 /** Print every command's syntax and help. */
 void nc_cli_help(FILE *f);
 

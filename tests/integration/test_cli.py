@@ -241,6 +241,10 @@ class Cli(T.DaemonCase):
                          ("channel create x dport 70000", "dport"),
                          ("channel create x proto tcp dport", "a value is missing"),
                          ("channel create x colour blue", "unknown option 'colour'"),
+                         ("channel create x prto udp", "did you mean 'proto'?"),
+                         ("chanel destroy x", "unknown command 'chanel' (try help); did you "
+                                              "mean 'channel'?"),
+                         ("show chanel all", "did you mean 'channel'?"),
                          ("channel create bad! dport 1", "a name is"),
                          ("show channel nosuch", "no channel 'nosuch'"),
                          ("show port stats 3", "no port '3'"),
@@ -321,7 +325,8 @@ class Cli(T.DaemonCase):
         self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
 
     def test_interactive_daemon(self):
-        """netchanneld -i: the prompt on the terminal runs the same commands; quit stops it."""
+        """netchanneld -i: the prompt on the terminal runs the same commands, says what a
+        typo likely meant; quit stops it."""
         self.start(interactive=True)
         cmd = [T.DAEMON, "-c", self.daemon.config, "-i", "--", "--file-prefix", self.prefix]
         p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -329,8 +334,8 @@ class Cli(T.DaemonCase):
         self.addCleanup(lambda: p.poll() is None and (p.kill(), p.wait()))
         time.sleep(2)
         try:
-            out, _ = p.communicate("help\nshow port stats wire0\nshow chan\t dns\nquit\n",
-                                   timeout=30)
+            out, _ = p.communicate("help\nshow port stats wire0\nshow chan\t dns\n"
+                                   "shwo mempool\nquit\n", timeout=30)
         except subprocess.TimeoutExpired:
             p.kill()
             self.fail("netchanneld -i did not quit")
@@ -338,6 +343,9 @@ class Cli(T.DaemonCase):
         self.assertIn("show classifier", out)
         self.assertIn("rx: 100\n", out)
         self.assertIn("name: dns\n", out, "tab completed 'chan' to 'channel'")
+        # A typo: what is wrong, and what was meant; not librte_cmdline's "Bad arguments".
+        self.assertIn("unknown command 'shwo' (try help); did you mean 'show'?", out)
+        self.assertNotIn("Bad arguments", out)
         self.assertIn("netchanneld: stopping", out)
 
     def test_telemetry(self):

@@ -346,9 +346,16 @@ cmd_channel_create(struct cmd_ctx *x, char **argv, int argc, json_t **res)
 				return n < 0 ? n : fail(x, -EINVAL, "port: one port, not all");
 			cc.port = (uint16_t)ps[0];
 		} else {
-			return fail(x, -EINVAL, "unknown option '%s' (proto, src, dst, sport, dport, "
-				    "priority, action, ring_size, queue_bytes, port, queue, tx, consumers)",
-				    k);
+			static const char *const opts[] = { "proto", "src", "dst", "sport", "dport",
+				"priority", "action", "ring_size", "queue_bytes", "port", "queue", "tx",
+				"consumers" };
+			char msg[256];
+
+			snprintf(msg, sizeof(msg), "unknown option '%s' (proto, src, dst, sport, dport, "
+				 "priority, action, ring_size, queue_bytes, port, queue, tx, consumers)",
+				 k);
+			nc_cli_did_you_mean(msg, sizeof(msg), k, opts, RTE_DIM(opts));
+			return fail(x, -EINVAL, "%s", msg);
 		}
 	}
 	if (ncd_channel_conf_check(&cc, x->d->cfg.nports, &field, err, sizeof(err)) != 0)

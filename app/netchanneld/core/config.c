@@ -21,6 +21,7 @@
 #include <jansson.h>
 
 #include "core/config.h"
+#include "nc_cli.h"
 #include "core/match.h"
 #include "channel/spec.h"
 #include "nat/nat_conf.h"
@@ -95,8 +96,11 @@ check_keys(struct ctx *c, const json_t *obj, const char *const *keys)
 				break;
 		if (keys[i] == NULL) {
 			size_t l = push(c, k, 0);
-			int r = fail(c, "unknown key");
+			char msg[96] = "unknown key";
+			int r;
 
+			nc_cli_did_you_mean(msg, sizeof(msg), k, keys, i);
+			r = fail(c, "%s", msg);
 			pop(c, l);
 			return r;
 		}
