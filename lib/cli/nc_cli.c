@@ -26,8 +26,10 @@ const struct nc_cli_cmd nc_cli_cmds[NC_CLI_NCMDS] = {
 	  "a port's description, counters or extended counters; <port>: id, name or all" },
 	{ NC_CLI_CLEAR_PORT, "clear port stats <port>",
 	  "zero a port's counters (the NIC's and netchanneld's); <port>: id, name or all" },
-	{ NC_CLI_SHOW_CHANNEL, "show channel <channel>",
-	  "a channel's rule, action, owner, rings and counters; <channel>: id, name or all" },
+	{ NC_CLI_SHOW_CHANNEL, "show channel <channel> [from <id>]",
+	  "a channel's rule, action, owner, rings and counters; <channel>: id, name, all, or brief "
+	  "(a line a channel); all and brief list a page from an id with 'from' (JSON: "
+	  "{channels, next})" },
 	{ NC_CLI_SHOW_CLIENTS, "show clients", "the connected clients: pid, uid, lcore, channels, mbufs held" },
 	{ NC_CLI_SHOW_CLASSIFIER, "show classifier", "the classifier: rules, nodes, memory" },
 	{ NC_CLI_SHOW_MEMPOOL, "show mempool", "the mbuf pool: size, in use, available" },

@@ -37,13 +37,14 @@ class Cli(T.DaemonCase):
         self.frames = frames
         T.write_pcap(os.path.join(self.w, "in.pcap"), frames)
 
-    def start(self, infinite=False, eal=EAL, interactive=False):
+    def start(self, infinite=False, eal=EAL, interactive=False, more=()):
         dev = f"net_pcap0,rx_pcap={self.w}/in.pcap" + (",infinite_rx=1" if infinite else "")
         exc = "none" if infinite else f"net_pcap1,tx_pcap={self.w}/exc.pcap"
         cfg = {"eal": eal, "mempool": {"mbufs": 8191, "cache": 64},
                "ports": [{"name": "wire0", "device": dev, "exception": {"device": exc}}],
                "workers": [{"lcore": 1}], "control": {"socket": self.sock},
-               "channels": [{"name": "dns", "match": {"proto": "udp", "dport": 53}}]}
+               "channels": [{"name": "dns", "match": {"proto": "udp", "dport": 53}}] +
+               list(more)}
         self.daemon = T.Daemon(cfg, self.w, self.prefix)
         if not interactive:
             self.daemon.start()
@@ -322,6 +323,57 @@ class Cli(T.DaemonCase):
         self.assertEqual(json.loads(p.stdout.readline())[0]["rx"], 100)
         out, err = p.communicate(timeout=10)
         self.assertEqual((p.returncode, out, err), (0, "", ""))
+        self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
+
+    def test_many_channels_page_by_page(self):
+        """1,500 channels: show channel all and brief list every one through ncctl (page by
+        page: a reply holds 64 KiB), text and JSON; a page says where the next starts;
+        telemetry lists them 256 at a time; monitor still finds the busiest."""
+        n = 1500
+        self.start(eal=EAL_TEL, more=[{"name": f"c{i}", "match": {"proto": "tcp",
+                                                                   "dport": 1000 + i},
+                                       "ring_size": 16} for i in range(n)])
+        names = ["dns"] + [f"c{i}" for i in range(n)]
+        full = self.js("show channel all")
+        self.assertEqual([c["name"] for c in full], names)
+        self.assertEqual(full[0]["counters"]["hits"], 60)
+        brief = self.js("show channel brief")
+        self.assertEqual([c["name"] for c in brief], names)
+        self.assertEqual((brief[0]["hits"], brief[0]["delivered"], brief[1]["drops"]), (60, 60, 0))
+        lines = self.ncctl("show channel brief").stdout.splitlines()
+        self.assertEqual(len(lines), 1 + n + 1, "a header, then a line a channel")
+        self.assertRegex(lines[1], r"^0 +dns +deliver +config +60 +60 +0  any proto 17 dport 53")
+        self.assertNotIn("next:", "\n".join(lines))
+        text = self.ncctl("show channel all").stdout
+        self.assertEqual(text.count("\nname: ") + text.startswith("name: "), n + 1)
+        self.assertEqual(text.count("rule: "), n + 1)
+        page = self.js("show channel brief from 0")
+        self.assertGreater(len(page["channels"]), 100)
+        self.assertEqual(page["next"], len(page["channels"]))
+        last = self.js(f"show channel all from {n}")
+        self.assertEqual(([c["name"] for c in last["channels"]], last["next"]), ([f"c{n - 1}"], None))
+        r = self.ncctl("show channel dns from 3", check=False)
+        self.assertIn("usage: show channel all|brief [from <id>]", r.stderr)
+        # Telemetry: 256 a page, and where the next starts.
+        got, start = [], None
+        while True:
+            cmd = "/netchannel/channels" + (f",{start}" if start is not None else "")
+            r = subprocess.run(["/usr/bin/python3", "/usr/bin/dpdk-telemetry.py", "-f",
+                                self.prefix], input=cmd + "\n", capture_output=True, text=True,
+                               timeout=30)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            tel = json.loads([ln for ln in r.stdout.splitlines() if ln.startswith("{")][-1])
+            tel = tel["/netchannel/channels"]
+            self.assertLessEqual(len(tel["names"]), 256)
+            got += tel["names"]
+            if "next" not in tel:
+                break
+            start = tel["next"]
+        self.assertEqual(got, names)
+        r = subprocess.run([NCCTL, "-s", self.sock, "--json", "monitor", "-i", "0.2", "-n", "1"],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(json.loads(r.stdout.splitlines()[-1])["channels"][0]["name"], "dns")
         self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
 
     def test_interactive_daemon(self):

@@ -101,7 +101,14 @@ struct cmd_ctx {
 	const struct ncd_conn *viewer; /* NULL: sees everything */
 	FILE *out;
 	char err[256];
+	/* show channel: one line a channel; a page (from an id), and where the next one starts. */
+	bool brief, paged;
+	uint32_t from;
+	int64_t next;
 };
+
+/* JSON bytes of one page of "show channel all|brief from ID": a reply holds 64 KiB. */
+#define CHANNEL_PAGE_BYTES 40000
 
 static int __attribute__((format(printf, 3, 4)))
 fail(struct cmd_ctx *x, int status, const char *fmt, ...)
@@ -220,16 +227,66 @@ text_counters(json_t *ch)
 	}
 }
 
+/*
+ * show channel <channel>|all|brief [from <id>]: "all" and "brief" name the
+ * listings (a channel of either name is shown by its id); "from" makes a
+ * listing a page, as large as a reply can carry, so that any number of
+ * channels can be listed over the control socket, page by page.
+ */
 static int
-cmd_show_channel(struct cmd_ctx *x, char **argv, json_t **res)
+cmd_show_channel(struct cmd_ctx *x, char **argv, int argc, json_t **res)
 {
-	int32_t id;
-	int ret = channel_of(x, argv[2], true, &id);
+	int32_t id = -1;
+	int ret = 0;
 
+	x->brief = strcmp(argv[2], "brief") == 0;
+	if (!x->brief)
+		ret = channel_of(x, argv[2], true, &id);
 	if (ret != 0)
 		return ret;
-	*res = id < 0 ? ncd_view_channels(x->d, x->viewer) : ncd_view_channel(x->d, (uint32_t)id);
+	if (argc > 3) {
+		char *end;
+		unsigned long v = argc == 5 ? strtoul(argv[4], &end, 10) : 0;
+
+		if (argc != 5 || strcmp(argv[3], "from") != 0 || id >= 0 || *argv[4] == '\0' ||
+		    *end != '\0' || v >= x->d->cfg.max_channels)
+			return fail(x, -EINVAL, "usage: show channel all|brief [from <id>], an id "
+				    "below %u", x->d->cfg.max_channels);
+		x->paged = true;
+		x->from = (uint32_t)v;
+		*res = ncd_view_channel_page(x->d, x->viewer, x->from, x->brief, CHANNEL_PAGE_BYTES,
+					     &x->next);
+		return 0;
+	}
+	if (x->brief)
+		*res = ncd_view_channel_list(x->d, x->viewer);
+	else
+		*res = id < 0 ? ncd_view_channels(x->d, x->viewer) :
+			ncd_view_channel(x->d, (uint32_t)id);
 	return 0;
+}
+
+/* show channel brief, as text: a line a channel, under a header (a page's first only). */
+static void
+print_brief(FILE *f, const json_t *a, bool header)
+{
+	const json_t *v;
+	size_t i;
+
+	if (header)
+		fprintf(f, "%-7s %-31s %-7s %-8s %12s %12s %10s  %s\n", "id", "name", "action",
+			"owner", "hits", "delivered", "drops", "rule");
+	json_array_foreach(a, i, v)
+		fprintf(f, "%-7" JSON_INTEGER_FORMAT " %-31s %-7s %-8s %12" JSON_INTEGER_FORMAT
+			" %12" JSON_INTEGER_FORMAT " %10" JSON_INTEGER_FORMAT "  %s\n",
+			json_integer_value(json_object_get(v, "id")),
+			json_string_value(json_object_get(v, "name")),
+			json_string_value(json_object_get(v, "action")),
+			json_string_value(json_object_get(v, "owner")),
+			json_integer_value(json_object_get(v, "hits")),
+			json_integer_value(json_object_get(v, "delivered")),
+			json_integer_value(json_object_get(v, "drops")),
+			json_string_value(json_object_get(v, "rule")));
 }
 
 /* One word (and its value) of "action nat ...": what the translation writes. */
@@ -466,7 +523,7 @@ ncd_cli_exec(struct ncd *d, const char *line, bool json, bool priv, const struct
 	switch (c->id) {
 	case NC_CLI_SHOW_PORT: ret = cmd_show_port(&x, argv, &res); break;
 	case NC_CLI_CLEAR_PORT: ret = cmd_clear_port(&x, argv, &res); break;
-	case NC_CLI_SHOW_CHANNEL: ret = cmd_show_channel(&x, argv, &res); break;
+	case NC_CLI_SHOW_CHANNEL: ret = cmd_show_channel(&x, argv, argc, &res); break;
 	case NC_CLI_SHOW_CLIENTS: res = ncd_view_clients(d, viewer); break;
 	case NC_CLI_SHOW_CLASSIFIER: res = ncd_view_classifier(d); break;
 	case NC_CLI_SHOW_MEMPOOL: res = ncd_view_mempool(d); break;
@@ -507,6 +564,18 @@ out:
 		} else {
 			fprintf(out, "error: %s\n", x.err);
 		}
+	} else if (res != NULL && x.paged && json) {
+		/* A page says where the next one starts (null: it was the last). */
+		json_t *page = json_pack("{s:O, s:o}", "channels", res, "next",
+					 x.next >= 0 ? json_integer(x.next) : json_null());
+
+		json_dumpf(page, out, JSON_COMPACT);
+		fputc('\n', out);
+		json_decref(page);
+	} else if (res != NULL && x.brief && !json) {
+		print_brief(out, res, !x.paged || x.from == 0);
+		if (x.paged && x.next >= 0)
+			fprintf(out, "next: %" PRId64 "\n", x.next);
 	} else if (res != NULL) {
 		if (json) {
 			json_dumpf(res, out, JSON_COMPACT);
@@ -523,6 +592,8 @@ out:
 					text_counters(res);
 			}
 			render(out, res, 0);
+			if (x.paged && x.next >= 0)
+				fprintf(out, "next: %" PRId64 "\n", x.next);
 		}
 	}
 	json_decref(res);

@@ -158,19 +158,35 @@ v_ports(const struct ncd *d, const char *params, int *err)
 	return o;
 }
 
+/* Channels a /netchannel/channels reply lists: telemetry's replies hold 16 KiB. */
+#define TEL_CHANNELS_PAGE 256
+
+/* The channels' ids and names, from the id in params (0 without) on, a page; "next" goes on. */
 static json_t *
 v_channels(const struct ncd *d, const char *params, int *err)
 {
-	json_t *ids = json_array(), *names = json_array();
+	json_t *ids = json_array(), *names = json_array(), *next = json_null();
+	char *end;
+	unsigned long from = params != NULL && *params != '\0' ? strtoul(params, &end, 10) : 0;
+	unsigned int n = 0;
 
-	(void)params;
-	(void)err;
-	for (uint32_t i = 0; i < d->cfg.max_channels; i++)
-		if (d->channels[i] != NULL) {
-			json_array_append_new(ids, json_integer(i));
-			json_array_append_new(names, json_string(d->channels[i]->name));
+	if (params != NULL && *params != '\0' && (*end != '\0' || from > d->cfg.max_channels)) {
+		json_decref(ids);
+		json_decref(names);
+		*err = -EINVAL;
+		return NULL;
+	}
+	for (uint32_t i = (uint32_t)from; i < d->cfg.max_channels; i++) {
+		if (d->channels[i] == NULL)
+			continue;
+		if (n++ == TEL_CHANNELS_PAGE) {
+			next = json_integer(i);
+			break;
 		}
-	return json_pack("{s:o, s:o}", "ids", ids, "names", names);
+		json_array_append_new(ids, json_integer(i));
+		json_array_append_new(names, json_string(d->channels[i]->name));
+	}
+	return json_pack("{s:o, s:o, s:o}", "ids", ids, "names", names, "next", next);
 }
 
 static json_t *
@@ -245,7 +261,9 @@ ncd_telemetry_init(struct ncd *d)
 	} eps[] = {
 		{ "/netchannel/stats", tel_stats, "Every port's counters, the mempool and the classifier" },
 		{ "/netchannel/ports", tel_ports, "Each port's description and counters" },
-		{ "/netchannel/channels", tel_channels, "The channels' ids and names" },
+		{ "/netchannel/channels", tel_channels,
+		  "The channels' ids and names, 256 from the id given (0 without); next: where the "
+		  "next page starts, or null" },
 		{ "/netchannel/channel", tel_channel, "One channel. Parameter: its id" },
 		{ "/netchannel/clients", tel_clients, "The connected clients" },
 		{ "/netchannel/mempool", tel_mempool, "The mbuf pool: size, in_use, available" },

@@ -335,26 +335,63 @@ ncd_view_mempool(const struct ncd *d)
 			 (json_int_t)d->cache_flushed);
 }
 
+/* A channel in brief: who and what, how full, and the counters an operator scans first. */
+static json_t *
+view_channel_brief(const struct ncd *d, const struct ncd_channel *ch)
+{
+	struct ncd_chan_stats st;
+	char rule[256];
+
+	nc_trie_rule_format(&ch->rule, rule, sizeof(rule));
+	ncd_chan_stats_sum(d, ch->id, &st);
+	return json_pack("{s:s, s:i, s:s, s:s, s:s, s:i, s:I, s:I, s:I, s:I}",
+			 "name", ch->name, "id", (int)ch->id, "action", action_name(ch->action),
+			 "owner", owner_kind(ch), "rule", rule,
+			 "ring_count", (int)ncd_channel_rx_count(ch),
+			 "bytes_queued", (json_int_t)nc_dir_bytes_queued(ch->dir),
+			 "hits", (json_int_t)st.hits, "delivered", (json_int_t)st.delivered,
+			 "drops", (json_int_t)ncd_chan_drops(&st));
+}
 
 json_t *
 ncd_view_channel_list(const struct ncd *d, const struct ncd_conn *viewer)
 {
 	json_t *a = json_array();
-	char rule[256];
 
 	for (uint32_t i = 0; i < d->cfg.max_channels; i++) {
 		const struct ncd_channel *ch = d->channels[i];
 
+		if (ch != NULL && ncd_conn_sees(d, viewer, ch))
+			json_array_append_new(a, view_channel_brief(d, ch));
+	}
+	return a;
+}
+
+json_t *
+ncd_view_channel_page(const struct ncd *d, const struct ncd_conn *viewer, uint32_t from,
+		      bool brief, size_t budget, int64_t *next)
+{
+	json_t *a = json_array();
+	size_t used = 0;
+
+	*next = -1;
+	for (uint32_t i = from; i < d->cfg.max_channels; i++) {
+		const struct ncd_channel *ch = d->channels[i];
+		json_t *o;
+		size_t n;
+
 		if (ch == NULL || !ncd_conn_sees(d, viewer, ch))
 			continue;
-		nc_trie_rule_format(&ch->rule, rule, sizeof(rule));
-		json_array_append_new(a, json_pack("{s:s, s:i, s:s, s:s, s:s, s:i, s:I}",
-						   "name", ch->name, "id", (int)ch->id,
-						   "action", action_name(ch->action),
-						   "owner", owner_kind(ch), "rule", rule,
-						   "ring_count", (int)ncd_channel_rx_count(ch),
-						   "bytes_queued",
-						   (json_int_t)nc_dir_bytes_queued(ch->dir)));
+		o = brief ? view_channel_brief(d, ch) : ncd_view_channel(d, i);
+		n = json_dumpb(o, NULL, 0, JSON_COMPACT);
+		/* At least one a page, so that every page moves on. */
+		if (used > 0 && used + n > budget) {
+			json_decref(o);
+			*next = i;
+			break;
+		}
+		used += n;
+		json_array_append_new(a, o);
 	}
 	return a;
 }

@@ -10,6 +10,8 @@
 
 #include <stdint.h>
 
+#include <stdbool.h>
+
 #include <jansson.h>
 
 struct ncd;
@@ -32,9 +34,20 @@ json_t *ncd_view_channels(const struct ncd *d, const struct ncd_conn *viewer);
 
 /**
  * Every channel viewer may see, in brief: name, id, action, owner, rule,
- * ring occupancy (CHANNEL_LIST).
+ * ring occupancy, hits, delivered, drops (CHANNEL_LIST).
  */
 json_t *ncd_view_channel_list(const struct ncd *d, const struct ncd_conn *viewer);
+
+/**
+ * A page of the channels viewer may see, from id `from` on: whole, as
+ * ncd_view_channel() has them, or in brief, as many as fit in about budget
+ * bytes of compact JSON (one at least).
+ *
+ * @param next  the id the next page starts at, or -1: this was the last
+ * @return the page's array
+ */
+json_t *ncd_view_channel_page(const struct ncd *d, const struct ncd_conn *viewer, uint32_t from,
+			      bool brief, size_t budget, int64_t *next);
 
 /**
  * The connected clients viewer may see (its user's; NULL: all): pid, uid,
