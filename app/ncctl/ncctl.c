@@ -30,6 +30,7 @@
 #include "netchannel.h"
 /* cmdline (in cli_table.c) redefines dprintf: its users come first. */
 #include "nc_cli.h"
+#include "nc_pages.h"
 
 struct session {
 	struct nc_client *c;
@@ -86,61 +87,6 @@ client_error(bool json, int err, const char *fmt, ...)
 	}
 }
 
-/*
- * "show channel all|brief", page by page ("from"), however many channels
- * there are: a reply holds 64 KiB. JSON: the pages' channels in one array,
- * as the daemon would give them in one reply; text: the pages one after
- * another, without the lines that say where the next starts. On a failure,
- * *out is the failed page's reply and the return its status.
- */
-static int
-cli_paged(struct session *s, const char *what, json_t *all, char **out)
-{
-	long long from = 0;
-
-	while (from >= 0) {
-		char line[64];
-		int ret;
-
-		snprintf(line, sizeof(line), "show channel %s from %lld", what, from);
-		ret = nc_cli(s->c, line, all != NULL, out);
-		if (ret != 0)
-			return ret;
-		from = -1;
-		if (all != NULL) {
-			json_t *page = json_loads(*out, 0, NULL), *next;
-
-			if (page == NULL || json_array_extend(all, json_object_get(page, "channels"))) {
-				json_decref(page);
-				free(*out);
-				*out = NULL;   /* not the daemon's error: ncctl reports it */
-				return -EBADMSG;
-			}
-			next = json_object_get(page, "next");
-			if (json_is_integer(next))
-				from = json_integer_value(next);
-			json_decref(page);
-		} else {
-			/* The page's last line, "next: ID", if there is another. */
-			size_t len = strlen(*out);
-			char *last = *out + (len > 0 ? len - 1 : 0);
-
-			while (last > *out && last[-1] != '\n')
-				last--;
-			if (strncmp(last, "next: ", 6) == 0) {
-				from = strtoll(last + 6, NULL, 10);
-				*last = '\0';
-			}
-			fputs(*out, stdout);
-		}
-		if (from >= 0) {
-			free(*out);
-			*out = NULL;
-		}
-	}
-	return 0;
-}
-
 /* The channels "show channel all" lists, as one JSON array, paged; or NULL (*err says why). */
 static json_t *
 query_channels(struct session *s, int *err)
@@ -148,7 +94,7 @@ query_channels(struct session *s, int *err)
 	json_t *all = json_array();
 	char *out = NULL;
 
-	*err = cli_paged(s, "all", all, &out);
+	*err = nc_pages_channels(s->c, "all", all, stdout, &out);
 	free(out);
 	if (*err != 0) {
 		json_decref(all);
@@ -175,7 +121,7 @@ run(const char *line, void *arg)
 	    (strcmp(argv[2], "all") == 0 || strcmp(argv[2], "brief") == 0)) {
 		json_t *all = s->json ? json_array() : NULL;
 
-		ret = cli_paged(s, argv[2], all, &out);
+		ret = nc_pages_channels(s->c, argv[2], all, stdout, &out);
 		if (ret == 0 && all != NULL) {
 			char *text = json_dumps(all, JSON_COMPACT);
 

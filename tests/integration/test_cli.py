@@ -7,11 +7,14 @@ import json
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
 import time
 import unittest
+import urllib.error
+import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ncd_test as T  # noqa: E402
@@ -203,6 +206,7 @@ class Cli(T.DaemonCase):
         for name, path in (("netchanneld", T.DAEMON), ("ncctl", NCCTL),
                            ("nc-dump", os.path.join(T.BUILD, "app/examples/nc-dump")),
                            ("nc-echo", os.path.join(T.BUILD, "app/examples/nc-echo")),
+                           ("nc-exporter", os.path.join(T.BUILD, "app/exporter/nc-exporter")),
                            ("nctrie-bench", os.path.join(T.BUILD, "app/bench/nctrie-bench"))):
             r = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=30)
             self.assertEqual((r.returncode, r.stderr), (0, ""), name)
@@ -376,6 +380,54 @@ class Cli(T.DaemonCase):
         self.assertEqual(json.loads(r.stdout.splitlines()[-1])["channels"][0]["name"], "dns")
         self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
 
+    def test_prometheus_exporter(self):
+        """nc-exporter serves /metrics in Prometheus' text format: promtool finds nothing
+        wrong with it, and what it says is what was sent (the dns channel's 60 hits, the
+        port's 100 packets); another path is 404; with the daemon gone, netchannel_up 0."""
+        self.start()
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        exe = os.path.join(T.BUILD, "app/exporter/nc-exporter")
+        p = subprocess.Popen([exe, "-s", self.sock, "-l", f"127.0.0.1:{port}"],
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.addCleanup(lambda: p.poll() is None and (p.kill(), p.wait()))
+        self.assertIn("serving", p.stdout.readline())
+
+        def get(path):
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10) as r:
+                    return r.status, r.headers["Content-Type"], r.read().decode()
+            except urllib.error.HTTPError as e:
+                return e.code, None, ""
+        status, ctype, text = get("/metrics")
+        self.assertEqual(status, 200)
+        self.assertTrue(ctype.startswith("text/plain; version=0.0.4"), ctype)
+        r = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True,
+                           text=True, timeout=30)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        got = {}
+        for line in text.splitlines():
+            if line and not line.startswith("#"):
+                key, value = line.rsplit(" ", 1)
+                got[key] = float(value)
+        self.assertEqual(got["netchannel_up"], 1)
+        self.assertEqual(got['netchannel_port_rx_total{port="wire0"}'], 100)
+        self.assertEqual(got['netchannel_port_reason_total{port="wire0",reason="not_ip"}'], 0)
+        dns = '{channel="dns",id="0",action="deliver",owner="config"}'
+        self.assertEqual(got["netchannel_channel_hits_total" + dns], 60)
+        self.assertEqual(got["netchannel_channel_delivered_total" + dns], 60)
+        self.assertIn('netchannel_mempool_in_use{pool=', text)
+        self.assertIn('netchannel_worker_loops_total{worker="0"}', text)
+        self.assertEqual(get("/")[0], 404)
+        self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
+        status, _, text = get("/metrics")
+        self.assertEqual((status, text), (200, "# HELP netchannel_up 1 if netchanneld answered "
+                                               "this scrape\n# TYPE netchannel_up gauge\n"
+                                               "netchannel_up 0\n"))
+        p.terminate()
+        self.assertEqual(p.wait(10), 0)
+
     def test_interactive_daemon(self):
         """netchanneld -i: the prompt on the terminal runs the same commands, says what a
         typo likely meant; quit stops it."""
@@ -487,7 +539,7 @@ class Install(unittest.TestCase):
         opt = {o["name"]: o["value"] for o in opts}
         root = d + opt["prefix"]
         libdir = os.path.join(root, opt["libdir"])
-        for f in ("bin/netchanneld", "bin/ncctl", "bin/nc-echo", "bin/nc-dump",
+        for f in ("bin/netchanneld", "bin/ncctl", "bin/nc-echo", "bin/nc-dump", "bin/nc-exporter",
                   "include/netchannel.h", "include/nc_proto.h", "include/nc_trie.h",
                   "include/nc_shm.h", "include/nc_ctl.h", "include/nc_region.h",
                   "etc/netchanneld/netchanneld.json", "lib/systemd/system/netchanneld.service",
