@@ -177,6 +177,37 @@ query(struct session *s, const char *line, int *err)
 	return v;
 }
 
+/* The prompt's <port> and <channel> words complete to the daemon's names, asked at each tab. */
+static unsigned int
+names(const char *kind, const char **out, unsigned int max, void *arg)
+{
+	static json_t *held;           /* the strings out points into, until the next call */
+	struct session *s = arg;
+	char *err = NULL;
+	unsigned int n = 0;
+	size_t i;
+	json_t *v;
+
+	json_decref(held);
+	held = NULL;
+	if (strcmp(kind, "port") == 0) {
+		int e;
+
+		held = query(s, "show port info all", &e);
+	} else {
+		held = json_array();
+		if (nc_pages_channels(s->c, "brief", held, NULL, &err) != 0) {
+			json_decref(held);
+			held = NULL;
+		}
+		free(err);
+	}
+	json_array_foreach(held, i, v)
+		if (n < max && json_is_string(json_object_get(v, "name")))
+			out[n++] = json_string_value(json_object_get(v, "name"));
+	return n;
+}
+
 static double
 num(const json_t *o, const char *key)
 {
@@ -427,6 +458,7 @@ main(int argc, char **argv)
 		for (int i = 0; i < ncmds && run(cmds[i], &s) != 1; i++)
 			;
 	} else if (isatty(STDIN_FILENO)) {
+		nc_cli_set_names(names);
 		nc_cli_shell("ncctl> ", run, &s, NULL, NULL);
 	} else {
 		char *line = NULL;

@@ -143,6 +143,26 @@ run_cli(const char *line, void *arg)
 	return ret == 1 ? 1 : 0;
 }
 
+/* netchanneld -i: the names a <port> or <channel> word completes to. */
+static unsigned int
+cli_names(const char *kind, const char **names, unsigned int max, void *arg)
+{
+	struct ncd *d = arg;
+	unsigned int n = 0;
+
+	pthread_mutex_lock(&d->lock);
+	if (strcmp(kind, "port") == 0)
+		for (unsigned int i = 0; i < d->cfg.nports && n < max; i++)
+			names[n++] = d->cfg.ports[i].name;
+	else
+		/* The prompt's thread is the control thread: no channel goes before the tab is done. */
+		for (uint32_t i = 0; i < d->cfg.max_channels && n < max; i++)
+			if (d->channels[i] != NULL)
+				names[n++] = d->channels[i]->name;
+	pthread_mutex_unlock(&d->lock);
+	return n;
+}
+
 static void
 poll_control(void *arg)
 {
@@ -506,10 +526,12 @@ main(int argc, char **argv)
 	printf("netchanneld: running (pid %d)\n", (int)getpid());
 	fflush(stdout);
 	ncd_notify("READY=1");
-	if (interactive)
+	if (interactive) {
+		nc_cli_set_names(cli_names);
 		nc_cli_shell("netchanneld> ", run_cli, d, poll_control, &d->stop);
-	else
+	} else {
 		ncd_control_run(d);
+	}
 	d->stop = true;
 	ncd_notify("STOPPING=1");
 	ret = launched == d->cfg.nworkers ? 0 : 1;

@@ -288,6 +288,71 @@ on_line(void *parsed, struct cmdline *cl, void *data)
 	}
 }
 
+/* ---- names: a <port> or <channel> word completes to what there is now ---- */
+
+#define MAX_NAMES 1024                 /* completion offers at most this many */
+
+static nc_cli_names_fn names_fn;
+
+void
+nc_cli_set_names(nc_cli_names_fn fn)
+{
+	names_fn = fn;
+}
+
+/* A name token: any word, as the string token's NULL; completed from names_fn. */
+struct name_token {
+	cmdline_parse_token_string_t str;    /* first: parsed as any word */
+	const char *kind;                    /* "port" or "channel" */
+};
+
+static struct {
+	const char *list[MAX_NAMES];
+	unsigned int n;
+} names_now;
+
+static int
+name_complete_get_nb(cmdline_parse_token_hdr_t *tk)
+{
+	const struct name_token *t = (const struct name_token *)tk;
+
+	/* Asked once a tab: the names as they are at this press. */
+	names_now.n = names_fn != NULL ? names_fn(t->kind, names_now.list, MAX_NAMES, shell.arg) : 0;
+	return (int)names_now.n;
+}
+
+static int
+name_complete_get_elt(cmdline_parse_token_hdr_t *tk __rte_unused, int i, char *dst,
+		      unsigned int size)
+{
+	if (i < 0 || (unsigned int)i >= names_now.n || strlen(names_now.list[i]) >= size)
+		return -1;
+	strcpy(dst, names_now.list[i]);
+	return 0;
+}
+
+static struct cmdline_token_ops name_ops;
+
+/* A token for <port> or <channel>: parsed as any word, completed from names_fn. */
+static cmdline_parse_token_hdr_t *
+name_token(const char *kind, size_t offset)
+{
+	struct name_token *t = calloc(1, sizeof(*t));
+
+	if (t == NULL)
+		return NULL;
+	if (name_ops.parse == NULL) {
+		name_ops = cmdline_token_string_ops;
+		name_ops.complete_get_nb = name_complete_get_nb;
+		name_ops.complete_get_elt = name_complete_get_elt;
+	}
+	t->str.hdr.ops = &name_ops;
+	t->str.hdr.offset = (unsigned int)offset;
+	t->str.string_data.str = NULL;
+	t->kind = kind;
+	return &t->str.hdr;
+}
+
 /* A string token: fixed words ("a#b"), any word (NULL), or the rest of the line (""). */
 static cmdline_parse_token_hdr_t *
 token(const char *str, size_t offset)
@@ -366,9 +431,13 @@ build_ctx(void)
 					if (*p == '|')
 						*p = '#';
 				/* The syntax string lives as long as the prompt: tokens point into it. */
-				in->tokens[n] = token(w[0] == '<' ? NULL : w,
-						      offsetof(struct cli_result, w) + (size_t)n *
-						      sizeof(cmdline_fixed_string_t));
+				size_t at = offsetof(struct cli_result, w) +
+					    (size_t)n * sizeof(cmdline_fixed_string_t);
+
+				if (strcmp(w, "<port>") == 0 || strcmp(w, "<channel>") == 0)
+					in->tokens[n] = name_token(w[1] == 'p' ? "port" : "channel", at);
+				else
+					in->tokens[n] = token(w[0] == '<' ? NULL : w, at);
 				n++;
 				ii->nwords = n;
 			}

@@ -95,4 +95,20 @@ void nc_cli_help(FILE *f);
 void nc_cli_shell(const char *prompt, int (*run)(const char *line, void *arg), void *arg,
 		  void (*poll_fn)(void *arg), volatile bool *stop);
 
+/**
+ * What completes a command's <port> and <channel> words at the prompt: the
+ * names there are now. Called (with nc_cli_shell()'s arg) when tab is
+ * pressed on such a word.
+ *
+ * @param kind   "port" or "channel"
+ * @param names  filled with up to max names (the callee owns the strings
+ *               until its next call)
+ * @return how many
+ */
+typedef unsigned int (*nc_cli_names_fn)(const char *kind, const char **names, unsigned int max,
+					 void *arg);
+
+/** Set the name source of the prompts nc_cli_shell() runs from now on (NULL: none). */
+void nc_cli_set_names(nc_cli_names_fn fn);
+
 #endif

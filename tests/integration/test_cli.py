@@ -6,6 +6,7 @@ import errno
 import json
 import os
 import re
+import select
 import shutil
 import socket
 import subprocess
@@ -428,9 +429,43 @@ class Cli(T.DaemonCase):
         p.terminate()
         self.assertEqual(p.wait(10), 0)
 
+    def test_ncctl_prompt_completes_names(self):
+        """ncctl's prompt, on a terminal: tab completes a channel's and a port's name, which
+        it asks the daemon for at each press."""
+        self.start()
+        master, slave = os.openpty()
+        p = subprocess.Popen([NCCTL, "-s", self.sock], stdin=slave, stdout=slave, stderr=slave,
+                             close_fds=True)
+        os.close(slave)
+        self.addCleanup(lambda: p.poll() is None and (p.kill(), p.wait()))
+        out = b""
+
+        def read_until(want, timeout=10):
+            nonlocal out
+            deadline = time.time() + timeout
+            while want not in out and time.time() < deadline:
+                r, _, _ = select.select([master], [], [], 0.2)
+                if r:
+                    try:
+                        out += os.read(master, 65536)
+                    except OSError:
+                        break
+            return want in out
+        self.assertTrue(read_until(b"ncctl> "), out)
+        os.write(master, b"show channel d\t\n")
+        self.assertTrue(read_until(b"name: dns"), out)
+        os.write(master, b"show port info w\t\n")
+        self.assertTrue(read_until(b"wire0"), out)
+        self.assertNotIn(b"no port", out)
+        os.write(master, b"quit\n")
+        self.assertEqual(p.wait(10), 0, out)
+        os.close(master)
+        self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
+
     def test_interactive_daemon(self):
-        """netchanneld -i: the prompt on the terminal runs the same commands, says what a
-        typo likely meant; quit stops it."""
+        """netchanneld -i: the prompt on the terminal runs the same commands, completes
+        command words and port and channel names, says what a typo likely meant; quit stops
+        it."""
         self.start(interactive=True)
         cmd = [T.DAEMON, "-c", self.daemon.config, "-i", "--", "--file-prefix", self.prefix]
         p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -438,15 +473,18 @@ class Cli(T.DaemonCase):
         self.addCleanup(lambda: p.poll() is None and (p.kill(), p.wait()))
         time.sleep(2)
         try:
-            out, _ = p.communicate("help\nshow port stats wire0\nshow chan\t dns\n"
+            # Tab completes the command's words, and the names of ports and channels there are.
+            out, _ = p.communicate("help\nshow port stats w\t\nshow chan\t d\t\n"
                                    "shwo mempool\nquit\n", timeout=30)
         except subprocess.TimeoutExpired:
             p.kill()
             self.fail("netchanneld -i did not quit")
         self.assertEqual(p.returncode, 0, out)
         self.assertIn("show classifier", out)
-        self.assertIn("rx: 100\n", out)
-        self.assertIn("name: dns\n", out, "tab completed 'chan' to 'channel'")
+        self.assertIn("rx: 100\n", out, "tab completed 'w' to the port's name, wire0")
+        self.assertIn("name: dns\n", out, "tab completed 'chan' to 'channel', 'd' to 'dns'")
+        self.assertNotIn("no port", out)
+        self.assertNotIn("no channel", out)
         # A typo: what is wrong, and what was meant; not librte_cmdline's "Bad arguments".
         self.assertIn("unknown command 'shwo' (try help); did you mean 'show'?", out)
         self.assertNotIn("Bad arguments", out)
