@@ -113,9 +113,9 @@ sample(struct scrape *sc, const char *name, bool counter, const char *help, cons
 static bool
 is_gauge(const char *key)
 {
-	static const char *const gauges[] = { "ifindex", "up", "down", "ring_count", "ring_size",
-		"bytes_queued", "queue_bytes", "size", "cache", "in_use", "available", "id",
-		"lcore", "interval_s", "worker", "port", "socket", "tx_count" };
+	static const char *const gauges[] = { "ifindex", "up", "down", "ring_count",
+		"bytes_queued", "size", "cache", "in_use", "available", "lcore", "interval_s",
+		"socket" };
 
 	for (size_t i = 0; i < sizeof(gauges) / sizeof(gauges[0]); i++)
 		if (strcmp(key, gauges[i]) == 0)
@@ -164,8 +164,7 @@ numbers(struct scrape *sc, const char *prefix, const json_t *o, const char *labe
 			continue;
 		bool gauge = is_gauge(k) || json_is_boolean(v) || json_is_real(v);
 		/* "_count" is a histogram's in Prometheus: a ring's occupancy is its packets. */
-		const char *as = strcmp(k, "ring_count") == 0 ? "ring_packets" :
-				 strcmp(k, "tx_count") == 0 ? "tx_ring_packets" : k;
+		const char *as = strcmp(k, "ring_count") == 0 ? "ring_packets" : k;
 
 		snprintf(name, sizeof(name), "%s_%s%s", prefix, as, gauge ? "" : "_total");
 		snprintf(help, sizeof(help), "%s: %s (docs/counters.md)", what, k);

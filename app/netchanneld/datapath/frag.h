@@ -8,14 +8,17 @@
 #ifndef NCD_DATAPATH_FRAG_H
 #define NCD_DATAPATH_FRAG_H
 
+#include <stdbool.h>
 #include <stdint.h>
+
+#include <rte_ether.h>
+#include <rte_mbuf.h>
 
 #include "core/stats.h"
 
 struct ncd;
 struct ncd_parsed;
 struct ncd_worker;
-struct rte_mbuf;
 struct rte_mempool;
 
 /**
@@ -70,6 +73,17 @@ uint32_t ncd_frag_expire(const struct ncd *d, struct ncd_worker *w, uint64_t now
  */
 int ncd_frag_split(const struct rte_mbuf *m, uint32_t mtu, struct rte_mempool *mp,
 		   struct rte_mbuf **out, unsigned int max);
+
+/**
+ * Whether a frame must go out through ncd_frag_send() on a device of this
+ * MTU: in several mbufs (a reassembled datagram; not every PMD sends
+ * chains), or longer than the MTU takes (untagged).
+ */
+static inline bool
+ncd_frag_must_split(const struct rte_mbuf *m, uint32_t mtu)
+{
+	return m->nb_segs > 1 || m->pkt_len > mtu + (uint32_t)RTE_ETHER_HDR_LEN;
+}
 
 /* Most frames ncd_frag_send() splits a datagram into: 64 KiB in pieces of a 1,024-byte MTU. */
 #define NCD_FRAG_SPLIT_MAX 64

@@ -193,7 +193,7 @@ ncd_dp_tx_resolved(struct ncd *d, struct ncd_worker *w)
 
 			/* What NAT sends is the wire's size: a reassembled datagram goes in pieces. */
 			if (alive && w->txq[op] != NCD_NO_TXQ) {
-				if (m[i]->nb_segs > 1 || len > mtu + (uint32_t)RTE_ETHER_HDR_LEN) {
+				if (ncd_frag_must_split(m[i], mtu)) {
 					ret = ncd_frag_send(d, d->ports[op].port_id, w->txq[op], mtu,
 							    ps, m[i]);
 					m[i] = NULL;   /* ncd_frag_send() freed it */

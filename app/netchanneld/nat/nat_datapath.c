@@ -249,16 +249,6 @@ nat_count(struct ncd_worker *w, struct ncd_port_stats *ps, uint32_t chan, bool b
 }
 
 /*
- * A datagram reassembled from fragments, or longer than its port's MTU:
- * out in single-segment frames, fragments where it does not fit.
- */
-static inline bool
-nat_needs_split(const struct ncd *d, const struct rte_mbuf *m, uint16_t port)
-{
-	return m->nb_segs > 1 || m->pkt_len > d->cfg.ports[port].mtu + (uint32_t)RTE_ETHER_HDR_LEN;
-}
-
-/*
  * Send what NAT translated of o->m[from, to), one tx burst per port (in
  * order within a port); count it on port pi, where it came in.
  */
@@ -312,7 +302,8 @@ nat_send(struct ncd_worker *w, const struct ncd *d, unsigned int pi, struct nat_
 		uint32_t l = o->m[i]->pkt_len;
 		bool ok = false;
 
-		if (!nat_needs_split(d, o->m[i], port))
+		/* A reassembled datagram, or one too long for the port: in pieces. */
+		if (!ncd_frag_must_split(o->m[i], d->cfg.ports[port].mtu))
 			continue;
 		nat_send_range(w, d, pi, o, from, i);
 		if (txq != NCD_NO_TXQ)
