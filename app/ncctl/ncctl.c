@@ -233,9 +233,24 @@ col(double v, int width)
 static int
 by_hits(const void *a, const void *b)
 {
-	double x = num(json_object_get(*(json_t *const *)a, "rates"), "hits_pps");
-	double y = num(json_object_get(*(json_t *const *)b, "rates"), "hits_pps");
+	const json_t *ca = *(json_t *const *)a, *cb = *(json_t *const *)b;
+	/* A listing comes a page at a time, and the daemon's sample may turn between two
+	 * pages: a channel without rates yet ranks as idle, not below the idle. */
+	double x = num(json_object_get(ca, "rates"), "hits_pps");
+	double y = num(json_object_get(cb, "rates"), "hits_pps");
 
+	x = x < 0 ? 0 : x;
+	y = y < 0 ? 0 : y;
+	/* Among equals, those that have seen most come first, then by id, so that an idle
+	 * screen stays still. */
+	if (x == y) {
+		x = num(json_object_get(ca, "counters"), "hits");
+		y = num(json_object_get(cb, "counters"), "hits");
+	}
+	if (x == y) {
+		x = -num(ca, "id");
+		y = -num(cb, "id");
+	}
 	return x < y ? 1 : x > y ? -1 : 0;
 }
 
