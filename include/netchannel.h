@@ -464,6 +464,19 @@ int nc_channel_tx_mac(const struct nc_channel *ch, uint8_t mac[6]);
 int nc_cli(struct nc_client *c, const char *line, int json, char **out);
 
 /**
+ * As nc_cli(), and take the file descriptor that a command hands its caller
+ * with the reply: "capture" gives the read end of a pipe that carries the
+ * capture as pcapng until EOF.
+ *
+ * @param fd
+ *   The descriptor (close-on-exec, the caller's to close), or -1 if the
+ *   reply carried none; NULL: one that comes is closed.
+ * @return
+ *   As nc_cli().
+ */
+int nc_cli_fd(struct nc_client *c, const char *line, int json, char **out, int *fd);
+
+/**
  * Fill in a rule for the flows to one local port, as the examples take it
  * on their command lines: protocol, destination port, and optionally a
  * destination address or prefix.

@@ -4,6 +4,8 @@
  *
  *   ncctl [-s SOCKET] [--json] [-c "COMMAND"]...
  *   ncctl [-s SOCKET] [--json] monitor [port P|channel C|all] [-i SECONDS] [-n COUNT]
+ *   ncctl [-s SOCKET] [--json] capture port P|channel C [-c COUNT] [-s SNAPLEN] [-w FILE]
+ *         [FILTER...]
  *
  * With -c it runs the command(s) and exits: 0 if all succeeded, 1 if one
  * failed (the daemon's message on stderr; with --json, {"error", "errno"} on
@@ -12,11 +14,15 @@
  * (or, with stdin not a terminal, one command per input line). monitor is a
  * live view of the ports, the workers' load, the mempool and the busiest
  * channels, refreshed every interval; with --json, one object per interval.
+ * capture asks the daemon for a capture and copies the pcapng stream that
+ * comes back through a pipe into a file, until the count is reached or ^C.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,6 +50,8 @@ usage(FILE *f)
 	fprintf(f, "usage: ncctl [-s SOCKET] [--json] [-c \"COMMAND\"]...\n"
 		   "       ncctl [-s SOCKET] [--json] monitor [port P|channel C|all] [-i SECONDS]\n"
 		   "             [-n COUNT]\n"
+		   "       ncctl [-s SOCKET] [--json] capture port P|channel C [-c COUNT]\n"
+		   "             [-s SNAPLEN] [-w FILE] [FILTER...]\n"
 		   "  -s, --socket   netchanneld's control socket (default " NC_DEFAULT_SOCKET ")\n"
 		   "  -j, --json     print each command's output as one line of JSON (errors too:\n"
 		   "                 {\"error\": \"...\", \"errno\": N})\n"
@@ -53,6 +61,11 @@ usage(FILE *f)
 		   "  monitor        a live view, every SECONDS (1): ports, the workers' load,\n"
 		   "                 the mempool and the 10 busiest channels, with rates; with\n"
 		   "                 --json one object per interval; COUNT intervals, or until ^C\n"
+		   "  capture        COUNT packets (1000) of a port (received and sent) or of a\n"
+		   "                 channel (classified to it, sent by its clients), those a pcap\n"
+		   "                 FILTER passes, SNAPLEN bytes of each (65535), written by the\n"
+		   "                 daemon as pcapng to FILE (-w; '-' or none: stdout, if not a\n"
+		   "                 terminal); until COUNT or ^C; root only\n"
 		   "\n"
 		   "Exit codes: 0, 1 (no daemon, or a command failed), 2 (usage).\n"
 		   "\n"
@@ -117,6 +130,13 @@ run(const char *line, void *arg)
 		return 1;                      /* leaves ncctl, not the daemon */
 	if (cmd == NULL && err[0] == '\0')
 		return 0;                      /* an empty line */
+	if (cmd != NULL && cmd->id == NC_CLI_CAPTURE) {
+		/* Its pcapng comes through a pipe that a command line has nowhere to put. */
+		s->failures++;
+		client_error(s->json, EINVAL, "capture: run it as 'ncctl capture port|channel NAME "
+			     "[-c COUNT] [-s SNAPLEN] [-w FILE] [FILTER...]'");
+		return -1;
+	}
 	if (cmd != NULL && cmd->id == NC_CLI_SHOW_CHANNEL && argc == 3 &&
 	    (strcmp(argv[2], "all") == 0 || strcmp(argv[2], "brief") == 0)) {
 		json_t *all = s->json ? json_array() : NULL;
@@ -161,6 +181,188 @@ on_interrupt(int sig)
 {
 	(void)sig;
 	monitor_stop = 1;
+}
+
+/*
+ * The packets in a pcapng stream that passes by in pieces: Enhanced Packet
+ * Blocks (type 6), counted from each block's header (type, total length).
+ */
+struct pcapng_count {
+	uint8_t hdr[8];
+	unsigned int have;             /* bytes of the next block's header seen */
+	uint64_t skip;                 /* bytes of the current block still to pass */
+	uint64_t packets;
+};
+
+static void
+pcapng_count(struct pcapng_count *pc, const uint8_t *p, size_t n)
+{
+	while (n > 0) {
+		if (pc->skip > 0) {
+			size_t k = pc->skip < n ? (size_t)pc->skip : n;
+
+			pc->skip -= k;
+			p += k;
+			n -= k;
+			continue;
+		}
+		pc->hdr[pc->have++] = *p++;
+		n--;
+		if (pc->have == sizeof(pc->hdr)) {
+			uint32_t type, len;
+
+			memcpy(&type, pc->hdr, 4);
+			memcpy(&len, pc->hdr + 4, 4);
+			pc->packets += type == 6;
+			pc->skip = len > sizeof(pc->hdr) ? len - sizeof(pc->hdr) : 0;
+			pc->have = 0;
+		}
+	}
+}
+
+/* Copy everything from one descriptor to another: 0 at EOF, 1 on ^C, -errno. */
+static int
+copy_stream(int in, int out, struct pcapng_count *pc, uint64_t *bytes)
+{
+	uint8_t buf[1 << 16];
+
+	while (!monitor_stop) {
+		ssize_t n = read(in, buf, sizeof(buf));
+
+		if (n == 0)
+			return 0;
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		pcapng_count(pc, buf, (size_t)n);
+		*bytes += (uint64_t)n;
+		for (ssize_t at = 0; at < n;) {
+			ssize_t w = write(out, buf + at, (size_t)(n - at));
+
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w < 0)
+				return -errno;
+			at += w;
+		}
+	}
+	return 1;
+}
+
+/* ncctl capture: ask for a capture, and copy the stream that comes back. */
+static int
+capture(struct session *s, int argc, char **argv)
+{
+	char line[NC_CLI_MAX_LINE], *out = NULL, *end = NULL;
+	const char *file = NULL;
+	long count = -1, snaplen = -1;
+	struct pcapng_count pc = { .packets = 0 };
+	struct sigaction sa = { .sa_handler = on_interrupt };   /* no SA_RESTART: read() ends */
+	uint64_t bytes = 0;
+	int at, fd = -1, wfd, ret, i;
+
+	if (argc < 2 || (strcmp(argv[0], "port") != 0 && strcmp(argv[0], "channel") != 0)) {
+		fprintf(stderr, "ncctl: capture: port P or channel C first\n");
+		return 2;
+	}
+	for (i = 2; i < argc && argv[i][0] == '-' && argv[i][1] != '\0'; i++) {
+		if (i + 1 >= argc) {
+			fprintf(stderr, "ncctl: capture: %s needs a value\n", argv[i]);
+			return 2;
+		}
+		end = NULL;
+		if (strcmp(argv[i], "-c") == 0)
+			count = strtol(argv[++i], &end, 10);
+		else if (strcmp(argv[i], "-s") == 0)
+			snaplen = strtol(argv[++i], &end, 10);
+		else if (strcmp(argv[i], "-w") == 0)
+			file = argv[++i];
+		else
+			end = argv[i];
+		if (end != NULL && (*end != '\0' || count == 0 || count < -1 || snaplen == 0 ||
+				    snaplen < -1)) {
+			fprintf(stderr, "ncctl: capture: bad argument '%s'\n", argv[i]);
+			return 2;
+		}
+	}
+	at = snprintf(line, sizeof(line), "capture %s %s", argv[0], argv[1]);
+	if (count != -1)
+		at += snprintf(line + at, sizeof(line) - (size_t)at, " count %ld", count);
+	if (snaplen != -1)
+		at += snprintf(line + at, sizeof(line) - (size_t)at, " snaplen %ld", snaplen);
+	if (i < argc)
+		at += snprintf(line + at, sizeof(line) - (size_t)at, " filter");
+	for (; i < argc && at < (int)sizeof(line); i++)
+		at += snprintf(line + at, sizeof(line) - (size_t)at, " %s", argv[i]);
+	if (at >= (int)sizeof(line)) {
+		fprintf(stderr, "ncctl: capture: the filter is too long\n");
+		return 2;
+	}
+	if ((file == NULL || strcmp(file, "-") == 0) && isatty(STDOUT_FILENO)) {
+		client_error(s->json, EINVAL, "capture: pcapng on a terminal: give -w FILE, or pipe "
+			     "it (| tcpdump -r -)");
+		return 2;
+	}
+	ret = nc_cli_fd(s->c, line, 1, &out, &fd);
+	if (ret != 0 || fd < 0) {
+		json_t *e = out != NULL ? json_loads(out, 0, NULL) : NULL;
+		const char *msg = json_string_value(json_object_get(e, "error"));
+
+		ret = ret != 0 ? ret : -EPROTO;
+		client_error(s->json, ret, "%s", msg != NULL ? msg : nc_strerror(ret));
+		json_decref(e);
+		free(out);
+		if (fd >= 0)
+			close(fd);
+		return 1;
+	}
+	/* Only once the daemon said yes: a refused capture leaves no empty file behind. */
+	if (file == NULL || strcmp(file, "-") == 0) {
+		wfd = STDOUT_FILENO;
+	} else {
+		wfd = open(file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		if (wfd < 0) {
+			client_error(s->json, errno, "capture: open %s: %s", file, strerror(errno));
+			close(fd);
+			free(out);
+			return 1;
+		}
+	}
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	ret = copy_stream(fd, wfd, &pc, &bytes);
+	/* Our end closed: the daemon's writer sees nobody reads, and ends the capture. */
+	close(fd);
+	if (wfd != STDOUT_FILENO && close(wfd) != 0 && ret >= 0)
+		ret = -errno;
+	if (ret < 0) {
+		client_error(s->json, ret, "capture: %s: %s", file ? file : "stdout", strerror(-ret));
+		free(out);
+		return 1;
+	}
+	if (s->json) {
+		json_t *o = json_loads(out, 0, NULL);
+
+		json_object_set_new(o, "packets", json_integer((json_int_t)pc.packets));
+		json_object_set_new(o, "bytes", json_integer((json_int_t)bytes));
+		json_object_set_new(o, "interrupted", json_boolean(ret == 1));
+		if (file != NULL && strcmp(file, "-") != 0)
+			json_object_set_new(o, "file", json_string(file));
+		char *text = json_dumps(o, JSON_COMPACT);
+
+		/* On stdout, unless the capture itself went there. */
+		fprintf(wfd == STDOUT_FILENO ? stderr : stdout, "%s\n", text);
+		free(text);
+		json_decref(o);
+	} else {
+		fprintf(stderr, "ncctl: capture: %" PRIu64 " packets%s%s%s\n", pc.packets,
+			file && strcmp(file, "-") ? " written to " : "", file && strcmp(file, "-") ? file : "",
+			ret == 1 ? " (interrupted)" : "");
+	}
+	free(out);
+	return 0;
 }
 
 /* A command's JSON output, or NULL (the error is reported, as for -c). */
@@ -449,7 +651,8 @@ main(int argc, char **argv)
 		default: usage(stderr); return 2;
 		}
 	}
-	if (optind != argc && (strcmp(argv[optind], "monitor") != 0 || ncmds > 0)) {
+	if (optind != argc && ((strcmp(argv[optind], "monitor") != 0 &&
+				strcmp(argv[optind], "capture") != 0) || ncmds > 0)) {
 		fprintf(stderr, "ncctl: unexpected argument '%s' (a command goes after -c, quoted)\n",
 			argv[optind]);
 		return 2;
@@ -464,7 +667,9 @@ main(int argc, char **argv)
 		return 1;
 	}
 	if (optind != argc) {
-		int ret = monitor(&s, argc - optind - 1, argv + optind + 1);
+		int ret = strcmp(argv[optind], "capture") == 0 ?
+			capture(&s, argc - optind - 1, argv + optind + 1) :
+			monitor(&s, argc - optind - 1, argv + optind + 1);
 
 		nc_disconnect(s.c);
 		return ret;

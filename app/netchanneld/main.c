@@ -40,6 +40,7 @@
 #include "control/telemetry.h"
 #include "control/views.h"
 #include "core/stats.h"
+#include "datapath/capture.h"
 #include "datapath/datapath.h"
 #include "datapath/frag.h"
 #include "default_config.h"
@@ -137,7 +138,7 @@ run_cli(const char *line, void *arg)
 	int ret;
 
 	pthread_mutex_lock(&d->lock);
-	ret = ncd_cli_exec(d, line, false, true, NULL, "the terminal", stdout);
+	ret = ncd_cli_exec(d, line, false, true, NULL, "the terminal", stdout, NULL);
 	pthread_mutex_unlock(&d->lock);
 	fflush(stdout);
 	return ret == 1 ? 1 : 0;
@@ -248,7 +249,8 @@ usage(FILE *f)
 		"\n"
 		"Log types: netchanneld.main, .control, .worker, .nexthop (EAL's --log-level\n"
 		"'netchanneld.*:debug', or the CLI's \"set log level\"). Telemetry: /netchannel/...\n"
-		"(dpdk-telemetry.py -f PREFIX). Capture: dpdk-dumpcap --file-prefix PREFIX.\n"
+		"(dpdk-telemetry.py -f PREFIX). Capture: ncctl capture port P|channel C, or\n"
+		"dpdk-dumpcap --file-prefix PREFIX.\n"
 		"\n"
 		"Exit codes: 0 clean shutdown, 2 bad usage or config, 1 runtime failure.\n");
 }
@@ -547,6 +549,7 @@ main(int argc, char **argv)
 out_close_control:
 	/* From here on, clients may have attached: the teardown runs under the watchdog. */
 	teardown_start(ret);
+	ncd_capture_close_all(d);
 	ncd_telemetry_close(d);
 	teardown_step("rte_pdump_uninit()");
 	rte_pdump_uninit();

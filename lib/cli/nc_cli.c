@@ -38,6 +38,8 @@ const struct nc_cli_cmd nc_cli_cmds[NC_CLI_NCMDS] = {
 	  "the daemon's version, DPDK's, and those of the control protocol and shared memory" },
 	{ NC_CLI_SHOW_WORKERS, "show workers",
 	  "each worker: its lcore, rx queues, loops, the loops that received, packets, and its load" },
+	{ NC_CLI_SHOW_CAPTURE, "show capture",
+	  "the captures running: what, filter, packets wanted, taken, written, lost" },
 	{ NC_CLI_CHANNEL_CREATE, "channel create <name> [options...]",
 	  "a channel clients attach to by name; options: proto P, src A, dst A, sport S, dport D, "
 	  "priority N, action deliver|drop, ring_size N, queue_bytes N, port P, queue N, tx, consumers one|shared "
@@ -48,6 +50,11 @@ const struct nc_cli_cmd nc_cli_cmds[NC_CLI_NCMDS] = {
 	  "remove a channel created here or in the config; <channel>: id or name" },
 	{ NC_CLI_SET_LOG_LEVEL, "set log level <type> <level>",
 	  "a log type's level (a pattern: netchanneld.*, lib.eal...); level: emerg..debug or 1..8" },
+	{ NC_CLI_CAPTURE, "capture port|channel <name> [options...]",
+	  "copies of a port's packets (received and sent) or a channel's (classified to it, and "
+	  "sent by its clients), written as pcapng by the daemon into a pipe that comes with the "
+	  "reply (ncctl capture); options: count N (1..1000000, default 1000), snaplen N "
+	  "(64..65535, default 65535), filter EXPR (a pcap filter: the rest of the line)" },
 	{ NC_CLI_HELP, "help", "this list" },
 	{ NC_CLI_QUIT, "quit", "leave the prompt (netchanneld -i: stop the daemon)" },
 };

@@ -867,18 +867,26 @@ nc_channel_id(const struct nc_channel *ch)
 NC_EXPORT int
 nc_cli(struct nc_client *c, const char *line, int json, char **out)
 {
+	return nc_cli_fd(c, line, json, out, NULL);
+}
+
+NC_EXPORT int
+nc_cli_fd(struct nc_client *c, const char *line, int json, char **out, int *fd)
+{
 	size_t n = line ? strlen(line) : 0;
 	uint8_t body[sizeof(struct nc_ctl_cli) + 1024];
 	struct nc_ctl_cli *m = (struct nc_ctl_cli *)body;
 	int ret;
 
 	*out = NULL;
+	if (fd != NULL)
+		*fd = -1;
 	if (c == NULL || line == NULL || n >= 1024)
 		return -EINVAL;
 	m->flags = json ? NC_CLI_F_JSON : 0;
 	memcpy(m->line, line, n);
 	last_len = 0;
-	ret = call(c, NC_CTL_CLI, body, (uint32_t)(sizeof(*m) + n), NULL, 0);
+	ret = call_fd(c, NC_CTL_CLI, body, (uint32_t)(sizeof(*m) + n), NULL, 0, fd);
 	if (ret == -EPIPE || ret == -ETIMEDOUT || ret == -EBADMSG)
 		return ret;
 	*out = malloc(last_len + 1);

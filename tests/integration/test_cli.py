@@ -130,7 +130,7 @@ class Cli(T.DaemonCase):
         for cmd in ("show port info|stats|xstats <port>", "channel create <name> [options...]",
                     "set log level <type> <level>", "show nat", "action nat", "quit"):
             self.assertIn(cmd, help_)
-        self.assertEqual(len(self.js("help")), 14)
+        self.assertEqual(len(self.js("help")), 16)
         self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
 
     def test_monitor_and_workers(self):
@@ -545,15 +545,19 @@ class Completion(unittest.TestCase):
         r = subprocess.run(["bash", "-c", prog, "-", src] + list(words), capture_output=True,
                            text=True, env=env, timeout=30)
         self.assertEqual(r.returncode, 0, r.stderr)
-        return r.stdout.splitlines()
+        return [w for w in r.stdout.splitlines() if w]   # printf prints a line for none
 
     def test_bash_completion(self):
-        """bash completes ncctl's options, monitor's words, and after -c the CLI's commands
-        (quoted, from ncctl's own help), and netchanneld's options."""
+        """bash completes ncctl's options, monitor's and capture's words, and after -c the
+        CLI's commands (quoted, from ncctl's own help), and netchanneld's options."""
         self.assertEqual(self.complete("ncctl", "ncctl", "-c", '"show c'),
-                         ['"show channel', '"show clients', '"show classifier'])
+                         ['"show channel', '"show clients', '"show classifier', '"show capture'])
         self.assertIn('"channel destroy', self.complete("ncctl", "ncctl", "-c", '"'))
         self.assertEqual(self.complete("ncctl", "ncctl", "monitor", "ch"), ["channel"])
+        self.assertEqual(self.complete("ncctl", "ncctl", "cap"), ["capture"])
+        self.assertEqual(self.complete("ncctl", "ncctl", "capture", "p"), ["port"])
+        self.assertEqual(self.complete("ncctl", "ncctl", "capture", "port", "wire0", "-c", ""),
+                         [], "capture's -c is a count, not a command")
         self.assertEqual(self.complete("ncctl", "ncctl", "--j"), ["--json"])
         self.assertEqual(self.complete("netchanneld", "netchanneld", "--che"),
                          ["--check-config"])

@@ -624,6 +624,158 @@ class TestBed(T.DaemonCase):
         self.assertEqual(port["frag_out"], 24, "every datagram left in 3 fragments")
         self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
 
+    def capture(self, *args):
+        """ncctl --json capture ARGS, in the background (it ends at its count)."""
+        p = subprocess.Popen([NCCTL, "-s", self.sock, "--json", "capture"] + list(args),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.procs.append(p)
+        # Running once the daemon lists it: only then is the traffic sent.
+        for _ in range(100):
+            if p.poll() is not None or len(self.ncctl("show capture")) > 0:
+                break
+            time.sleep(0.05)
+        return p
+
+    def finished(self, p):
+        out, err = p.communicate(timeout=30)
+        self.assertEqual(p.returncode, 0, out + err)
+        return json.loads(out.splitlines()[-1])
+
+    def send_udp(self, port, payloads):
+        self.ns("PEER", "/usr/bin/python3", "-c",
+                "import socket, sys\n"
+                "s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+                "for p in sys.argv[3:]: s.sendto(p.encode(), (sys.argv[1], int(sys.argv[2])))",
+                self.env["TB_HOST4"], str(port), *payloads)
+
+    def test_capture_port_and_channel(self):
+        """ncctl capture: the daemon writes pcapng itself (net_af_xdp, no secondary process).
+        A port capture with a pcap filter holds exactly the datagrams sent to the filtered
+        port, byte for byte, with times of now; it sees both directions (the peer's echo
+        requests and the kernel's replies, sent through the TAP); a channel capture holds
+        that channel's packets and nothing else."""
+        from scapy.all import ICMP, UDP, Ether, rdpcap
+        e = self.env
+        peer_mac = self.ns("PEER", "cat", "/sys/class/net/eth0/address").stdout.strip()
+        f1 = os.path.join(self.w, "port.pcapng")
+        p = self.capture("port", "wire0", "-c", "10", "-w", f1, "udp", "and", "dst", "port",
+                         "5555")
+        sent = [f"cap {i}" for i in range(10)]
+        self.send_udp(7777, ["not me"] * 3)
+        self.send_udp(5555, sent)
+        self.ns("PEER", "ping", "-c", "2", "-i", "0.2", e["TB_HOST4"])
+        got = self.finished(p)
+        self.assertEqual((got["packets"], got["what"], got["filter"]),
+                         (10, "port wire0", "udp and dst port 5555"), got)
+        pkts = rdpcap(f1)
+        self.assertEqual([bytes(x[UDP].payload).decode() for x in pkts], sent)
+        self.assertTrue(all(x[UDP].dport == 5555 and x[Ether].src == peer_mac for x in pkts))
+        self.assertLess(abs(time.time() - float(pkts[0].time)), 60, "packet times are now's")
+        # Both directions: what the port receives, and what it sends (the kernel's replies).
+        f2 = os.path.join(self.w, "icmp.pcapng")
+        p = self.capture("port", "0", "-c", "4", "-w", f2, "icmp")
+        self.ns("PEER", "ping", "-c", "2", "-i", "0.2", e["TB_HOST4"])
+        self.assertEqual(self.finished(p)["packets"], 4)
+        types = sorted(x[ICMP].type for x in rdpcap(f2))
+        self.assertEqual(types, [0, 0, 8, 8], "two echo requests in, two replies out")
+        # A channel's packets, and only them.
+        self.ncctl("channel create u7 proto udp dport 7")
+        f3 = os.path.join(self.w, "chan.pcapng")
+        p = self.capture("channel", "u7", "-c", "5", "-w", f3)
+        self.send_udp(5555, ["other"] * 5)
+        self.send_udp(7, [f"seven {i}" for i in range(5)])
+        self.assertEqual(self.finished(p)["packets"], 5)
+        self.assertEqual([bytes(x[UDP].payload).decode() for x in rdpcap(f3)],
+                         [f"seven {i}" for i in range(5)])
+        self.assertEqual(self.ncctl("show capture"), [])
+        self.assertIn("capture 0 (channel u7) ended: 5 packets written, 0 lost",
+                      self.daemon.output())
+        port = self.ncctl("show port stats wire0")[0]
+        self.assertTrue(T.accounting_ok(port), port)
+        self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
+
+    def test_capture_faults_and_refusals(self):
+        """What a capture refuses says why (a bad filter, a port that is not there, a fifth
+        capture, the local prompt's missing pipe); a reader killed mid-capture ends it at
+        once; a reader that stops reading costs copies (counted as lost), not the port's
+        traffic, and the daemon still exits at once on SIGTERM."""
+        e = self.env
+
+        def refused(*args):
+            r = subprocess.run([NCCTL, "-s", self.sock, "capture"] + list(args[:2]) +
+                               ["-w", os.path.join(self.w, "no.pcapng")] + list(args[2:]),
+                               capture_output=True, text=True, timeout=30)
+            self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+            self.assertFalse(os.path.exists(os.path.join(self.w, "no.pcapng")))
+            return r.stderr
+
+        self.assertIn("filter 'udp port': can't parse filter expression: syntax error",
+                      refused("port", "wire0", "udp", "port"))
+        self.assertIn("no port 'wire9'", refused("port", "wire9"))
+        self.assertIn("no channel 'nope'", refused("channel", "nope"))
+        r = subprocess.run([NCCTL, "-s", self.sock, "-c", "capture port wire0"],
+                           capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("run it as 'ncctl capture port|channel NAME", r.stderr)
+        self.assertEqual(self.ncctl("show capture"), [], "nothing was started")
+        many = [self.capture("port", "wire0", "-c", "1000000", "-w",
+                             os.path.join(self.w, f"c{i}.pcapng")) for i in range(4)]
+        for _ in range(100):
+            if len(self.ncctl("show capture")) == 4:
+                break
+            time.sleep(0.05)
+        self.assertIn("4 captures are running already", refused("port", "wire0"))
+        # Readers killed: each capture ends, and its slot is free again.
+        for p in many:
+            p.kill()
+            p.wait()
+        for _ in range(100):
+            if self.ncctl("show capture") == []:
+                break
+            time.sleep(0.05)
+        self.assertEqual(self.ncctl("show capture"), [])
+        # A reader that stops: the pipe fills, copies are lost and counted; ping still works.
+        p = self.capture("port", "wire0", "-c", "1000000", "-w", os.path.join(self.w, "s.pcapng"))
+        p.send_signal(signal.SIGSTOP)
+        self.addCleanup(lambda: p.poll() is None and p.send_signal(signal.SIGCONT))
+        self.ns("PEER", "ping", "-f", "-c", "5000", "-s", "1400", e["TB_HOST4"], timeout=60)
+        cap = self.ncctl("show capture")[0]
+        self.assertGreater(cap["lost"], 0, cap)
+        self.assertGreaterEqual(cap["taken"], cap["written"] + cap["lost"], cap)
+        r = self.ns("PEER", "ping", "-c", "3", "-i", "0.2", e["TB_HOST4"])
+        self.assertIn("3 received", r.stdout)
+        t0 = time.monotonic()
+        self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
+        self.assertLess(time.monotonic() - t0, 10)
+        self.assertRegex(self.daemon.output(), r"capture 0 \(port wire0\) ended: \d+ packets "
+                         r"written, [1-9]\d* lost")
+        p.send_signal(signal.SIGCONT)
+        p.communicate(timeout=30)
+
+    def test_dumpcap_on_af_xdp(self):
+        """dpdk-dumpcap attaches to the daemon on net_af_xdp (a secondary process, rte_pdump)
+        and captures the port's frames, both ways, through its own filter, bounded by -c."""
+        from scapy.all import ICMP, Ether, rdpcap
+        out = os.path.join(self.w, "dumpcap.pcapng")
+        t0 = time.monotonic()
+        p = subprocess.Popen(["timeout", "-k", "5", "60", "dpdk-dumpcap", "--file-prefix",
+                              self.prefix, "-i", "0", "-c", "4", "-f", "icmp", "-w", out],
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.procs.append(p)
+        # dumpcap says "Capturing on" before its packets flow (it fills a pool of 2,048
+        # 256 KiB buffers first): ping until it has its count.
+        ping = self.bg("PEER", "ping", "-c", "200", "-i", "0.1", self.env["TB_HOST4"])
+        rest = p.communicate(timeout=90)[0]
+        print(f"dpdk-dumpcap -c 4: done after {time.monotonic() - t0:.1f} s", file=sys.stderr)
+        ping.terminate()
+        ping.communicate(timeout=10)
+        self.assertEqual(p.returncode, 0, rest)
+        pkts = rdpcap(out)
+        self.assertGreaterEqual(len(pkts), 4, "-c stops after a burst that reaches it")
+        peer_mac = self.ns("PEER", "cat", "/sys/class/net/eth0/address").stdout.strip()
+        self.assertEqual({(x[Ether].src == peer_mac, x[ICMP].type) for x in pkts},
+                         {(True, 8), (False, 0)}, "the peer's requests and the replies")
+        self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)

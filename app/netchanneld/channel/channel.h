@@ -15,6 +15,7 @@
 #include "offload/offload.h"
 
 struct ncd;
+struct ncd_capture;
 struct ncd_region;
 struct rte_mbuf;
 struct rte_ring;
@@ -56,6 +57,7 @@ struct ncd_channel {
 	uint32_t region_limit;         /* entries it may fill of that ring (its ring_size) */
 	uint32_t *wakeup;              /* the consumer's want_wakeup: the directory's or the region's */
 	char name[NC_NAME_SIZE];
+	struct ncd_capture *capture;   /* a capture of its packets (workers read it), or NULL */
 	struct nc_trie_rule rule;
 	int owner;                     /* NCD_OWNER_CONFIG, or the client's slot */
 	int efd;                       /* eventfd that wakes a sleeping consumer, or -1 (none asked yet) */

@@ -28,6 +28,7 @@
 #include "channel/spec.h"
 #include "nat/nat_conf.h"
 #include "core/match.h"
+#include "datapath/capture.h"
 #include "core/stats.h"
 #include "nat/nat.h"
 #include "ncd.h"
@@ -101,6 +102,7 @@ struct cmd_ctx {
 	const struct ncd_conn *viewer; /* NULL: sees everything */
 	FILE *out;
 	char err[256];
+	int *fd_out;                   /* capture: the pipe for the caller; NULL: none can go */
 	/* show channel: one line a channel; a page (from an id), and where the next one starts. */
 	bool brief, paged;
 	uint32_t from;
@@ -453,6 +455,79 @@ cmd_channel_destroy(struct cmd_ctx *x, char **argv, json_t **res)
 	return 0;
 }
 
+/* A number option's value, in [lo, hi]. */
+static int
+capture_num(struct cmd_ctx *x, char **argv, int argc, int i, uint64_t lo, uint64_t hi,
+	    uint64_t *v)
+{
+	char *end;
+
+	if (i + 1 >= argc)
+		return fail(x, -EINVAL, "capture: %s needs a value", argv[i]);
+	errno = 0;
+	*v = strtoull(argv[i + 1], &end, 10);
+	if (errno != 0 || *end != '\0' || argv[i + 1][0] == '-' || *v < lo || *v > hi)
+		return fail(x, -EINVAL, "capture: %s '%s': %" PRIu64 "..%" PRIu64, argv[i],
+			    argv[i + 1], lo, hi);
+	return 0;
+}
+
+/* capture port|channel <name> [count N] [snaplen N] [filter EXPR...] */
+static int
+cmd_capture(struct cmd_ctx *x, char **argv, int argc, json_t **res)
+{
+	static const char *const opts[] = { "count", "snaplen", "filter" };
+	struct ncd_capture_req req = { .port = -1, .channel = -1,
+				       .count = NCD_CAPTURE_DEFAULT_COUNT, .snaplen = 65535 };
+	char filter[NC_CLI_MAX_LINE] = "";
+	unsigned int port;
+	uint64_t v;
+	int ret;
+
+	if (x->fd_out == NULL)
+		return fail(x, -ENOTSUP, "capture: through the control socket only (ncctl capture): "
+			    "the capture comes with the reply, as a pipe");
+	if (strcmp(argv[1], "port") == 0) {
+		if (strcmp(argv[2], "all") == 0)
+			return fail(x, -EINVAL, "capture: one port at a time");
+		ret = ports_of(x, argv[2], &port);
+		if (ret < 0)
+			return ret;
+		req.port = (int)port;
+	} else {
+		ret = channel_of(x, argv[2], false, &req.channel);
+		if (ret < 0)
+			return ret;
+	}
+	for (int i = 3; i < argc; i += 2) {
+		if (strcmp(argv[i], "count") == 0) {
+			ret = capture_num(x, argv, argc, i, 1, NCD_CAPTURE_COUNT_MAX, &req.count);
+		} else if (strcmp(argv[i], "snaplen") == 0) {
+			ret = capture_num(x, argv, argc, i, 64, 65535, &v);
+			req.snaplen = (uint32_t)v;
+		} else if (strcmp(argv[i], "filter") == 0) {
+			if (i + 1 >= argc)
+				return fail(x, -EINVAL, "capture: filter needs an expression");
+			/* The rest of the line, words joined as the shell gave them. */
+			for (int j = i + 1; j < argc; j++) {
+				size_t at = strlen(filter);
+
+				snprintf(filter + at, sizeof(filter) - at, "%s%s", j > i + 1 ? " " : "",
+					 argv[j]);
+			}
+			req.filter = filter;
+			break;
+		} else {
+			ret = fail(x, -EINVAL, "capture: unknown option '%s' (count, snaplen, filter)",
+				   argv[i]);
+			nc_cli_did_you_mean(x->err, sizeof(x->err), argv[i], opts, RTE_DIM(opts));
+		}
+		if (ret < 0)
+			return ret;
+	}
+	return ncd_capture_start(x->d, &req, x->err, sizeof(x->err), x->fd_out, res);
+}
+
 static int
 cmd_set_log(struct cmd_ctx *x, char **argv, json_t **res)
 {
@@ -489,9 +564,9 @@ help_json(void)
 
 int
 ncd_cli_exec(struct ncd *d, const char *line, bool json, bool priv, const struct ncd_conn *viewer,
-	     const char *who, FILE *out)
+	     const char *who, FILE *out, int *fd_out)
 {
-	struct cmd_ctx x = { .d = d, .priv = priv, .viewer = viewer, .out = out };
+	struct cmd_ctx x = { .d = d, .priv = priv, .viewer = viewer, .out = out, .fd_out = fd_out };
 	char buf[NC_CLI_MAX_LINE], *argv[NC_CLI_MAX_WORDS];
 	const struct nc_cli_cmd *c;
 	json_t *res = NULL;
@@ -510,6 +585,7 @@ ncd_cli_exec(struct ncd *d, const char *line, bool json, bool priv, const struct
 	case NC_CLI_CHANNEL_CREATE:
 	case NC_CLI_CHANNEL_DESTROY:
 	case NC_CLI_SET_LOG_LEVEL:
+	case NC_CLI_CAPTURE:
 		if (!priv) {
 			ret = fail(&x, -EPERM, "'%s' changes the daemon: root or the daemon's user only",
 				   c->syntax);
@@ -533,6 +609,8 @@ ncd_cli_exec(struct ncd *d, const char *line, bool json, bool priv, const struct
 	case NC_CLI_CHANNEL_CREATE: ret = cmd_channel_create(&x, argv, argc, &res); break;
 	case NC_CLI_CHANNEL_DESTROY: ret = cmd_channel_destroy(&x, argv, &res); break;
 	case NC_CLI_SET_LOG_LEVEL: ret = cmd_set_log(&x, argv, &res); break;
+	case NC_CLI_CAPTURE: ret = cmd_capture(&x, argv, argc, &res); break;
+	case NC_CLI_SHOW_CAPTURE: res = ncd_capture_view(d); break;
 	case NC_CLI_HELP:
 		if (json)
 			res = help_json();
@@ -612,7 +690,7 @@ serve_cli(struct ncd *d, struct ncd_conn *c, const struct nc_ctl_req *req, const
 	pid_t pid;
 	bool json, priv;
 	FILE *f;
-	int ret;
+	int ret, fd = -1;
 
 	/* Only root and the daemon's own user may change things; anyone connected may look. */
 	ncd_conn_peer(c, &uid, &gid, &pid);
@@ -623,15 +701,20 @@ serve_cli(struct ncd *d, struct ncd_conn *c, const struct nc_ctl_req *req, const
 	if (f == NULL)
 		return ncd_ctl_reply(c, req, -ENOMEM, NULL, 0);
 	snprintf(who, sizeof(who), "pid %d uid %u", (int)pid, (unsigned int)uid);
-	ret = ncd_cli_exec(d, line, json, priv, c, who, f);
+	ret = ncd_cli_exec(d, line, json, priv, c, who, f, &fd);
 	fclose(f);
 	if (ret == 1)
 		ret = 0;                       /* quit: the client's own business */
 	if (blen + sizeof(struct nc_ctl_rep) > NC_CTL_MAX_MSG) {
 		free(buf);
-		return ncd_ctl_reply(c, req, -E2BIG, NULL, 0);
+		buf = NULL;
+		blen = 0;
+		ret = -E2BIG;
 	}
-	ncd_ctl_reply(c, req, ret, buf, blen);
+	/* A capture's pipe: the caller's now (a caller that does not take it ends the capture). */
+	ncd_ctl_reply_fd(c, req, ret, buf, blen, fd);
+	if (fd >= 0)
+		close(fd);
 	free(buf);
 	/* A refused or bad command is an answer, not a broken message. */
 	return 0;

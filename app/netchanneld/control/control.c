@@ -41,6 +41,7 @@
 #include "control/rates.h"
 #include "control/reload.h"
 #include "control/views.h"
+#include "datapath/capture.h"
 #include "core/match.h"
 #include "core/stats.h"
 #include "ncd.h"
@@ -643,6 +644,13 @@ ncd_ctl_reply(struct ncd_conn *c, const struct nc_ctl_req *req, int32_t status, 
 	      size_t len)
 {
 	return reply_fd(c, req, status, body, len, -1);
+}
+
+int
+ncd_ctl_reply_fd(struct ncd_conn *c, const struct nc_ctl_req *req, int32_t status,
+		 const void *body, size_t len, int fd)
+{
+	return reply_fd(c, req, status, body, len, fd);
 }
 
 int
@@ -1276,6 +1284,7 @@ ncd_control_poll(struct ncd *d, int timeout_ms)
 	reclaim_pending(d);
 	expire_handshakes(d);
 	ncd_rates_tick(d);
+	ncd_capture_reap(d);
 	for (int i = 0; i < n; i++) {
 		if (evs[i].data.ptr == NULL)
 			accept_clients(d);

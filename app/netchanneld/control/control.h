@@ -38,6 +38,14 @@ int ncd_ctl_reply(struct ncd_conn *c, const struct nc_ctl_req *req, int32_t stat
 		  const void *body, size_t len);
 
 /**
+ * Reply to req with a status, a body and a file descriptor for the client
+ * (SCM_RIGHTS; none when fd < 0). The daemon keeps its own copy of fd.
+ * @return 0, or -errno of sendmsg()
+ */
+int ncd_ctl_reply_fd(struct ncd_conn *c, const struct nc_ctl_req *req, int32_t status,
+		     const void *body, size_t len, int fd);
+
+/**
  * Reply to req with a JSON document as the body (-E2BIG if it does not fit
  * a message, -ENOMEM if v is NULL). Takes v's reference.
  * @return as ncd_ctl_reply()

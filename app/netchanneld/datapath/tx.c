@@ -14,6 +14,7 @@
 
 #include "channel/channel.h"
 #include "channel/region.h"
+#include "datapath/capture.h"
 #include "datapath/datapath.h"
 #include "datapath/dp.h"
 #include "datapath/frag.h"
@@ -127,6 +128,10 @@ ncd_dp_tx_send(struct ncd *d, struct ncd_worker *w, const struct ncd_channel *ch
 		len[nout] = x->pkt_len;
 		out[nout++] = x;
 	}
+	struct ncd_capture *cap = __atomic_load_n(&ch->capture, __ATOMIC_ACQUIRE);
+
+	if (unlikely(cap != NULL) && nout > 0)
+		ncd_capture_take(cap, p->port_id, w->txq[ch->port], out, nout, 1);
 	sent = nout ? rte_eth_tx_burst(p->port_id, w->txq[ch->port], out, nout) : 0;
 	for (uint16_t i = 0; i < sent; i++)
 		cs->tx_bytes += len[i];
@@ -218,6 +223,10 @@ ncd_dp_tx_resolved(struct ncd *d, struct ncd_worker *w)
 			rte_pktmbuf_free(m[i]);
 			continue;
 		}
+		struct ncd_capture *cap = __atomic_load_n(&ch->capture, __ATOMIC_ACQUIRE);
+
+		if (unlikely(cap != NULL))
+			ncd_capture_take(cap, d->ports[ch->port].port_id, w->txq[ch->port], &m[i], 1, 1);
 		if (rte_eth_tx_burst(d->ports[ch->port].port_id, w->txq[ch->port], &m[i], 1) == 1) {
 			w->cstats[ch->id].tx++;
 			w->cstats[ch->id].tx_bytes += len;

@@ -24,6 +24,7 @@
 #include "datapath/datapath.h"
 #include "datapath/deliver.h"
 #include "datapath/dp.h"
+#include "datapath/capture.h"
 #include "datapath/frag.h"
 #include "nat/nat.h"
 #include "ncd.h"
@@ -40,10 +41,15 @@ csum_flags(const struct rte_mbuf *m)
 }
 
 static inline void
-count_hit(struct ncd_worker *w, const struct ncd_channel *ch, bool by_mark)
+count_hit(struct ncd_worker *w, const struct ncd_channel *ch, bool by_mark, uint16_t port_id,
+	  struct rte_mbuf *m)
 {
 	struct ncd_chan_stats *cs = &w->cstats[ch->id];
+	/* Acquire: pairs with the control thread's publication of the capture. */
+	struct ncd_capture *cap = __atomic_load_n(&ch->capture, __ATOMIC_ACQUIRE);
 
+	if (unlikely(cap != NULL))
+		ncd_capture_take(cap, port_id, 0, &m, 1, 0);
 	cs->hits++;
 	if (by_mark)
 		cs->hits_mark++;
@@ -228,7 +234,7 @@ dispatch_burst(struct ncd *d, struct ncd_worker *w, unsigned int pi, struct rte_
 			continue;              /* a fragment, held by reassembly */
 		if (b->rev[i] != NULL || (ch != NULL && ch->action == NC_ACTION_NAT)) {
 			if (ch != NULL)
-				count_hit(w, ch, b->by_mark[i]);
+				count_hit(w, ch, b->by_mark[i], p->port_id, m);
 			nat.m[nat.n] = m;
 			nat.pp[nat.n] = &b->parsed[i];
 			nat.ch[nat.n] = b->rev[i] != NULL ? NULL : ch;
@@ -246,7 +252,7 @@ dispatch_burst(struct ncd *d, struct ncd_worker *w, unsigned int pi, struct rte_
 			}
 			continue;
 		}
-		count_hit(w, ch, b->by_mark[i]);
+		count_hit(w, ch, b->by_mark[i], p->port_id, m);
 		if (ch->action == NC_ACTION_DROP) {
 			w->cstats[ch->id].dropped++;
 			ps->dropped_by_rule++;
