@@ -282,6 +282,16 @@ class Cli(T.DaemonCase):
         r = self.ncctl("clear port stats all", user=65534, check=False)
         self.assertEqual(r.returncode, 1)
         self.assertIn("changes the daemon: root or the daemon's user only", r.stderr)
+        # Nor capture: what a port carries is everyone's. Refused before any file is made.
+        pcap = os.path.join(self.w, "nobody.pcapng")
+        r = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                            NCCTL, "-s", self.sock, "capture", "port", "wire0", "-c", "1",
+                            "-w", pcap], capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn("'capture port|channel <name> [options...]' sees every user's packets: "
+                      "root or the daemon's user only", r.stderr)
+        self.assertFalse(os.path.exists(pcap))
+        self.assertEqual(self.js("show capture"), [])
         for bad in (["extra"], ["--bogus"]):
             self.assertEqual(subprocess.run([NCCTL, "-s", self.sock] + bad,
                                             capture_output=True).returncode, 2)

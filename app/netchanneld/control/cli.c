@@ -587,8 +587,9 @@ ncd_cli_exec(struct ncd *d, const char *line, bool json, bool priv, const struct
 	case NC_CLI_SET_LOG_LEVEL:
 	case NC_CLI_CAPTURE:
 		if (!priv) {
-			ret = fail(&x, -EPERM, "'%s' changes the daemon: root or the daemon's user only",
-				   c->syntax);
+			ret = fail(&x, -EPERM, "'%s' %s: root or the daemon's user only", c->syntax,
+				   c->id == NC_CLI_CAPTURE ? "sees every user's packets" :
+							     "changes the daemon");
 			goto out;
 		}
 		change = true;
