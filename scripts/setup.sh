@@ -11,14 +11,15 @@ build=${1:-build}
 shift || true
 
 # Build: DPDK 22.11 (libraries, PMDs, testpmd and tools), meson/ninja, jansson,
-# Check, libnuma, libpcap, libmnl (netlink), libmicrohttpd (nc-exporter). Tests and benchmarks:
+# Check, libnuma, libpcap (capture filters), libmnl (netlink), libmicrohttpd (nc-exporter),
+# libxdp and libbpf (net_af_xdp's messages through the daemon's log). Tests and benchmarks:
 # scapy (traffic generator), prometheus (its promtool checks nc-exporter's output),
 # gnuplot (charts), iproute2 (namespaces); the test bed's peer: ping, iperf3 (a
 # bounded TCP throughput run), ethtool (its veth computes its own checksums).
 # Fuzzing: clang and its libFuzzer runtime (scripts/fuzz.sh, build-fuzz).
 packages=(
 	libdpdk-dev dpdk dpdk-dev meson ninja-build pkg-config gcc libc6-dev libmnl-dev
-	libjansson-dev check libnuma-dev libpcap-dev libmicrohttpd-dev
+	libjansson-dev check libnuma-dev libpcap-dev libmicrohttpd-dev libxdp-dev libbpf-dev
 	python3 python3-scapy gnuplot-nox iproute2 gawk
 	iputils-ping iperf3 ethtool prometheus
 	clang libclang-rt-14-dev

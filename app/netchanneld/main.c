@@ -6,7 +6,6 @@
  * 1 runtime failure. Start-up is a staged sequence; a failure unwinds what
  * was done, in reverse.
  */
-#define _GNU_SOURCE /* fopencookie */
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
@@ -39,6 +38,7 @@
 #include "control/reload.h"
 #include "control/telemetry.h"
 #include "control/views.h"
+#include "core/log.h"
 #include "core/stats.h"
 #include "datapath/capture.h"
 #include "datapath/datapath.h"
@@ -168,55 +168,6 @@ static void
 poll_control(void *arg)
 {
 	ncd_control_poll(arg, 0);
-}
-
-/*
- * The log's stream: each line on stdout with its time first (UTC, to the
- * millisecond), as an operator reading a log file needs; rte_log() flushes
- * after every message, so a line arrives whole. Written through stdout, so
- * that it keeps its order with what the daemon prints there itself.
- */
-static ssize_t
-stamped_write(void *cookie, const char *buf, size_t len)
-{
-	static bool line_start = true;
-	size_t done = 0;
-
-	(void)cookie;
-	while (done < len) {
-		const char *nl = memchr(buf + done, '\n', len - done);
-		size_t n = nl != NULL ? (size_t)(nl - (buf + done)) + 1 : len - done;
-
-		if (line_start) {
-			struct timespec ts;
-			struct tm tm;
-			char when[32];
-
-			clock_gettime(CLOCK_REALTIME, &ts);
-			gmtime_r(&ts.tv_sec, &tm);
-			strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
-			fprintf(stdout, "%s.%03ldZ ", when, ts.tv_nsec / 1000000);
-		}
-		fwrite(buf + done, 1, n, stdout);
-		line_start = nl != NULL;
-		done += n;
-	}
-	fflush(stdout);
-	return (ssize_t)len;
-}
-
-/* Timestamps in the log, unless journald takes stdout: it stamps each line itself. */
-static void
-log_timestamps(void)
-{
-	static cookie_io_functions_t io = { .write = stamped_write };
-	FILE *f;
-
-	if (getenv("JOURNAL_STREAM") != NULL)
-		return;
-	f = fopencookie(NULL, "w", io);
-	if (f != NULL)
-		rte_openlog_stream(f);
 }
 
 static void
@@ -414,7 +365,7 @@ main(int argc, char **argv)
 		return 0;
 	}
 
-	log_timestamps();
+	ncd_log_setup();
 	/* Stage 0: the devices, before EAL probes one another daemon has. */
 	{
 		char err[320];
@@ -523,6 +474,7 @@ main(int argc, char **argv)
 		}
 		launched++;
 	}
+	ncd_log_notes();
 	NCD_LOG(INFO, "running: %u ports, %u workers, %u channels", d->cfg.nports,
 		d->cfg.nworkers, d->cfg.nchannels);
 	printf("netchanneld: running (pid %d)\n", (int)getpid());

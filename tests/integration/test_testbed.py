@@ -506,6 +506,34 @@ class TestBed(T.DaemonCase):
             self.host_configured()
             self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
 
+    def test_start_says_harmless_warnings_once(self):
+        """What net_tap, libbpf, libxdp and DPDK say at start on a host without TC modules or
+        bpffs looks like failures and is not: the log has none of it, but one plain line
+        for each condition; with netchanneld.main at debug, the originals are there too."""
+        quiet = ("qdisc_create_multiq", "qdisc kind", "libbpf:", "libxdp:", "legacy socket",
+                 "rte_ip_frag_table_create", "Disabling rte flow")
+        notes = ("net_tap: this kernel has no multiq qdisc, so TAP devices have no rte_flow; "
+                 "harmless", "net_af_xdp: no bpffs at /sys/fs/bpf, so libxdp loaded the XDP "
+                 "program on its own")
+        out = self.daemon.output()
+        for word in quiet:
+            self.assertNotIn(word, out)
+        for note in notes:
+            self.assertEqual(out.count(note), 1, out)
+        start = out[:out.index("netchanneld: running (pid")]
+        self.assertLessEqual(len(start.splitlines()), 6, start)
+        self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
+        with open(self.daemon.config) as f:
+            cfg = json.load(f)
+        cfg["eal"] = EAL + ["--log-level", "netchanneld.main:debug"]
+        self.daemon = T.Daemon(cfg, self.w, f"{self.prefix}_1", netns=self.env["TB_HOST_NS"])
+        self.addCleanup(T.cleanup_prefix, f"{self.prefix}_1")
+        self.daemon.start()
+        out = self.daemon.output()
+        for word in ("qdisc_create_multiq", "libxdp: No bpffs found", "libbpf: elf: skipping"):
+            self.assertIn(word, out)
+        self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
+
     def test_tap_deleted_is_made_again(self):
         """The TAP deleted (ip link del) or set down under the daemon: it notices within
         seconds, counts the misses meanwhile as drop_exc_down, makes the TAP again with the
@@ -526,6 +554,9 @@ class TestBed(T.DaemonCase):
         self.assertIn("port wire0: its exception device net_tap_wire0,iface=wire0 is down: "
                       "making it again", out)
         self.assertIn("port wire0: its exception device is back (made again 2 times)", out)
+        # Each TAP made again says net_tap's multiq warnings again: kept out, said once.
+        self.assertEqual(out.count("net_tap: this kernel has no multiq qdisc"), 1, out)
+        self.assertNotIn("qdisc_create_multiq", out)
         self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
         port = self.daemon.read_stats()["ports"][0]
         self.assertEqual(port["exception"], {"down": False, "remade": 2})

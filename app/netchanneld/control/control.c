@@ -42,6 +42,7 @@
 #include "control/reload.h"
 #include "control/views.h"
 #include "datapath/capture.h"
+#include "core/log.h"
 #include "core/match.h"
 #include "core/stats.h"
 #include "ncd.h"
@@ -1285,6 +1286,7 @@ ncd_control_poll(struct ncd *d, int timeout_ms)
 	expire_handshakes(d);
 	ncd_rates_tick(d);
 	ncd_capture_reap(d);
+	ncd_log_notes();
 	for (int i = 0; i < n; i++) {
 		if (evs[i].data.ptr == NULL)
 			accept_clients(d);
