@@ -645,7 +645,6 @@ class TestBed(T.DaemonCase):
         for name, vip in (("u4", "10.99.0.1"), ("u6", "fd99::1")):
             got = json.loads(self.ns("PEER", "/usr/bin/python3", "-c", PEER_BIG, vip, "3000",
                                      "8081", "8081").stdout)
-            print(self.ncctl(f"show channel {name}")["counters"], self.frag_counters(), file=sys.stderr)
             self.assertEqual(got["8081"]["answer"], "server", vip)
             c = self.ncctl(f"show channel {name}")["counters"]
             # Two datagrams each way; the first may have waited for the neighbour.

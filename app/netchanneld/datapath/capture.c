@@ -177,7 +177,8 @@ writer(void *arg)
 				c->werr = errno != 0 ? errno : EIO;
 				break;
 			}
-			c->written += n;
+			/* One writer; show capture reads it from the control thread. */
+			__atomic_store_n(&c->written, c->written + n, __ATOMIC_RELAXED);
 			continue;
 		}
 		if (c->stop || (settled >= c->limit && rte_ring_empty(c->ring)))
@@ -468,13 +469,17 @@ ncd_capture_view(const struct ncd *d)
 
 		if (c == NULL)
 			continue;
+		uint64_t taken = __atomic_load_n(&c->taken, __ATOMIC_RELAXED);
+		uint64_t written = __atomic_load_n(&c->written, __ATOMIC_RELAXED);
+		uint64_t lost = __atomic_load_n(&c->lost, __ATOMIC_RELAXED);
+
 		json_array_append_new(a, json_pack("{s:i, s:s, s:s?, s:I, s:I, s:I, s:I}", "capture",
 						   (int)i, "what", c->what, "filter",
-						   c->has_filter ? c->filter_text : NULL, "count",
-						   (json_int_t)c->limit, "taken", (json_int_t)RTE_MIN(
-						   __atomic_load_n(&c->taken, __ATOMIC_RELAXED), c->limit),
-						   "written", (json_int_t)c->written, "lost",
-						   (json_int_t)__atomic_load_n(&c->lost, __ATOMIC_RELAXED)));
+						   c->has_filter ? c->filter_text : NULL,
+						   "count", (json_int_t)c->limit,
+						   "taken", (json_int_t)RTE_MIN(taken, c->limit),
+						   "written", (json_int_t)written,
+						   "lost", (json_int_t)lost));
 	}
 	return a;
 }
