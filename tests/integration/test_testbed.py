@@ -764,6 +764,9 @@ class TestBed(T.DaemonCase):
                 break
             time.sleep(0.05)
         self.assertEqual(self.ncctl("show capture"), [])
+        r = subprocess.run([NCCTL, "-s", self.sock, "-c", "show capture"], capture_output=True,
+                           text=True, timeout=30)
+        self.assertEqual(r.stdout, "none\n", "an empty list says so")
         # A reader that stops: the pipe fills, copies are lost and counted; ping still works.
         p = self.capture("port", "wire0", "-c", "1000000", "-w", os.path.join(self.w, "s.pcapng"))
         p.send_signal(signal.SIGSTOP)

@@ -670,7 +670,11 @@ out:
 				else
 					text_counters(res);
 			}
-			render(out, res, 0);
+			/* An empty list says so, rather than nothing that looks like a hang. */
+			if (json_is_array(res) && json_array_size(res) == 0 && !x.paged)
+				fputs("none\n", out);
+			else
+				render(out, res, 0);
 			if (x.paged && x.next >= 0)
 				fprintf(out, "next: %" PRId64 "\n", x.next);
 		}
