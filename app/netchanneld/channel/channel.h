@@ -57,7 +57,6 @@ struct ncd_channel {
 	uint32_t region_limit;         /* entries it may fill of that ring (its ring_size) */
 	uint32_t *wakeup;              /* the consumer's want_wakeup: the directory's or the region's */
 	char name[NC_NAME_SIZE];
-	struct ncd_capture *capture;   /* a capture of its packets (workers read it), or NULL */
 	struct nc_trie_rule rule;
 	int owner;                     /* NCD_OWNER_CONFIG, or the client's slot */
 	int efd;                       /* eventfd that wakes a sleeping consumer, or -1 (none asked yet) */
@@ -71,6 +70,8 @@ struct ncd_channel {
 	bool consumer_gone;            /* its client died: its rings are drained from their tail */
 	int consumer;                  /* a static deliver channel's one attached client: slot + 1, or 0 */
 	bool shared;                   /* "consumers": "shared": isolated clients share it */
+	/* Beside shared, which workers read of every packet they deliver: one line for both. */
+	struct ncd_capture *capture;   /* a capture of its packets (workers read it), or NULL */
 	struct ncd_share *share;       /* a shared channel's consumers; NULL while it has none */
 	struct ncd_nat_conf nat;       /* a NAT channel's translation (action NC_ACTION_NAT) */
 	/* Per port: the mark its flow rule sets, 0 for none. Workers trust only this one. */

@@ -611,7 +611,7 @@ ncd_cli_exec(struct ncd *d, const char *line, bool json, bool priv, const struct
 	case NC_CLI_CHANNEL_DESTROY: ret = cmd_channel_destroy(&x, argv, &res); break;
 	case NC_CLI_SET_LOG_LEVEL: ret = cmd_set_log(&x, argv, &res); break;
 	case NC_CLI_CAPTURE: ret = cmd_capture(&x, argv, argc, &res); break;
-	case NC_CLI_SHOW_CAPTURE: res = ncd_capture_view(d); break;
+	case NC_CLI_SHOW_CAPTURE: res = ncd_capture_view(); break;
 	case NC_CLI_HELP:
 		if (json)
 			res = help_json();

@@ -41,10 +41,10 @@
 #include "control/rates.h"
 #include "control/reload.h"
 #include "control/views.h"
-#include "datapath/capture.h"
 #include "core/log.h"
 #include "core/match.h"
 #include "core/stats.h"
+#include "datapath/capture.h"
 #include "ncd.h"
 
 #define NCD_MAX_CLIENTS NC_MAX_CLIENTS

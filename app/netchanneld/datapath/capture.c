@@ -300,11 +300,10 @@ compile_filter(struct ncd_capture *c, const char *expr, char *err, size_t errlen
 }
 
 static int
-attach_port(struct ncd *d, struct ncd_capture *c, char *err, size_t errlen)
+attach_port(struct ncd_capture *c, char *err, size_t errlen)
 {
 	struct rte_eth_dev_info info;
 
-	(void)d;
 	if (rte_eth_dev_info_get(c->port_id, &info) != 0) {
 		snprintf(err, errlen, "capture: rte_eth_dev_info_get(%u) failed", c->port_id);
 		return -ENODEV;
@@ -412,7 +411,7 @@ ncd_capture_start(struct ncd *d, const struct ncd_capture_req *req, char *err, s
 	}
 	rte_thread_setname(c->thread, "ncd-capture");
 	if (c->port >= 0) {
-		ret = attach_port(d, c, err, errlen);
+		ret = attach_port(c, err, errlen);
 		if (ret != 0)
 			goto fail;
 	} else {
@@ -459,11 +458,10 @@ ncd_capture_close_all(struct ncd *d)
 }
 
 json_t *
-ncd_capture_view(const struct ncd *d)
+ncd_capture_view(void)
 {
 	json_t *a = json_array();
 
-	(void)d;
 	for (unsigned int i = 0; i < NCD_CAPTURE_MAX; i++) {
 		const struct ncd_capture *c = caps[i];
 

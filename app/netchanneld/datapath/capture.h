@@ -64,7 +64,7 @@ void ncd_capture_reap(struct ncd *d);
 void ncd_capture_close_all(struct ncd *d);
 
 /** The captures running, for "show capture" (JSON array). */
-json_t *ncd_capture_view(const struct ncd *d);
+json_t *ncd_capture_view(void);
 
 /**
  * A worker's copies of n packets that a channel capture wants (the

@@ -21,10 +21,10 @@
 
 #define NCD_LOGTYPE ncd_logtype_worker
 #include "channel/channel.h"
+#include "datapath/capture.h"
 #include "datapath/datapath.h"
 #include "datapath/deliver.h"
 #include "datapath/dp.h"
-#include "datapath/capture.h"
 #include "datapath/frag.h"
 #include "nat/nat.h"
 #include "ncd.h"
