@@ -44,6 +44,7 @@ enum nc_ctl_type {
 	NC_CTL_CLI = 7,            /**< struct nc_ctl_cli -> the command's output (text or JSON) */
 	NC_CTL_CHANNEL_STATS = 8,  /**< struct nc_ctl_id -> struct nc_channel_stats */
 	NC_CTL_CHANNEL_EVENTFD = 9,/**< struct nc_ctl_id -> nothing + the channel's eventfd */
+	NC_CTL_CLIENT_EVENTFD = 10,/**< nothing -> nothing + the eventfd of a NC_HELLO_F_ONE_RING region's ring */
 	NC_CTL_TYPE_MAX
 };
 
@@ -78,6 +79,13 @@ struct nc_ctl_hello {
  */
 #define NC_HELLO_F_ZEROCOPY 0x1    /**< a DPDK secondary process (nc_shm.h); control.allow's zero_copy */
 #define NC_HELLO_F_CONTROL 0x2     /**< requests only: no region, and no channels of its own */
+/**
+ * An isolated client whose region has one rx ring, shared by all its
+ * channels (nc_region_hdr.nrx 1), rather than a ring per channel: it may
+ * have as many channels as its control.limits allow, not one per ring, and
+ * sleeps on one eventfd (CLIENT_EVENTFD).
+ */
+#define NC_HELLO_F_ONE_RING 0x4
 
 struct nc_ctl_hello_reply {
 	uint32_t version;          /**< the daemon's NC_CTL_VERSION */

@@ -18,7 +18,9 @@
  * | tx buffers   | tx_buf_off, tx_size * buf_size     | client fills         |
  *
  * Receive: a worker copies a packet into one of the rx buffers it has not
- * given out, puts {offset, length, channel} on the channel's rx ring, and
+ * given out, puts {offset, length, channel} on the channel's rx ring (or on
+ * the one ring of a NC_HELLO_F_ONE_RING client: a descriptor names its
+ * channel and, in its flags, the channel's generation), and
  * frees its mbuf at once. The buffer is the client's until it puts the same
  * offset on the free ring. Transmit: the client writes a frame into a tx
  * buffer (tx ring slot i uses tx buffer i, so a slot the daemon has consumed
@@ -52,6 +54,8 @@ extern "C" {
 #define NC_REGION_HDR_SIZE 4096u
 
 #define NC_RING_NO_CHANNEL 0xffffffffu /**< nc_region_ring.channel of a ring no channel has */
+/** nc_region_ring.channel of the one rx ring of a NC_HELLO_F_ONE_RING region: every channel's */
+#define NC_RING_ALL_CHANNELS 0xfffffffeu
 
 /** nc_desc flags. */
 #define NC_DESC_F_IP 0x1              /**< tx: an IP packet; the daemon adds the Ethernet header */
@@ -61,6 +65,13 @@ extern "C" {
  * in order, all on the ring at once; the last has no NC_DESC_F_MORE.
  */
 #define NC_DESC_F_MORE 0x2
+/**
+ * rx: the flags' upper 16 bits are the low 16 bits of the channel's
+ * generation (struct nc_ctl_channel). A ring shared by all of a client's
+ * channels may still hold packets of a channel that is gone when a new one
+ * gets its id: the generation tells them apart.
+ */
+#define NC_DESC_GEN_SHIFT 16
 
 /** One packet: where it is in the region, how long, and whose. */
 struct nc_desc {
@@ -100,7 +111,8 @@ struct nc_region_hdr {
 	uint32_t magic;                /**< NC_REGION_MAGIC */
 	uint32_t version;              /**< NC_REGION_VERSION */
 	uint64_t size;                 /**< bytes of the region */
-	uint32_t nrx;                  /**< rx rings (a channel has one while it lives) */
+	uint32_t nrx;                  /**< rx rings (a channel has one while it lives); 1 for a
+					    NC_HELLO_F_ONE_RING client, whose channels all share it */
 	uint32_t rx_size;              /**< entries of each rx ring (a power of 2) */
 	uint32_t tx_size;              /**< entries of the tx ring, and tx buffers */
 	uint32_t free_size;            /**< entries of the free ring (>= rx_bufs) */

@@ -82,6 +82,15 @@ struct nc_channel;
 #define NC_CONNECT_NO_EAL 0x1   /**< zero-copy, and the application initialised EAL as the daemon's secondary */
 #define NC_CONNECT_CONTROL 0x2  /**< the control protocol only: no region, no EAL, no channels (nc_cli()) */
 #define NC_CONNECT_ZEROCOPY 0x4 /**< a zero-copy client (rte_mbufs, DPDK secondary process) */
+/**
+ * An isolated client whose channels all deliver on one receive ring of its
+ * region, not a ring each: as many channels as control.limits allow (a ring
+ * each stops at 64), one eventfd to sleep on, and one place to poll
+ * (nc_client_rx_bufs(), nc_client_recv()); nc_rx_bufs() and nc_recv() of one
+ * channel are not for it (EOPNOTSUPP). A channel's ring_size does not apply:
+ * the ring has control.region.rx_buffers entries (a power of 2 at least).
+ */
+#define NC_CONNECT_ONE_RING 0x8
 
 /** A packet buffer in an isolated client's region (nc_rx_bufs(), nc_tx_bufs_get()). */
 struct nc_buf {
@@ -245,10 +254,66 @@ int nc_channel_destroy(struct nc_channel *ch);
  * @return
  *   The number of buffers: 0 when none is waiting, or when the daemon is
  *   gone (errno EPIPE), or the channel is (errno ESTALE: an operator
- *   destroyed the static channel), or for a zero-copy client (errno
- *   EOPNOTSUPP).
+ *   destroyed the static channel), or for a zero-copy client or a
+ *   NC_CONNECT_ONE_RING one (errno EOPNOTSUPP: nc_client_rx_bufs()).
  */
 uint16_t nc_rx_bufs(struct nc_channel *ch, struct nc_buf *bufs, uint16_t n);
+
+/**
+ * NC_CONNECT_ONE_RING clients: receive up to n buffers of any of the
+ * client's channels, in place, as nc_rx_bufs() does (each buffer's channel
+ * says whose). Packets of a channel the client no longer has (destroyed, or
+ * detached, while they waited on the ring) are given back to the daemon here
+ * and not returned, even when a new channel has the same id.
+ *
+ * @return
+ *   The number of buffers: 0 when none is waiting, or when the daemon is
+ *   gone (errno EPIPE), or not such a client (errno EOPNOTSUPP).
+ */
+uint16_t nc_client_rx_bufs(struct nc_client *c, struct nc_buf *bufs, uint16_t n);
+
+/**
+ * NC_CONNECT_ONE_RING clients: the next frame of any of the client's
+ * channels, copied out, as nc_recv() does for one channel.
+ *
+ * @param c
+ *   The client.
+ * @param buf
+ *   Where the frame goes; len is its size (a longer frame is cut).
+ * @param len
+ *   buf's size.
+ * @param channel
+ *   Set to the frame's channel id (nc_channel_id()); may be NULL.
+ * @param timeout_ms
+ *   0: do not wait; -1: wait for ever; otherwise at most this long.
+ * @return
+ *   The frame's length, or -EAGAIN (nothing in time), -EPIPE (the daemon is
+ *   gone), -EOPNOTSUPP (not such a client), or the error of nc_client_fd()
+ *   or poll().
+ */
+ssize_t nc_client_recv(struct nc_client *c, void *buf, size_t len, uint32_t *channel,
+		       int timeout_ms);
+
+/**
+ * NC_CONNECT_ONE_RING clients: the eventfd the daemon signals when the ring
+ * goes from empty to non-empty after nc_client_arm(), for any channel. Asked
+ * for on the first call, and owned by the client (do not close it).
+ * nc_channel_fd() of its channels returns it too.
+ *
+ * @return
+ *   The fd, or a negative errno: -EOPNOTSUPP (not such a client), -EMFILE, or
+ *   another error of the request.
+ */
+int nc_client_fd(struct nc_client *c);
+
+/**
+ * NC_CONNECT_ONE_RING clients: ask to be woken through nc_client_fd().
+ *
+ * @return
+ *   0: armed, the ring is empty, sleep; 1: packets are waiting already;
+ *   -errno: not such a client, or nc_client_fd() failed.
+ */
+int nc_client_arm(struct nc_client *c);
 
 /**
  * Give received buffers back to the daemon.
@@ -403,7 +468,8 @@ uint64_t nc_mbuf_rx_tsc(const struct nc_client *c, const struct rte_mbuf *m);
  * @return
  *   The frame's length, or a negative errno: -EAGAIN (nothing in time), -EPIPE
  *   (the daemon is gone), -ESTALE (the channel is: an operator destroyed it),
- *   or that of nc_channel_fd() or poll() (it could not sleep).
+ *   -EOPNOTSUPP (a NC_CONNECT_ONE_RING client's: nc_client_recv()), or that
+ *   of nc_channel_fd() or poll() (it could not sleep).
  */
 ssize_t nc_recv(struct nc_channel *ch, void *buf, size_t len, int timeout_ms);
 

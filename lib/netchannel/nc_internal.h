@@ -28,6 +28,13 @@ struct region {
 	uint32_t tx_pending;       /* tx buffers handed out (nc_tx_bufs_get) but not yet sent */
 	uint32_t fr_head;          /* our index of the free ring */
 	uint32_t tx_head;          /* our index of the tx ring */
+	/* NC_CONNECT_ONE_RING: the one rx ring, every channel's. */
+	struct nc_region_ring *rx_all;
+	uint32_t rx_tail;          /* our index of it */
+	/* By channel id: the low 16 bits of the generation of our channel with that id, + 1; 0: none. */
+	uint32_t *gen;
+	uint32_t ngen;
+	int efd;                   /* the daemon's eventfd for the ring, or -1 */
 };
 
 struct nc_client {
@@ -62,6 +69,7 @@ struct nc_channel {
 	uint8_t tx_mac[6];         /* its port's MAC, its frames' source (can_tx) */
 	int owned;                 /* created by this client: destroy it in the daemon */
 	int efd;                   /* the daemon's eventfd for this channel, or -1 */
+	int one_ring;              /* delivered on the client's one ring (NC_CONNECT_ONE_RING) */
 };
 
 /* What libnetchannel asks of libnetchannel_zc for a zero-copy client. */

@@ -210,6 +210,18 @@ region_map(struct nc_client *c, int fd)
 		g->base = NULL;
 		return -EPROTO;
 	}
+	/* One ring for all (it was asked for), or a ring per channel: the region says which. */
+	if ((c->flags & NC_CONNECT_ONE_RING) &&
+	    (h->nrx != 1 || ((struct nc_region_ring *)(g->base + h->rx_off))->channel !=
+			    NC_RING_ALL_CHANNELS)) {
+		munmap(g->base, g->size);
+		g->base = NULL;
+		return -EPROTO;
+	}
+	if (c->flags & NC_CONNECT_ONE_RING) {
+		g->rx_all = (struct nc_region_ring *)(g->base + h->rx_off);
+		g->rx_tail = __atomic_load_n(&g->rx_all->tail, __ATOMIC_RELAXED);
+	}
 	g->tx = (struct nc_region_ring *)(g->base + h->tx_off);
 	g->fr = (struct nc_region_ring *)(g->base + h->free_off);
 	g->tx_head = __atomic_load_n(&g->tx->head, __ATOMIC_RELAXED);
@@ -224,7 +236,8 @@ nc_connect(const char *path, unsigned int flags)
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct timeval tv = { .tv_sec = REPLY_TIMEOUT_S };
 	struct nc_ctl_hello hello = { .version = NC_CTL_VERSION, .pid = (uint32_t)getpid() };
-	const unsigned int known = NC_CONNECT_NO_EAL | NC_CONNECT_CONTROL | NC_CONNECT_ZEROCOPY;
+	const unsigned int known = NC_CONNECT_NO_EAL | NC_CONNECT_CONTROL | NC_CONNECT_ZEROCOPY |
+				   NC_CONNECT_ONE_RING;
 	struct nc_client *c;
 	int ret, rfd = -1;
 
@@ -235,7 +248,8 @@ nc_connect(const char *path, unsigned int flags)
 	if (flags & NC_CONNECT_NO_EAL)
 		flags |= NC_CONNECT_ZEROCOPY;
 	if (strlen(path) >= sizeof(sa.sun_path) || (flags & ~known) ||
-	    ((flags & NC_CONNECT_CONTROL) && (flags & NC_CONNECT_ZEROCOPY))) {
+	    ((flags & NC_CONNECT_CONTROL) && (flags & NC_CONNECT_ZEROCOPY)) ||
+	    ((flags & NC_CONNECT_ONE_RING) && (flags & ~NC_CONNECT_ONE_RING))) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -244,6 +258,7 @@ nc_connect(const char *path, unsigned int flags)
 		return NULL;
 	c->flags = flags;
 	c->rx_tsc_off = -1;
+	c->rg.efd = -1;
 	strcpy(sa.sun_path, path);
 	c->fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (c->fd < 0 || connect(c->fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
@@ -253,7 +268,8 @@ nc_connect(const char *path, unsigned int flags)
 	/* A daemon that stops answering gives an error, not a hang. */
 	setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	hello.flags = flags & NC_CONNECT_CONTROL ? NC_HELLO_F_CONTROL :
-		      flags & NC_CONNECT_ZEROCOPY ? NC_HELLO_F_ZEROCOPY : 0;
+		      flags & NC_CONNECT_ZEROCOPY ? NC_HELLO_F_ZEROCOPY :
+		      flags & NC_CONNECT_ONE_RING ? NC_HELLO_F_ONE_RING : 0;
 	ret = call_fd(c, NC_CTL_HELLO, &hello, sizeof(hello), &c->hello, sizeof(c->hello), &rfd);
 	if (ret != 0)
 		goto out_close;
@@ -295,6 +311,9 @@ nc_disconnect(struct nc_client *c)
 	if (c->pool != NULL)
 		zc->flush(c);
 	close(c->fd);
+	if (c->rg.efd >= 0)
+		close(c->rg.efd);
+	free(c->rg.gen);
 	if (c->rg.base != NULL)
 		munmap(c->rg.base, c->rg.size);
 	if (c->eal_owned)
@@ -302,6 +321,29 @@ nc_disconnect(struct nc_client *c)
 	free(c);
 }
 
+
+/* The one ring's packets of channel id are ours while its generation is this one (0: none). */
+static int
+gen_set(struct region *g, uint32_t id, uint64_t generation)
+{
+	if (id >= g->ngen) {
+		uint32_t n = g->ngen ? g->ngen : 1024;
+		uint32_t *p;
+
+		while (n <= id)
+			n *= 2;
+		p = realloc(g->gen, (size_t)n * sizeof(*p));
+		if (p == NULL) {
+			errno = ENOMEM;
+			return -1;
+		}
+		memset(p + g->ngen, 0, (size_t)(n - g->ngen) * sizeof(*p));
+		g->gen = p;
+		g->ngen = n;
+	}
+	g->gen[id] = generation == 0 ? 0 : (uint32_t)(generation & 0xffff) + 1;
+	return 0;
+}
 
 static struct nc_channel *
 channel_open(struct nc_client *c, const struct nc_ctl_channel *info, int owned)
@@ -319,7 +361,15 @@ channel_open(struct nc_client *c, const struct nc_ctl_channel *info, int owned)
 	ch->can_tx = (info->flags & NC_CHANNEL_F_TX) != 0;
 	if (c->rg.base != NULL) {
 		/* An isolated client's: a ring of its region, or nothing (drop and NAT). */
-		if (info->flags & NC_CHANNEL_F_REGION) {
+		if ((info->flags & NC_CHANNEL_F_REGION) && c->rg.rx_all != NULL) {
+			if (info->region_ring != 0) {
+				errno = EBADMSG;
+				goto out_free;
+			}
+			if (gen_set(&c->rg, info->id, info->generation) != 0)
+				goto out_free;
+			ch->one_ring = 1;
+		} else if (info->flags & NC_CHANNEL_F_REGION) {
 			if (info->region_ring >= c->rg.h.nrx) {
 				errno = EBADMSG;
 				goto out_free;
@@ -458,10 +508,13 @@ nc_channel_destroy(struct nc_channel *ch)
 	if (ch->can_tx)
 		tx_flush(ch->client);
 	/* Its own goes; a static one it receives from is let go of. */
-	if (ch->owned || ch->ring != NULL || ch->rx != NULL) {
+	if (ch->owned || ch->ring != NULL || ch->rx != NULL || ch->one_ring) {
 		m.id = ch->id;
 		ret = call(ch->client, NC_CTL_CHANNEL_DESTROY, &m, sizeof(m), NULL, 0);
 	}
+	/* What its packets still hold of the one ring is given back as nc_client_rx_bufs() meets it. */
+	if (ch->one_ring)
+		gen_set(&ch->client->rg, ch->id, 0);
 	if (ch->efd >= 0)
 		close(ch->efd);
 	free(ch);
@@ -579,25 +632,26 @@ nc_send_ip(struct nc_channel *ch, const void *buf, size_t len)
 
 _Static_assert(NC_BUF_F_MORE == NC_DESC_F_MORE, "nc_rx_bufs() passes the flag as it is");
 
-NC_EXPORT uint16_t
-nc_rx_bufs(struct nc_channel *ch, struct nc_buf *bufs, uint16_t n)
+/* Whether a descriptor of the one ring is of a channel this client has (by its generation). */
+static inline int
+live(const struct region *g, const struct nc_desc *d)
 {
-	struct nc_client *c = ch->client;
-	struct nc_region_ring *r = ch->ring;
-	uint32_t tail, k, mask;
+	return d->channel < g->ngen &&
+	       g->gen[d->channel] == (d->flags >> NC_DESC_GEN_SHIFT) + 1;
+}
 
-	if (r == NULL) {
-		errno = ch->rx != NULL ? EOPNOTSUPP : EINVAL;
-		return 0;
-	}
-	/* The daemon relabels the ring before it takes back what the ring holds. */
-	if (__atomic_load_n(&r->channel, __ATOMIC_ACQUIRE) != ch->id ||
-	    r->generation != (uint32_t)ch->generation) {
-		errno = ESTALE;
-		return 0;
-	}
-	mask = c->rg.h.rx_size - 1;
-	tail = ch->rx_tail;
+/*
+ * Up to n buffers off rx ring r, whose tail we keep in *tailp. For the one
+ * ring (all), those of channels we no longer have go back to the daemon at
+ * once. *taken: the entries consumed, returned or not.
+ */
+static uint16_t
+ring_read(struct nc_client *c, struct nc_region_ring *r, uint32_t *tailp, struct nc_buf *bufs,
+	  uint16_t n, int all, uint32_t *taken)
+{
+	uint32_t tail = *tailp, mask = c->rg.h.rx_size - 1, k, got = 0;
+
+	*taken = 0;
 	k = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE) - tail;
 	if (k > c->rg.h.rx_size)       /* not the daemon's doing: this process wrote there */
 		k = 0;
@@ -611,17 +665,61 @@ nc_rx_bufs(struct nc_channel *ch, struct nc_buf *bufs, uint16_t n)
 	for (uint32_t i = 0; i < k; i++) {
 		const struct nc_desc *d = &r->desc[(tail + i) & mask];
 		uint32_t off = d->offset, len = d->length;
+		struct nc_buf b;
 
 		if (!inside(off, len, c->rg.size))
 			off = len = 0;
-		bufs[i] = (struct nc_buf){ .data = c->rg.base + off, .len = len,
-					   .channel = d->channel, .offset = off,
-					   .flags = d->flags & NC_DESC_F_MORE };
+		b = (struct nc_buf){ .data = c->rg.base + off, .len = len, .channel = d->channel,
+				     .offset = off, .flags = d->flags & NC_DESC_F_MORE };
+		if (all && !live(&c->rg, d))
+			nc_bufs_release(c, &b, 1);
+		else
+			bufs[got++] = b;
 	}
-	ch->rx_tail = tail + k;
+	*tailp = tail + k;
+	*taken = k;
 	/* The entries are read: the ring's, to reuse. The buffers stay ours until released. */
 	__atomic_store_n(&r->tail, tail + k, __ATOMIC_RELEASE);
-	return (uint16_t)k;
+	return (uint16_t)got;
+}
+
+NC_EXPORT uint16_t
+nc_rx_bufs(struct nc_channel *ch, struct nc_buf *bufs, uint16_t n)
+{
+	struct nc_region_ring *r = ch->ring;
+	uint32_t taken;
+
+	if (r == NULL) {
+		errno = ch->rx != NULL || ch->one_ring ? EOPNOTSUPP : EINVAL;
+		return 0;
+	}
+	/* The daemon relabels the ring before it takes back what the ring holds. */
+	if (__atomic_load_n(&r->channel, __ATOMIC_ACQUIRE) != ch->id ||
+	    r->generation != (uint32_t)ch->generation) {
+		errno = ESTALE;
+		return 0;
+	}
+	return ring_read(ch->client, r, &ch->rx_tail, bufs, n, 0, &taken);
+}
+
+NC_EXPORT uint16_t
+nc_client_rx_bufs(struct nc_client *c, struct nc_buf *bufs, uint16_t n)
+{
+	uint16_t got = 0;
+	uint32_t taken;
+
+	if (c->rg.rx_all == NULL) {
+		errno = EOPNOTSUPP;
+		return 0;
+	}
+	/* Until n, or the ring is empty: entries of channels gone count for nothing. */
+	for (;;) {
+		uint16_t want = (uint16_t)(n - got);
+
+		got += ring_read(c, c->rg.rx_all, &c->rg.rx_tail, bufs + got, want, 1, &taken);
+		if (got == n || taken < want)
+			return got;
+	}
 }
 
 NC_EXPORT int
@@ -733,18 +831,16 @@ nc_channel_stats(const struct nc_channel *ch, struct nc_channel_stats *st)
 	return 0;
 }
 
-NC_EXPORT int
-nc_channel_fd(struct nc_channel *ch)
+/* The eventfd a request brings (CHANNEL_EVENTFD or CLIENT_EVENTFD), kept in *efd once had. */
+static int
+ask_eventfd(struct nc_client *c, uint16_t type, const void *body, uint32_t len, int *efd)
 {
-	int fd, ret;
+	int fd = -1, ret;
 
-	if (ch == NULL || (ch->rx == NULL && ch->ring == NULL))
-		return -EINVAL;
-	if (ch->efd >= 0)
-		return ch->efd;
+	if (*efd >= 0)
+		return *efd;
 	/* Asked for on first use: a client that only polls holds no fd, nor does the daemon. */
-	ret = call_fd(ch->client, NC_CTL_CHANNEL_EVENTFD, &(struct nc_ctl_id){ .id = ch->id },
-		      sizeof(struct nc_ctl_id), NULL, 0, &fd);
+	ret = call_fd(c, type, body, len, NULL, 0, &fd);
 	if (ret == 0 && fd < 0)
 		ret = -EBADMSG;
 	if (ret != 0) {
@@ -752,8 +848,49 @@ nc_channel_fd(struct nc_channel *ch)
 			close(fd);
 		return ret;
 	}
-	ch->efd = fd;
+	*efd = fd;
 	return fd;
+}
+
+NC_EXPORT int
+nc_client_fd(struct nc_client *c)
+{
+	if (c == NULL || c->rg.rx_all == NULL)
+		return -EOPNOTSUPP;
+	return ask_eventfd(c, NC_CTL_CLIENT_EVENTFD, NULL, 0, &c->rg.efd);
+}
+
+NC_EXPORT int
+nc_channel_fd(struct nc_channel *ch)
+{
+	struct nc_ctl_id m;
+
+	if (ch == NULL || (ch->rx == NULL && ch->ring == NULL && !ch->one_ring))
+		return -EINVAL;
+	if (ch->one_ring)
+		return nc_client_fd(ch->client);
+	m.id = ch->id;
+	return ask_eventfd(ch->client, NC_CTL_CHANNEL_EVENTFD, &m, sizeof(m), &ch->efd);
+}
+
+/* Ask for a wake-up from rx ring r, read up to tail: 0 if it is empty (sleep), else 1. */
+static int
+ring_arm(struct nc_region_ring *r, uint32_t tail)
+{
+	__atomic_store_n(&r->want_wakeup, 1, __ATOMIC_RELAXED);
+	/* Full fence: the worker has one between its enqueue and its look at the flag. */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	return __atomic_load_n(&r->head, __ATOMIC_ACQUIRE) == tail ? 0 : 1;
+}
+
+NC_EXPORT int
+nc_client_arm(struct nc_client *c)
+{
+	int fd = nc_client_fd(c);
+
+	if (fd < 0)
+		return fd;
+	return ring_arm(c->rg.rx_all, c->rg.rx_tail);
 }
 
 NC_EXPORT int
@@ -761,74 +898,86 @@ nc_channel_arm(struct nc_channel *ch)
 {
 	int fd;
 
+	if (ch != NULL && ch->one_ring)
+		return nc_client_arm(ch->client);
 	if (ch == NULL || (ch->rx == NULL && ch->ring == NULL))
 		return -EINVAL;
 	fd = nc_channel_fd(ch);
 	if (fd < 0)
 		return fd;
-	__atomic_store_n(ch->ring ? &ch->ring->want_wakeup : &ch->dir->want_wakeup, 1,
-			 __ATOMIC_RELAXED);
-	/* Full fence: the worker has one between its enqueue and its look at the flag. */
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	if (ch->ring != NULL)
-		return __atomic_load_n(&ch->ring->head, __ATOMIC_ACQUIRE) ==
-		       __atomic_load_n(&ch->ring->tail, __ATOMIC_RELAXED) ? 0 : 1;
+		return ring_arm(ch->ring, ch->rx_tail);
+	__atomic_store_n(&ch->dir->want_wakeup, 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	return zc->ring_empty(ch) ? 0 : 1;
 }
 
+/* One buffer of channel ch, or (ch NULL) of any channel of a one-ring client. */
+static uint16_t
+take_one(struct nc_client *c, struct nc_channel *ch, struct nc_buf *b)
+{
+	return ch != NULL ? nc_rx_bufs(ch, b, 1) : nc_client_rx_bufs(c, b, 1);
+}
+
 /*
- * The next frame of an isolated channel, copied out and its buffers given
- * back: its length (what did not fit in len is cut), 0 if none is waiting,
- * or -ESTALE. The daemon puts all of a frame's buffers on the ring at once.
+ * The next frame of an isolated channel (or, ch NULL, of a one-ring
+ * client), copied out and its buffers given back: its length (what did not
+ * fit in len is cut), 0 if none is waiting, or -ESTALE. The daemon puts all
+ * of a frame's buffers on the ring at once.
  */
 static ssize_t
-recv_region(struct nc_channel *ch, void *buf, size_t len)
+recv_region(struct nc_client *c, struct nc_channel *ch, void *buf, size_t len, uint32_t *channel)
 {
 	struct nc_buf b;
 	size_t total = 0;
 	uint32_t more;
 
-	if (nc_rx_bufs(ch, &b, 1) != 1)
+	if (take_one(c, ch, &b) != 1)
 		return errno == ESTALE ? -ESTALE : 0;
+	if (channel != NULL)
+		*channel = b.channel;
 	do {
 		more = b.flags & NC_BUF_F_MORE;
 		if (total < len)
 			memcpy((uint8_t *)buf + total, b.data, b.len < len - total ? b.len : len - total);
 		total += b.len;
-		nc_bufs_release(ch->client, &b, 1);
-	} while (more && nc_rx_bufs(ch, &b, 1) == 1);
+		nc_bufs_release(c, &b, 1);
+	} while (more && take_one(c, ch, &b) == 1);
 	return (ssize_t)total;
 }
 
-NC_EXPORT ssize_t
-nc_recv(struct nc_channel *ch, void *buf, size_t len, int timeout_ms)
+/* nc_recv() of channel ch, or nc_client_recv() (ch NULL): the same wait. */
+static ssize_t
+recv_wait(struct nc_client *c, struct nc_channel *ch, void *buf, size_t len, uint32_t *channel,
+	  int timeout_ms)
 {
 	uint64_t deadline = timeout_ms > 0 ? now_ms() + (uint64_t)timeout_ms : 0;
+	const int *efd = ch != NULL ? &ch->efd : &c->rg.efd;
 
 	for (;;) {
-		struct pollfd p[2] = { { .fd = ch->efd, .events = POLLIN },
-				       { .fd = ch->client->fd, .events = POLLIN } };
+		struct pollfd p[2] = { { .fd = *efd, .events = POLLIN },
+				       { .fd = c->fd, .events = POLLIN } };
 		uint64_t v;
 		int wait, ret;
 
 		errno = 0;
-		if (ch->ring != NULL) {
-			ssize_t got = recv_region(ch, buf, len);
+		if (ch == NULL || ch->ring != NULL) {
+			ssize_t got = recv_region(c, ch, buf, len, channel);
 
 			if (got != 0)
 				return got;
 		}
-		if (ch->rx != NULL) {
+		if (ch != NULL && ch->rx != NULL) {
 			ssize_t n = zc->recv_one(ch, buf, len);
 
 			if (n >= 0 || n == -ESTALE)
 				return n;
 		}
-		if (ch->client->gone)
+		if (c->gone)
 			return -EPIPE;
 		if (timeout_ms == 0)
 			return -EAGAIN;
-		ret = nc_channel_arm(ch);
+		ret = ch != NULL ? nc_channel_arm(ch) : nc_client_arm(c);
 		if (ret < 0)
 			return ret;
 		if (ret > 0)
@@ -837,16 +986,32 @@ nc_recv(struct nc_channel *ch, void *buf, size_t len, int timeout_ms)
 		if (wait == 0 && timeout_ms > 0)
 			return -EAGAIN;
 		/* Asleep until the worker signals, the timeout, or the daemon hangs up. */
-		p[0].fd = ch->efd;         /* the first arm may just have asked for it */
+		p[0].fd = *efd;            /* the first arm may just have asked for it */
 		if (poll(p, 2, wait) < 0 && errno != EINTR)
 			return -errno;
 		if (p[1].revents & (POLLHUP | POLLERR | POLLIN)) {
-			ch->client->gone = 1;
+			c->gone = 1;
 			return -EPIPE;
 		}
-		if (p[0].revents & POLLIN && read(ch->efd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		if (p[0].revents & POLLIN && read(*efd, &v, sizeof(v)) < 0 && errno != EAGAIN)
 			return -errno;
 	}
+}
+
+NC_EXPORT ssize_t
+nc_recv(struct nc_channel *ch, void *buf, size_t len, int timeout_ms)
+{
+	if (ch->one_ring)
+		return -EOPNOTSUPP;
+	return recv_wait(ch->client, ch, buf, len, NULL, timeout_ms);
+}
+
+NC_EXPORT ssize_t
+nc_client_recv(struct nc_client *c, void *buf, size_t len, uint32_t *channel, int timeout_ms)
+{
+	if (c->rg.rx_all == NULL)
+		return -EOPNOTSUPP;
+	return recv_wait(c, NULL, buf, len, channel, timeout_ms);
 }
 
 NC_EXPORT int

@@ -129,6 +129,7 @@ main(int argc, char **argv)
 	put(NC_CTL_STATS, NULL, 0);
 	put(NC_CTL_CHANNEL_STATS, &id, sizeof(id));
 	put(NC_CTL_CHANNEL_EVENTFD, &id, sizeof(id));
+	put(NC_CTL_CLIENT_EVENTFD, NULL, 0);
 	for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++)
 		cli(lines[i]);
 	return 0;

@@ -11,6 +11,8 @@
  *   nc_iso_client SOCK follow NAME WORD      attach, receive until the channel is gone (ESTALE),
  *                                            every packet carrying WORD
  *   nc_iso_client SOCK hostile PORT SECRET   look for SECRET, attack the region until killed
+ *   nc_iso_client SOCK onering BASE N        one ring for all: N channels, see one_ring()
+ *   nc_iso_client SOCK rings BASE N          a ring each: create N channels, say where it stops
  */
 #define _GNU_SOURCE /* memmem, F_ADD_SEALS */
 #include <dirent.h>
@@ -460,6 +462,149 @@ hostile(const char *sock, long port, const char *secret)
 	return 0;
 }
 
+/* A frame's UDP destination port (the tests' frames: untagged IPv4, no options), or -1. */
+static long
+udp_dport(const struct nc_buf *b)
+{
+	const uint8_t *f = b->data;
+
+	return b->len >= 38 ? (long)(f[36] << 8 | f[37]) : -1;
+}
+
+/*
+ * Receive from the one ring for `seconds`: a buffer is wrong unless its
+ * channel is one we have now (port[id] >= 0) and its UDP port is that
+ * channel's. per[id] counts each channel's.
+ */
+static void
+ring_receive(struct nc_client *c, const long *port, uint32_t nport, long *per, double seconds,
+	     long *got, long *wrong)
+{
+	double end = now_s() + seconds;
+
+	while (now_s() < end) {
+		struct nc_buf b[32];
+		uint16_t n = nc_client_rx_bufs(c, b, 32);
+
+		for (uint16_t i = 0; i < n; i++) {
+			uint32_t id = b[i].channel;
+
+			if (id >= nport || port[id] < 0 || udp_dport(&b[i]) != port[id])
+				(*wrong)++;
+			else
+				per[id]++;
+		}
+		*got += n;
+		nc_bufs_release(c, b, n);
+	}
+}
+
+/*
+ * One ring for all (NC_CONNECT_ONE_RING): N channels for UDP ports BASE ..
+ * BASE+N-1 (more than the 64 rings a connection has otherwise).
+ * 1. 1.5 s of nc_client_rx_bufs(): each packet on its channel, every channel
+ *    heard from.
+ * 2. The ring left to fill, then the first channel destroyed and another made
+ *    for port BASE+N, which gets the same id: 1 s more, and not one packet of
+ *    the old channel may come as the new one's.
+ * 3. 100 frames by nc_client_recv(), each naming its channel; the calls of
+ *    one channel's ring fail with EOPNOTSUPP.
+ */
+static int
+one_ring(const char *sock, long base, long n)
+{
+	struct nc_client *c = nc_connect(sock, NC_CONNECT_ONE_RING);
+	struct nc_channel **ch = calloc((size_t)n, sizeof(*ch));
+	uint32_t nport = 1u << 20;
+	long *port = malloc(nport * sizeof(*port)), *per = calloc(nport, sizeof(*per));
+	long got = 0, wrong = 0, heard = 0, again_got, ok = 0;
+	struct nc_buf b;
+	uint32_t old_id;
+	uint8_t f[2048];
+
+	if (c == NULL) {
+		printf("connect: %s\n", nc_strerror(errno));
+		return 2;
+	}
+	if (ch == NULL || port == NULL || per == NULL)
+		return 2;
+	for (uint32_t i = 0; i < nport; i++)
+		port[i] = -1;
+	for (long i = 0; i < n; i++) {
+		char name[NC_CHANNEL_NAME_SIZE];
+
+		snprintf(name, sizeof(name), "r%ld", i);
+		ch[i] = claim(c, name, base + i);
+		port[nc_channel_id(ch[i])] = base + i;
+	}
+	printf("ready %ld\n", n);
+	ring_receive(c, port, nport, per, 1.5, &got, &wrong);
+	for (long i = 0; i < n; i++)
+		heard += per[nc_channel_id(ch[i])] > 0;
+	printf("phase1 got %ld wrong %ld heard %ld\n", got, wrong, heard);
+	/* The ring fills with every channel's packets, the first channel's among them. */
+	usleep(300 * 1000);
+	old_id = nc_channel_id(ch[0]);
+	port[old_id] = -1;
+	if (nc_channel_destroy(ch[0]) != 0)
+		return 1;
+	ch[0] = claim(c, "again", base + n);
+	port[nc_channel_id(ch[0])] = base + n;
+	per[nc_channel_id(ch[0])] = 0;
+	got = wrong = 0;
+	ring_receive(c, port, nport, per, 1.0, &got, &wrong);
+	again_got = per[nc_channel_id(ch[0])];
+	printf("phase2 same_id %d got %ld wrong %ld again %ld\n", nc_channel_id(ch[0]) == old_id,
+	       got, wrong, again_got);
+	for (int i = 0; i < 100; i++) {
+		uint32_t id = UINT32_MAX;
+		ssize_t len = nc_client_recv(c, f, sizeof(f), &id, 2000);
+		struct nc_buf fb = { .data = f, .len = len > 0 ? (uint32_t)len : 0 };
+
+		ok += len > 0 && id < nport && port[id] >= 0 && udp_dport(&fb) == port[id];
+	}
+	errno = 0;
+	printf("phase3 recv_ok %ld nc_recv %s nc_rx_bufs %s\n", ok,
+	       nc_strerror((int)-nc_recv(ch[1], f, sizeof(f), 0)),
+	       nc_rx_bufs(ch[1], &b, 1) == 0 ? nc_strerror(errno) : "returned buffers");
+	for (long i = 0; i < n; i++)
+		nc_channel_destroy(ch[i]);
+	nc_disconnect(c);
+	free(ch);
+	free(port);
+	free(per);
+	return 0;
+}
+
+/* A ring per channel: deliver channels for BASE .. until N or a refusal, which it prints. */
+static int
+rings(const char *sock, long base, long n)
+{
+	struct nc_client *c = nc_connect(sock, 0);
+	long i;
+
+	if (c == NULL) {
+		printf("connect: %s\n", nc_strerror(errno));
+		return 2;
+	}
+	for (i = 0; i < n; i++) {
+		struct nc_trie_rule r;
+		char name[NC_CHANNEL_NAME_SIZE];
+
+		snprintf(name, sizeof(name), "q%ld", i);
+		nc_rule_flow(&r, "udp", NULL, base + i);
+		if (nc_channel_create(c, name, &r, NULL) == NULL) {
+			printf("created %ld, then: %s (%s)\n", i, nc_strerror(errno),
+			       nc_last_reason());
+			break;
+		}
+	}
+	if (i == n)
+		printf("created %ld\n", n);
+	nc_disconnect(c);
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -476,7 +621,12 @@ main(int argc, char **argv)
 		return follow(argv[1], argv[3], argv[4]);
 	if (argc == 5 && strcmp(argv[2], "hostile") == 0)
 		return hostile(argv[1], strtol(argv[3], NULL, 0), argv[4]);
+	if (argc == 5 && strcmp(argv[2], "onering") == 0)
+		return one_ring(argv[1], strtol(argv[3], NULL, 0), strtol(argv[4], NULL, 0));
+	if (argc == 5 && strcmp(argv[2], "rings") == 0)
+		return rings(argv[1], strtol(argv[3], NULL, 0), strtol(argv[4], NULL, 0));
 	fprintf(stderr, "usage: nc_iso_client SOCK honest PORT SECONDS | copy PORT COUNT | "
-		"attach NAME COUNT | frames PORT HEX... | follow NAME WORD | hostile PORT SECRET\n");
+		"attach NAME COUNT | frames PORT HEX... | follow NAME WORD | hostile PORT SECRET |\n"
+		"       onering BASE N | rings BASE N\n");
 	return 2;
 }

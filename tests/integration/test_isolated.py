@@ -159,18 +159,27 @@ class Isolated(T.DaemonCase):
     def test_static_channel_attach(self):
         """An isolated client attached to a static channel gets its packets in its region, one
         such client at a time; once it lets go, the next one may attach, and the channel's
-        own ring fills again."""
+        own ring fills again. What waited on that ring goes to the client's region as it
+        attaches: the mbufs it held are back in the pool."""
         self.start(self.frames([("203.0.113.3", 2003, 6000)], "static"))
         exe = os.path.join(self.w, "nc_iso_client")
         env = dict(os.environ, LD_LIBRARY_PATH=self.w)
+        c = Ctl(self.sock)
+        c.hello(flags=W.HELLO_F_CONTROL)
+        for _ in range(100):
+            if json.loads(c.cli("show channel hi", CLI_F_JSON)[1])["ring_count"] == 1024:
+                break
+            time.sleep(0.1)
+        else:
+            self.fail("the channel's own ring never filled")
+        held = self.in_use(c)
         first = subprocess.Popen([exe, self.sock, "attach", "hi", "1000"],
                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                  env=env)
         self.procs.append(first)
         self.wait_line(first, "attached")
         self.assertEqual(self.wait_line(first, "received"), "received 1000")
-        c = Ctl(self.sock)
-        c.hello()
+        self.assertLessEqual(self.in_use(c), held - 1024 + 64, "the ring's mbufs went back")
         hi = json.loads(c.cli("show channel hi", CLI_F_JSON)[1])
         self.assertTrue(hi.get("region"), hi)
         r = subprocess.run([exe, self.sock, "attach", "hi", "1"], capture_output=True,
@@ -320,6 +329,48 @@ class Isolated(T.DaemonCase):
         self.assertEqual(c.cli("channel destroy sh", CLI_F_JSON)[0], 0)
         self.assertIn(f"error {errno.ESTALE}", self.take(a, 100000))
         self.finish(a)
+        c.close()
+        self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
+        port = self.daemon.read_stats()["ports"][0]
+        self.assertTrue(T.accounting_ok(port), port)
+
+    def test_one_ring_client(self):
+        """NC_CONNECT_ONE_RING, as uid 65534: 100 channels (a ring each stops at 64, with the
+        reason), all delivered on one ring, each packet naming its channel; the packets of a
+        channel destroyed while they waited never come as those of the new channel that gets
+        its id; nc_client_recv() names each frame's channel; show clients counts them."""
+        n = 100
+        flows = [("203.0.113.5", 3000 + i, 5100 + i) for i in range(n + 1)]
+        self.start(self.frames(flows, "one ring"),
+                   control={"allow": [{"uid": 0}, {"uid": 65534, "dport": "5100-5300"}],
+                            "limits": {"channels": 200}})
+        c = Ctl(self.sock)
+        c.hello(flags=W.HELLO_F_CONTROL)
+        p = self.nobody("nc_iso_client", self.sock, "rings", "5100", "70")
+        out = self.finish(p)
+        self.assertIn("created 64, then: ", out)
+        self.assertIn("its region's 64 rx rings are in use, one per channel; a client that "
+                      "connects with one ring for all (NC_CONNECT_ONE_RING) has no such limit", out)
+        p = self.nobody("nc_iso_client", self.sock, "onering", "5100", str(n))
+        self.assertEqual(self.wait_line(p, "ready"), f"ready {n}")
+        me = self.clients(c)[p.pid]
+        self.assertEqual((me["mode"], me["channel_count"], len(me["channels"])),
+                         ("isolated", n, 64), me)
+        self.assertEqual(me["region"]["rx_rings"], 1, me)
+        m = re.match(r"phase1 got (\d+) wrong (\d+) heard (\d+)", self.wait_line(p, "phase1"))
+        self.assertTrue(m)
+        self.assertGreater(int(m[1]), 10000)
+        self.assertEqual((int(m[2]), int(m[3])), (0, n), m[0])
+        m = re.match(r"phase2 same_id (\d) got (\d+) wrong (\d+) again (\d+)",
+                     self.wait_line(p, "phase2"))
+        self.assertTrue(m)
+        # The new channel has the old one's id; none of the old one's packets came as its.
+        self.assertEqual((m[1], m[3]), ("1", "0"), m[0])
+        self.assertGreater(int(m[4]), 0, m[0])
+        self.assertEqual(self.wait_line(p, "phase3"), "phase3 recv_ok 100 nc_recv Operation not "
+                         "supported nc_rx_bufs Operation not supported")
+        out = self.finish(p)
+        self.assertEqual(p.returncode, 0, out)
         c.close()
         self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
         port = self.daemon.read_stats()["ports"][0]

@@ -134,19 +134,7 @@ name_key(const char *name, char key[NC_NAME_SIZE])
 int
 ncd_channel_eventfd(struct ncd_channel *ch)
 {
-	int fd;
-
-	if (ch->efd >= 0)
-		return ch->efd;
-	/* Non-blocking: a worker's signal never waits. */
-	fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (fd < 0) {
-		NCD_LOG(ERR, "channel %s: eventfd: %s", ch->name, strerror(errno));
-		return -errno;
-	}
-	/* Release: a worker that sees the fd sees a whole eventfd (it reads with acquire). */
-	__atomic_store_n(&ch->efd, fd, __ATOMIC_RELEASE);
-	return fd;
+	return ncd_eventfd_once(&ch->efd, ch->name);
 }
 
 int
@@ -161,11 +149,35 @@ ncd_channel_region_attach(struct ncd_channel *ch, struct ncd_region *rg)
 		return ring;
 	ch->region_ring = ring;
 	/* A static channel's ring_size may be over the region's: its ring is what it gets. */
-	ch->region_limit = RTE_MIN(ch->dir->ring_size, rg->rx[ring].size);
+	ch->region_limit = ncd_region_limit(rg, ring, ch->dir->ring_size);
 	__atomic_store_n(&ch->wakeup, &rg->rx[ring].r->want_wakeup, __ATOMIC_RELAXED);
 	/* Release: a worker that sees the region sees its ring and limit. */
 	__atomic_store_n(&ch->region, rg, __ATOMIC_RELEASE);
 	return ring;
+}
+
+uint32_t
+ncd_channel_hand_over(struct ncd *d, struct ncd_channel *ch, struct ncd_region *rg, int ring,
+		      uint32_t limit)
+{
+	struct rte_mbuf *m[NCD_BURST];
+	uint32_t n, moved = 0;
+
+	if (ch->rx == NULL || rte_ring_empty(ch->rx))
+		return 0;
+	/* Once no worker is in a burst that saw the channel without its region, the ring is still. */
+	rte_rcu_qsbr_synchronize(d->qsbr, RTE_QSBR_THRID_INVALID);
+	while ((n = rte_ring_dequeue_burst(ch->rx, (void **)m, NCD_BURST, NULL)) > 0) {
+		uint32_t k = ncd_region_take_over(rg, ring, limit, ch, m, n);
+
+		moved += k;
+		/* Counted as delivered when they reached the ring: what does not fit now is a drop. */
+		d->ctl_cstats[ch->id].drop_ring_full += n - k;
+		for (uint32_t i = 0; i < n; i++)
+			ncd_unmark(d, m[i]);
+		rte_pktmbuf_free_bulk(m, n);
+	}
+	return moved;
 }
 
 /*
@@ -211,7 +223,7 @@ ncd_channel_share_join(struct ncd *d, struct ncd_channel *ch, struct ncd_region 
 	*k = (struct ncd_share_consumer){
 		.rg = rg, .ring = ring, .slot = slot, .efd = -1,
 		/* A static channel's ring_size may be over the region's: its ring is what it gets. */
-		.limit = RTE_MIN(ch->dir->ring_size, rg->rx[ring].size),
+		.limit = ncd_region_limit(rg, ring, ch->dir->ring_size),
 		.wakeup = &rg->rx[ring].r->want_wakeup };
 	ret = share_publish(d, ch, &next);
 	if (ret < 0)
@@ -256,17 +268,8 @@ ncd_channel_share_eventfd(struct ncd_channel *ch, int slot)
 	for (uint32_t i = 0; sh != NULL && i < sh->n; i++) {
 		struct ncd_share_consumer *k = &sh->c[i];
 
-		if (k->slot != slot)
-			continue;
-		if (k->efd < 0) {
-			int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-
-			if (fd < 0)
-				return -errno;
-			/* Release: a worker that sees the fd may write to it. */
-			__atomic_store_n(&k->efd, fd, __ATOMIC_RELEASE);
-		}
-		return k->efd;
+		if (k->slot == slot)
+			return ncd_eventfd_once(&k->efd, ch->name);
 	}
 	return -ENOENT;
 }
@@ -400,7 +403,7 @@ ncd_channel_add(struct ncd *d, const struct ncd_channel_conf *cc, int owner,
 		ch->region = region;
 		ch->region_ring = ret;
 		/* Its ring is one of the region's, whose size was fixed at HELLO: at most that. */
-		ch->region_limit = RTE_MIN(cc->ring_size, region->rx[ret].size);
+		ch->region_limit = ncd_region_limit(region, ret, cc->ring_size);
 		ch->wakeup = &region->rx[ret].r->want_wakeup;
 		e->rx_ring[0] = '\0';
 	} else if (cc->action == NC_ACTION_DELIVER) {
@@ -467,6 +470,7 @@ ncd_channel_add(struct ncd *d, const struct ncd_channel_conf *cc, int owner,
 	e->tx_ring_addr = (uint64_t)(uintptr_t)ch->tx;
 	e->queue_bytes = cc->queue_bytes;
 	e->generation++;
+	ch->desc_gen = (uint32_t)(e->generation & 0xffff) << NC_DESC_GEN_SHIFT;
 	__atomic_store_n(&e->bytes_in, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&e->bytes_out, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&e->want_wakeup, 0, __ATOMIC_RELAXED);

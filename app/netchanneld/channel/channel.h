@@ -70,7 +70,8 @@ struct ncd_channel {
 	bool consumer_gone;            /* its client died: its rings are drained from their tail */
 	int consumer;                  /* a static deliver channel's one attached client: slot + 1, or 0 */
 	bool shared;                   /* "consumers": "shared": isolated clients share it */
-	/* Beside shared, which workers read of every packet they deliver: one line for both. */
+	/* Beside shared, which workers read of every packet they deliver: one line for these. */
+	uint32_t desc_gen;             /* its generation's low 16 bits, as rx descriptors carry them */
 	struct ncd_capture *capture;   /* a capture of its packets (workers read it), or NULL */
 	struct ncd_share *share;       /* a shared channel's consumers; NULL while it has none */
 	struct ncd_nat_conf nat;       /* a NAT channel's translation (action NC_ACTION_NAT) */
@@ -133,6 +134,16 @@ int32_t ncd_channel_shadowed(const struct ncd *d, const struct nc_trie_rule *r, 
  * @return the region's ring, or -EBUSY (another holds it), -ENOSPC (no ring left)
  */
 int ncd_channel_region_attach(struct ncd_channel *ch, struct ncd_region *rg);
+
+/**
+ * What waited on a static channel's own ring goes into the ring of the
+ * isolated client that attached to it (ring of rg, at most limit entries),
+ * as if it had come now; what no longer fits is dropped (drop_ring_full).
+ * Call after the region is the channel's (ncd_channel_region_attach(),
+ * ncd_channel_share_join()). @return how many packets moved
+ */
+uint32_t ncd_channel_hand_over(struct ncd *d, struct ncd_channel *ch, struct ncd_region *rg,
+			       int ring, uint32_t limit);
 
 /** The isolated client lets go: the channel's packets go to its own ring again. */
 void ncd_channel_region_detach(struct ncd *d, struct ncd_channel *ch);

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -27,7 +28,7 @@
 #include "datapath/prefetch.h"
 #include "ncd.h"
 
-#define RX_RINGS 64u                   /* a connection's channels, at most (control.c) */
+#define RX_RINGS 64u                   /* a connection's channels, at most, with a ring each */
 #define FREE_BATCH 512u                /* buffers taken back at one look at the free ring */
 #define HUGE_PAGE (2u << 20)
 /* Hugepages are DPDK's too: a region takes them only while this many stay free after it. */
@@ -110,10 +111,15 @@ ring_init(struct ncd_region *rg, struct ncd_region_ring *q, uint64_t off, uint32
 }
 
 struct ncd_region *
-ncd_region_create(const struct ncd *d, unsigned int slot)
+ncd_region_create(const struct ncd *d, unsigned int slot, bool one_ring)
 {
 	struct ncd_region *rg = calloc(1, sizeof(*rg));
-	const uint32_t rx_size = d->cfg.region.rx_ring_size, nbufs = d->cfg.region.rx_buffers;
+	const uint32_t nbufs = d->cfg.region.rx_buffers;
+	/* One ring for every channel: it can hold no more descriptors than there are buffers. */
+	const uint32_t rx_size = one_ring ?
+		RTE_MAX(rte_align32pow2(nbufs), d->cfg.region.rx_ring_size) :
+		d->cfg.region.rx_ring_size;
+	const uint32_t nrx = one_ring ? 1 : RX_RINGS;
 	const uint32_t tx_size = d->cfg.region.tx_ring_size;
 	uint32_t frame = RTE_ETHER_MAX_LEN;
 	struct nc_region_hdr *h;
@@ -129,13 +135,15 @@ ncd_region_create(const struct ncd *d, unsigned int slot)
 	}
 	rte_spinlock_init(&rg->lock);
 	rg->fd = -1;
+	rg->efd = -1;
+	rg->one_ring = one_ring;
 	rg->worker = slot % d->cfg.nworkers;
-	rg->nrx = RX_RINGS;
+	rg->nrx = nrx;
 	rg->buf_size = RTE_ALIGN_CEIL(RTE_MAX(frame, 2048u), RTE_CACHE_LINE_SIZE);
 	rg->rx_bufs = nbufs;
 	off = NC_REGION_HDR_SIZE;
 	uint64_t rx_off = off, rx_stride = ring_bytes(rx_size);
-	off += rx_stride * RX_RINGS;
+	off += rx_stride * nrx;
 	uint64_t tx_off = off;
 	off += ring_bytes(tx_size);
 	uint64_t free_off = off;
@@ -150,8 +158,8 @@ ncd_region_create(const struct ncd *d, unsigned int slot)
 		errno = EFBIG;
 		goto fail;
 	}
-	rg->rx = calloc(RX_RINGS, sizeof(*rg->rx));
-	rg->rx_channel = malloc(RX_RINGS * sizeof(*rg->rx_channel));
+	rg->rx = calloc(nrx, sizeof(*rg->rx));
+	rg->rx_channel = malloc(nrx * sizeof(*rg->rx_channel));
 	rg->free_bufs = malloc(nbufs * sizeof(*rg->free_bufs));
 	rg->held = calloc(nbufs, 1);
 	if (rg->rx == NULL || rg->rx_channel == NULL || rg->free_bufs == NULL || rg->held == NULL) {
@@ -167,9 +175,9 @@ ncd_region_create(const struct ncd *d, unsigned int slot)
 		rg->base = NULL;
 		goto fail;
 	}
-	for (uint32_t k = 0; k < RX_RINGS; k++) {
+	for (uint32_t k = 0; k < nrx; k++) {
 		ring_init(rg, &rg->rx[k], rx_off + k * rx_stride, rx_size);
-		rg->rx[k].r->channel = NC_RING_NO_CHANNEL;
+		rg->rx[k].r->channel = one_ring ? NC_RING_ALL_CHANNELS : NC_RING_NO_CHANNEL;
 		rg->rx_channel[k] = UINT32_MAX;
 	}
 	ring_init(rg, &rg->tx, tx_off, tx_size);
@@ -180,7 +188,7 @@ ncd_region_create(const struct ncd *d, unsigned int slot)
 	h = (struct nc_region_hdr *)rg->base;
 	*h = (struct nc_region_hdr){
 		.magic = NC_REGION_MAGIC, .version = NC_REGION_VERSION, .size = rg->size,
-		.nrx = RX_RINGS, .rx_size = rx_size, .tx_size = tx_size, .free_size = nbufs,
+		.nrx = nrx, .rx_size = rx_size, .tx_size = tx_size, .free_size = nbufs,
 		.buf_size = rg->buf_size, .rx_bufs = nbufs, .rx_off = rx_off,
 		.rx_stride = rx_stride, .tx_off = tx_off, .free_off = free_off,
 		.buf_off = rg->buf_off, .tx_buf_off = rg->tx_buf_off,
@@ -203,6 +211,11 @@ ncd_region_free(struct ncd_region *rg)
 		munmap(rg->base, rg->size);
 	if (rg->fd >= 0)
 		close(rg->fd);
+	if (rg->efd >= 0) {
+		/* A client asleep on its copy wakes, and finds the daemon gone. */
+		eventfd_write(rg->efd, 1);
+		close(rg->efd);
+	}
 	free(rg->rx);
 	free(rg->rx_channel);
 	free(rg->free_bufs);
@@ -213,6 +226,8 @@ ncd_region_free(struct ncd_region *rg)
 int
 ncd_region_ring_take(struct ncd_region *rg, uint32_t channel, uint64_t generation)
 {
+	if (rg->one_ring)
+		return 0;
 	for (uint32_t k = 0; k < rg->nrx; k++)
 		if (rg->rx_channel[k] == UINT32_MAX) {
 			struct ncd_region_ring *q = &rg->rx[k];
@@ -311,6 +326,8 @@ ncd_region_ring_put(struct ncd_region *rg, int ring)
 {
 	struct ncd_region_ring *q = &rg->rx[ring];
 
+	if (rg->one_ring)
+		return;
 	/* First: a client that finds it gone reads no entry whose buffer is taken back below. */
 	__atomic_store_n(&q->r->channel, NC_RING_NO_CHANNEL, __ATOMIC_RELEASE);
 	rte_spinlock_lock(&rg->lock);
@@ -331,16 +348,23 @@ ncd_region_ring_put(struct ncd_region *rg, int ring)
 	rte_spinlock_unlock(&rg->lock);
 }
 
-uint32_t
-ncd_region_deliver(struct ncd_worker *w, struct ncd_port_stats *ps, struct ncd_channel *ch,
-		   struct ncd_region *rg, int ring, uint32_t limit, struct rte_mbuf **m, uint32_t n)
-{
-	struct ncd_region_ring *q = &rg->rx[ring];
-	struct ncd_chan_stats *cs = &w->cstats[ch->id];
-	uint32_t room, i, sent = 0, used = 0, nobuf = 0, full = 0;
-	uint64_t bytes = 0;
+/* What a copy into a region left out: no buffer, no room on the ring; and the bytes it copied. */
+struct copy_tally {
+	uint32_t nobuf, full;
+	uint64_t bytes;
+};
 
-	rte_spinlock_lock(&rg->lock);
+/*
+ * Copy a channel's packets into rx ring q of the region (its lock held),
+ * filling at most limit of its entries, and publish them. The mbufs stay
+ * the caller's. @return how many were copied
+ */
+static uint32_t
+region_copy(struct ncd_region *rg, struct ncd_region_ring *q, uint32_t limit,
+	    const struct ncd_channel *ch, struct rte_mbuf **m, uint32_t n, struct copy_tally *t)
+{
+	uint32_t room, i, sent = 0, used = 0;
+
 	room = rx_room(rg, q, limit, n);
 	/*
 	 * The buffers and descriptors about to be written were last read by the
@@ -363,13 +387,13 @@ ncd_region_deliver(struct ncd_worker *w, struct ncd_port_stats *ps, struct ncd_c
 		 * and all of them or none.
 		 */
 		if (need > rg->nfree) {
-			nobuf++;
+			t->nobuf++;
 			continue;
 		}
 		if (used + need > room)
 			room = rx_room(rg, q, limit, used + need);
 		if (used + need > room) {
-			full++;
+			t->full++;
 			continue;
 		}
 		for (uint32_t k = 0, at = 0; k < need; k++, at += rg->buf_size) {
@@ -383,26 +407,76 @@ ncd_region_deliver(struct ncd_worker *w, struct ncd_port_stats *ps, struct ncd_c
 				rte_memcpy(rg->base + off, src, part);
 			q->r->desc[q->own & q->mask] = (struct nc_desc){
 				.offset = off, .length = part, .channel = ch->id,
-				.flags = k + 1 < need ? NC_DESC_F_MORE : 0 };
+				.flags = ch->desc_gen | (k + 1 < need ? NC_DESC_F_MORE : 0) };
 			q->own++;
 		}
 		used += need;
 		sent++;
-		bytes += len;
+		t->bytes += len;
 	}
 	if (sent > 0)
 		__atomic_store_n(&q->r->head, q->own, __ATOMIC_RELEASE);
 	rg->st.rx_copied += sent;
+	return sent;
+}
+
+uint32_t
+ncd_region_deliver(struct ncd_worker *w, struct ncd_port_stats *ps, struct ncd_channel *ch,
+		   struct ncd_region *rg, int ring, uint32_t limit, struct rte_mbuf **m, uint32_t n)
+{
+	struct ncd_chan_stats *cs = &w->cstats[ch->id];
+	struct copy_tally t = { 0, 0, 0 };
+	uint32_t sent;
+
+	rte_spinlock_lock(&rg->lock);
+	sent = region_copy(rg, &rg->rx[ring], limit, ch, m, n, &t);
 	rte_spinlock_unlock(&rg->lock);
 	rte_pktmbuf_free_bulk(m, n);
 	cs->delivered += sent;
-	cs->bytes += bytes;
-	cs->drop_no_buf += nobuf;
-	cs->drop_ring_full += full;
+	cs->bytes += t.bytes;
+	cs->drop_no_buf += t.nobuf;
+	cs->drop_ring_full += t.full;
 	ps->delivered += sent;
-	ps->drop_no_buf += nobuf;
-	ps->drop_ring_full += full;
+	ps->drop_no_buf += t.nobuf;
+	ps->drop_ring_full += t.full;
 	return sent;
+}
+
+uint32_t
+ncd_region_take_over(struct ncd_region *rg, int ring, uint32_t limit, const struct ncd_channel *ch,
+		     struct rte_mbuf **m, uint32_t n)
+{
+	struct copy_tally t = { 0, 0, 0 };
+	uint32_t sent;
+
+	rte_spinlock_lock(&rg->lock);
+	sent = region_copy(rg, &rg->rx[ring], limit, ch, m, n, &t);
+	rte_spinlock_unlock(&rg->lock);
+	return sent;
+}
+
+int
+ncd_eventfd_once(int *efd, const char *whose)
+{
+	int fd;
+
+	if (*efd >= 0)
+		return *efd;
+	/* Non-blocking: a worker's signal never waits. */
+	fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (fd < 0) {
+		NCD_LOG(ERR, "%s: eventfd: %s", whose, strerror(errno));
+		return -errno;
+	}
+	/* Release: a worker that sees the fd sees a whole eventfd (it reads with acquire). */
+	__atomic_store_n(efd, fd, __ATOMIC_RELEASE);
+	return fd;
+}
+
+int
+ncd_region_eventfd(struct ncd_region *rg)
+{
+	return ncd_eventfd_once(&rg->efd, "region");
 }
 
 uint32_t

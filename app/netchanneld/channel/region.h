@@ -53,6 +53,8 @@ struct ncd_region {
 	uint32_t *free_bufs;           /* [rx_bufs]: a stack of the buffers the daemon holds */
 	uint32_t nfree;
 	uint8_t *held;                 /* [rx_bufs]: 1 while the client holds the buffer */
+	bool one_ring;                 /* NC_HELLO_F_ONE_RING: rx ring 0 is every channel's */
+	int efd;                       /* one_ring: the eventfd that wakes the client, or -1 */
 	unsigned int worker;           /* the worker that serves its tx and free rings */
 	struct ncd_region_stats st;
 };
@@ -62,18 +64,23 @@ struct ncd_region {
  * memfd, sealed against resizing.
  * @return it, or NULL with errno set (the log says what failed)
  */
-struct ncd_region *ncd_region_create(const struct ncd *d, unsigned int slot);
+struct ncd_region *ncd_region_create(const struct ncd *d, unsigned int slot, bool one_ring);
 
 /** Unmap and free a region no worker uses any more (after a grace period). */
 void ncd_region_free(struct ncd_region *rg);
 
 /**
  * An rx ring for a channel, labelled with its id and generation for the
- * client (nc_region_ring.channel). @return its index, or -ENOSPC
+ * client (nc_region_ring.channel); in a one_ring region, the one ring,
+ * which every channel shares. @return its index, or -ENOSPC
  */
 int ncd_region_ring_take(struct ncd_region *rg, uint32_t channel, uint64_t generation);
 
-/** Give a channel's rx ring back, once no worker delivers to it; what was on it returns. */
+/**
+ * Give a channel's rx ring back, once no worker delivers to it; what was on
+ * it returns. A one_ring region's ring stays: the client gives back what it
+ * holds of a channel that is gone (its generation names it).
+ */
 void ncd_region_ring_put(struct ncd_region *rg, int ring);
 
 /**
@@ -86,8 +93,49 @@ uint32_t ncd_region_deliver(struct ncd_worker *w, struct ncd_port_stats *ps,
 			    struct ncd_channel *ch, struct ncd_region *rg, int ring,
 			    uint32_t limit, struct rte_mbuf **m, uint32_t n);
 
+/**
+ * Copy packets that waited on a static channel's own ring into the ring of
+ * the isolated client that now consumes it (control thread), as a worker
+ * would have; the mbufs stay the caller's. @return how many were copied
+ */
+uint32_t ncd_region_take_over(struct ncd_region *rg, int ring, uint32_t limit,
+			      const struct ncd_channel *ch, struct rte_mbuf **m, uint32_t n);
+
 /** A worker's turn at a region: its free ring drained and its tx ring sent. */
 void ncd_region_serve(struct ncd *d, struct ncd_worker *w, struct ncd_region *rg, uint64_t now);
+
+/**
+ * The eventfd in *efd, made if there is none yet (-1), and published for
+ * the workers that signal it. whose names it in the log should eventfd()
+ * fail. @return the fd, or -errno of eventfd()
+ */
+int ncd_eventfd_once(int *efd, const char *whose);
+
+/**
+ * The eventfd of a one_ring region, made on the first ask, which workers
+ * signal for any of its channels. @return it, or -errno of eventfd()
+ */
+int ncd_region_eventfd(struct ncd_region *rg);
+
+/**
+ * Where the wake-up of a region's client goes: the region's eventfd for a
+ * one_ring client, else the channel's (*own).
+ */
+static inline const int *
+ncd_region_efdp(const struct ncd_region *rg, const int *own)
+{
+	return rg != NULL && rg->one_ring ? &rg->efd : own;
+}
+
+/**
+ * How many entries of rx ring `ring` a channel of ring_size may fill: all of
+ * a one_ring region's (every channel shares it), else at most its ring_size.
+ */
+static inline uint32_t
+ncd_region_limit(const struct ncd_region *rg, int ring, uint32_t ring_size)
+{
+	return rg->one_ring || ring_size > rg->rx[ring].size ? rg->rx[ring].size : ring_size;
+}
 
 /** Packets on a channel's rx ring now (control thread's view, from its private index). */
 uint32_t ncd_region_rx_count(const struct ncd_region *rg, int ring);

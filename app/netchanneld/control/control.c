@@ -49,9 +49,9 @@
 
 #define NCD_MAX_CLIENTS NC_MAX_CLIENTS
 #define FREE_RING_MAX 16384u           /* entries of a client's free ring, at most */
-#define NCD_MAX_CLIENT_CHANNELS 64
 /* Connections and client slots only root may take: others never lock the operator out. */
 #define ROOT_RESERVE 4
+#define VIEW_CHANNEL_NAMES 64          /* names of a connection's channels that show clients lists */
 
 /* control.limits, in the order of the STATS view's limit_refusals. */
 enum { LIM_CONNECTIONS, LIM_CHANNELS, LIM_MEMORY, LIM_EVENTFDS, LIM_N };
@@ -68,15 +68,56 @@ struct ncd_conn {
 	struct ucred cred;
 	unsigned int errors;
 	unsigned int lcore_id;
-	uint32_t channels[NCD_MAX_CLIENT_CHANNELS];
-	unsigned int nchannels;
+	/*
+	 * The arrays below grow as needed: how many channels a connection has is
+	 * bounded by control.limits.channels and max_channels, and for an
+	 * isolated client with a ring per channel, by its region's rings.
+	 */
+	uint32_t *channels;            /* the channels it created */
+	unsigned int nchannels, cap_channels;
 	/* Static channels it attached to: id and the entry's generation then. */
-	struct { uint32_t id; uint64_t gen; } attached[NCD_MAX_CLIENT_CHANNELS];
-	unsigned int nattached;
+	struct ncd_attached { uint32_t id; uint64_t gen; } *attached;
+	unsigned int nattached, cap_attached;
 	/* Rings of static channels destroyed under it, a zero-copy consumer: freed as it goes. */
-	struct rte_ring *held[2 * NCD_MAX_CLIENT_CHANNELS];
-	unsigned int nheld;
+	struct rte_ring **held;
+	unsigned int nheld, cap_held;
 };
+
+/*
+ * Room for n more elements of size bytes in a connection's array of used
+ * of cap, which doubles as it grows. @return 0, or -ENOMEM
+ */
+static int
+conn_room(void *arrp, unsigned int *cap, unsigned int used, unsigned int n, size_t size)
+{
+	void **arr = arrp;
+	unsigned int next = *cap != 0 ? *cap : 16;
+	void *p;
+
+	if (used + n <= *cap)
+		return 0;
+	while (next < used + n)
+		next *= 2;
+	p = realloc(*arr, (size_t)next * size);
+	if (p == NULL)
+		return -ENOMEM;
+	*arr = p;
+	*cap = next;
+	return 0;
+}
+
+/* A connection's arrays, freed once the entry is free (or the daemon stops). */
+static void
+conn_arrays_free(struct ncd_conn *c)
+{
+	free(c->channels);
+	free(c->attached);
+	free(c->held);
+	c->channels = NULL;
+	c->attached = NULL;
+	c->held = NULL;
+	c->cap_channels = c->cap_attached = c->cap_held = 0;
+}
 
 static struct {
 	int listen_fd;
@@ -348,8 +389,9 @@ ncd_view_clients(const struct ncd *d, const struct ncd_conn *viewer)
 		/* A user sees its own connections only. */
 		if (c->fd < 0 || (!all && c->cred.uid != viewer->cred.uid))
 			continue;
+		/* The first names only: a one-ring client may have 100,000 (channel_count). */
 		chs = json_array();
-		for (unsigned int k = 0; k < c->nchannels; k++)
+		for (unsigned int k = 0; k < c->nchannels && k < VIEW_CHANNEL_NAMES; k++)
 			json_array_append_new(chs, json_string(d->channels[c->channels[k]]->name));
 		o = json_pack("{s:i, s:i, s:i, s:i, s:b, s:s, s:i, s:o, s:I, s:I, s:I, s:i}",
 			      "slot", c->slot, "pid", (int)c->cred.pid, "uid", (int)c->cred.uid,
@@ -367,8 +409,11 @@ ncd_view_clients(const struct ncd *d, const struct ncd_conn *viewer)
 #define X(f) json_object_set_new(r, #f, json_integer((json_int_t)rg->st.f));
 			NCD_REGION_FIELDS(X)
 #undef X
+			json_object_set_new(r, "rx_rings", json_integer(rg->nrx));
 			json_object_set_new(o, "region", r);
 		}
+		json_object_set_new(o, "channel_count", json_integer(c->nchannels));
+		json_object_set_new(o, "attached_count", json_integer(c->nattached));
 		json_object_set_new(o, "user", user_view(d, &c->cred));
 		json_array_append_new(a, o);
 	}
@@ -475,7 +520,8 @@ ncd_control_hold_rings(struct ncd *d, unsigned int slot, struct rte_ring *rx, st
 	struct ncd_conn *c = slot < NCD_MAX_CLIENTS ? ctl.slot_conn[slot] : NULL;
 
 	(void)d;
-	if (c == NULL || c->fd < 0 || c->nheld + 2 > RTE_DIM(c->held))
+	if (c == NULL || c->fd < 0 ||
+	    conn_room(&c->held, &c->cap_held, c->nheld, 2, sizeof(c->held[0])) != 0)
 		return -1;
 	if (rx != NULL)
 		c->held[c->nheld++] = rx;
@@ -502,6 +548,7 @@ slot_free(struct ncd *d, struct ncd_conn *c)
 		memset(&d->clients[c->slot], 0, sizeof(d->clients[0]));
 		ctl.slot_conn[c->slot] = NULL;
 	}
+	conn_arrays_free(c);
 	memset(c, 0, sizeof(*c));
 	c->fd = -1;
 	c->slot = -1;
@@ -733,6 +780,18 @@ channel_info(const struct ncd *d, const struct ncd_channel *ch, struct nc_ctl_ch
 	}
 }
 
+/* ENOSPC for a client with a ring per channel and none left, with the way out. */
+static int
+reply_rings_full(struct ncd_conn *c, const struct nc_ctl_req *req, const struct ncd_region *rg)
+{
+	char why[160];
+	int n = snprintf(why, sizeof(why), "its region's %u rx rings are in use, one per channel; "
+			 "a client that connects with one ring for all (NC_CONNECT_ONE_RING) has no "
+			 "such limit", rg->nrx);
+
+	return reply(c, req, -ENOSPC, why, (size_t)n);
+}
+
 static int
 do_create(struct ncd *d, struct ncd_conn *c, const struct nc_ctl_req *req, const void *body,
 	  uint32_t len)
@@ -751,8 +810,8 @@ do_create(struct ncd *d, struct ncd_conn *c, const struct nc_ctl_req *req, const
 	if (!allowed(d, &c->cred, &cc.rule) ||
 	    (cc.action == NC_ACTION_NAT && !privileged(&c->cred)))
 		return reply(c, req, -EPERM, NULL, 0);
-	if (c->nchannels == NCD_MAX_CLIENT_CHANNELS)
-		return reply(c, req, -ENOSPC, NULL, 0);
+	if (conn_room(&c->channels, &c->cap_channels, c->nchannels, 1, sizeof(c->channels[0])))
+		return reply(c, req, -ENOMEM, NULL, 0);
 	if (!within_limit(d, &c->cred, LIM_CHANNELS, 1, why, sizeof(why)) ||
 	    !within_limit(d, &c->cred, LIM_MEMORY, ncd_ring_memsize(cc.ring_size) *
 			  ((cc.action == NC_ACTION_DELIVER && rg == NULL) + (cc.tx && rg == NULL)),
@@ -786,6 +845,8 @@ do_create(struct ncd *d, struct ncd_conn *c, const struct nc_ctl_req *req, const
 		return reply(c, req, -ENOSPC, why, (size_t)n);
 	}
 	id = ncd_channel_add(d, &cc, c->slot, rg);
+	if (id == -ENOSPC && rg != NULL && !rg->one_ring)
+		return reply_rings_full(c, req, rg);
 	if (id < 0)
 		return reply(c, req, id, NULL, 0);
 	c->channels[c->nchannels++] = (uint32_t)id;
@@ -836,6 +897,10 @@ attach_shared(struct ncd *d, struct ncd_conn *c, struct ncd_channel *ch, char *w
 		return -EOPNOTSUPP;
 	}
 	ret = ncd_channel_share_join(d, ch, d->regions[c->slot], c->slot);
+	/* The first consumer gets what waited for one. */
+	if (ret == 0 && ch->share->n == 1)
+		ncd_channel_hand_over(d, ch, ch->share->c[0].rg, ch->share->c[0].ring,
+				      ch->share->c[0].limit);
 	if (ret == -EBUSY)
 		snprintf(why, len, "channel %s is shared by %u consumers, the most it may be",
 			 ch->name, NCD_SHARE_MAX);
@@ -869,8 +934,9 @@ do_attach(struct ncd *d, struct ncd_conn *c, const struct nc_ctl_req *req, const
 		 * the packets in its region while it is attached.
 		 */
 		if (ch->action == NC_ACTION_DELIVER) {
-			if (c->nattached == NCD_MAX_CLIENT_CHANNELS)
-				return reply(c, req, -ENOSPC, NULL, 0);
+			if (conn_room(&c->attached, &c->cap_attached, c->nattached, 1,
+				      sizeof(c->attached[0])) != 0)
+				return reply(c, req, -ENOMEM, NULL, 0);
 			if (ch->shared) {
 				char why[160];
 				int ret = attach_shared(d, c, d->channels[id], why, sizeof(why));
@@ -882,8 +948,12 @@ do_attach(struct ncd *d, struct ncd_conn *c, const struct nc_ctl_req *req, const
 			} else if (d->regions[c->slot] != NULL) {
 				int ret = ncd_channel_region_attach(d->channels[id], d->regions[c->slot]);
 
+				if (ret == -ENOSPC)
+					return reply_rings_full(c, req, d->regions[c->slot]);
 				if (ret < 0)
 					return reply(c, req, ret, NULL, 0);
+				ncd_channel_hand_over(d, d->channels[id], d->regions[c->slot], ret,
+						      ch->region_limit);
 			}
 			if (!ch->shared)
 				d->channels[id]->consumer = c->slot + 1;
@@ -920,6 +990,22 @@ usable_channel(const struct ncd *d, const struct ncd_conn *c, uint32_t id, struc
 	return 0;
 }
 
+/* The eventfd of a one-ring client's ring (NC_HELLO_F_ONE_RING), made on the first ask. */
+static int
+do_client_eventfd(struct ncd *d, struct ncd_conn *c, const struct nc_ctl_req *req,
+		  const void *body __rte_unused, uint32_t len __rte_unused)
+{
+	struct ncd_region *rg = d->regions[c->slot];
+	int ret;
+
+	if (rg == NULL || !rg->one_ring)
+		return reply(c, req, -EINVAL, NULL, 0);
+	ret = ncd_region_eventfd(rg);
+	if (ret < 0)
+		return reply(c, req, ret, NULL, 0);
+	return reply_fd(c, req, 0, NULL, 0, ret);
+}
+
 static int
 do_eventfd(struct ncd *d, struct ncd_conn *c, const struct nc_ctl_req *req, const void *body,
            uint32_t len __rte_unused)
@@ -932,6 +1018,9 @@ do_eventfd(struct ncd *d, struct ncd_conn *c, const struct nc_ctl_req *req, cons
 		return reply(c, req, ret, NULL, 0);
 	if (ch->action != NC_ACTION_DELIVER) /* nothing to wait for: drop and NAT channels */
 		return reply(c, req, -EINVAL, NULL, 0);
+	/* A one-ring client's channels all wake it through its ring's eventfd. */
+	if (d->regions[c->slot] != NULL && d->regions[c->slot]->one_ring)
+		return do_client_eventfd(d, c, req, NULL, 0);
 	/* A channel of its own costs the daemon an eventfd; a static channel has one anyway. */
 	if (ch->efd < 0 && ch->owner == c->slot) {
 		char why[160];
@@ -997,8 +1086,9 @@ do_hello(struct ncd *d, struct ncd_conn *c, const struct nc_ctl_req *req, const 
 		reply(c, req, -EPROTO, NULL, 0);
 		return -EPROTO;
 	}
-	if ((h->flags & ~(NC_HELLO_F_ZEROCOPY | NC_HELLO_F_CONTROL)) || h->reserved != 0 ||
-	    h->flags == (NC_HELLO_F_ZEROCOPY | NC_HELLO_F_CONTROL)) {
+	/* One of zero-copy, control, or an isolated client (with one ring, or a ring per channel). */
+	if ((h->flags & ~(NC_HELLO_F_ZEROCOPY | NC_HELLO_F_CONTROL | NC_HELLO_F_ONE_RING)) ||
+	    h->reserved != 0 || __builtin_popcount(h->flags) > 1) {
 		reply(c, req, -EINVAL, NULL, 0);
 		return -EINVAL;
 	}
@@ -1022,8 +1112,8 @@ do_hello(struct ncd *d, struct ncd_conn *c, const struct nc_ctl_req *req, const 
 		reply(c, req, -ENOSPC, why, (size_t)n);
 		return -ENOSPC;
 	}
-	if (h->flags == 0) {
-		rg = ncd_region_create(d, slot);
+	if (h->flags == 0 || h->flags == NC_HELLO_F_ONE_RING) {
+		rg = ncd_region_create(d, slot, h->flags == NC_HELLO_F_ONE_RING);
 		if (rg == NULL) {
 			ret = -errno;
 			reply(c, req, ret, NULL, 0);
@@ -1207,6 +1297,7 @@ ncd_control_init(struct ncd *d)
 	ctl.handlers[NC_CTL_CHANNEL_DESTROY] = do_destroy;
 	ctl.handlers[NC_CTL_CHANNEL_STATS] = do_chan_stats;
 	ctl.handlers[NC_CTL_CHANNEL_EVENTFD] = do_eventfd;
+	ctl.handlers[NC_CTL_CLIENT_EVENTFD] = do_client_eventfd;
 	if (ncd_rates_init(d) != 0) {
 		NCD_LOG(ERR, "rates: out of memory for %u channels' samples", d->cfg.max_channels);
 		return -1;
@@ -1319,6 +1410,9 @@ ncd_control_close(struct ncd *d)
 		unlink(ctl.path);
 	}
 	ctl.epoll_fd = ctl.listen_fd = -1;
+	/* Pending connections (zero-copy clients still running) keep theirs until now. */
+	for (unsigned int i = 0; i < NCD_MAX_CONNECTIONS; i++)
+		conn_arrays_free(&ctl.conns[i]);
 	ncd_rates_free();
 	for (unsigned int i = 0; i < NCD_MAX_CLIENTS; i++) {
 		ncd_ring_drain(d, d->free_rings[i], false);

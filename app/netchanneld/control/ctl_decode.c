@@ -18,6 +18,7 @@ static const uint32_t body_size[NC_CTL_TYPE_MAX] = {
 	[NC_CTL_STATS] = 0,
 	[NC_CTL_CHANNEL_STATS] = sizeof(struct nc_ctl_id),
 	[NC_CTL_CHANNEL_EVENTFD] = sizeof(struct nc_ctl_id),
+	[NC_CTL_CLIENT_EVENTFD] = 0,
 };
 
 int

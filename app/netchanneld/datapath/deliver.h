@@ -100,7 +100,7 @@ deliver_shared(struct ncd_worker *w, struct ncd_port_stats *ps, struct ncd_batch
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	for (uint32_t k = 0; k < sh->n; k++)
 		if (got[k] > 0)
-			wake_one(cs, sh->c[k].wakeup, &sh->c[k].efd);
+			wake_one(cs, sh->c[k].wakeup, ncd_region_efdp(sh->c[k].rg, &sh->c[k].efd));
 }
 
 static __rte_always_inline void
@@ -173,8 +173,11 @@ wake_consumers(struct ncd_worker *w, const struct ncd_batch *batches, uint16_t n
 
 		uint32_t *flag = __atomic_load_n(&ch->wakeup, __ATOMIC_RELAXED);
 
+		/* A one-ring client sleeps on its region's eventfd, whichever channel it was. */
 		if (batches[j].sent > 0)
-			wake_one(&w->cstats[ch->id], flag, &ch->efd);
+			wake_one(&w->cstats[ch->id], flag,
+				 ncd_region_efdp(__atomic_load_n(&ch->region, __ATOMIC_RELAXED),
+						 &ch->efd));
 	}
 }
 
