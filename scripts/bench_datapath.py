@@ -16,11 +16,14 @@ Cases (median of --runs runs of --seconds each; both sides measured in every run
                    and empties it: each packet copied into its region
   deliver-1-zc     the same with a zero-copy client (nc-dump -q on a static channel: mbufs)
   deliver-1-1500B  deliver-1 with 1500-byte frames (and -zc: the zero-copy client's)
-  deliver-1k-zc    1024 channels, one per flow (exact 5-tuples, like connected sockets), rings
-                   of 64; one zero-copy client (nc_client_test drain mode) attaches and
-                   empties them all (an isolated client has 64 channels at most)
-  deliver-10k-zc   the same with 10,000 channels and flows (rings of 32)
-  deliver-100k-zc  the same with 100,000 channels and flows (rings of 32, max_channels 100000)
+  deliver-1k       1024 channels, one per flow (exact 5-tuples, like connected sockets); one
+                   isolated client with one ring for all (NC_CONNECT_ONE_RING; nc_client_test
+                   drain-iso mode) attaches them all and empties its ring
+  deliver-1k-zc    the same with a zero-copy client (drain mode) emptying each channel's ring
+                   (rings of 64) in turn
+  deliver-10k      the same with 10,000 channels and flows (-zc: rings of 32)
+  deliver-100k     the same with 100,000 channels and flows (-zc: rings of 32; max_channels
+                   100000)
   mark-offload     deliver-1-zc with the offload mock (--mark-mock): its rx callback marks every
                    packet (matching the channel's rte_flow pattern in software, a cost a NIC
                    would not add) and the worker takes the channel from the mark, not the trie
@@ -264,20 +267,22 @@ def main():
     dump = [DUMP, "-s", "{sock}", "--channel", "all", "-q", "-b", "1000", "-t", "60"]
     dump_iso = [DUMP, "-s", "{sock}", "--dport", "5000", "-q", "-b", "1000", "-t", "60"]
     checker = [CLIENT, "{sock}", "attach", "all", "0", str(FLOW_BASE), "soak"]
-    many = {"deliver-1k-zc": (1024, 64), "deliver-10k-zc": (10000, 32),
-            "deliver-100k-zc": (100000, 32)}
+    many = {}
+    for k, n, ring in (("1k", 1024, 64), ("10k", 10000, 32), ("100k", 100000, 32)):
+        many[f"deliver-{k}"] = (n, ring, "drain-iso", k)
+        many[f"deliver-{k}-zc"] = (n, ring, "drain", k)
     wanted = a.cases.split(",") if a.cases else list(many)
-    for case, (n, _) in many.items():
-        if case in wanted:
+    for case, (n, _, _, k) in many.items():
+        if case in wanted and k not in pcaps:
             # Short, as the other cases': with a longer rx_pcap path (devargs of 76 bytes), the
             # clients' EAL (a secondary) crashed probing net_pcap, in the kvargs parser.
-            pcaps[case] = os.path.join(work, f"{case[8:-3]}.pcap")
-            make_socket_pcap(pcaps[case], n)
+            pcaps[k] = os.path.join(work, f"{k}.pcap")
+            make_socket_pcap(pcaps[k], n)
 
     def sockets(case):
-        n, ring = many[case]
+        n, ring, mode, _ = many[case]
         return {"channels": socket_channels(n, ring),
-                "client": [CLIENT, "{sock}", "drain", "ch", str(n)]}
+                "client": [CLIENT, "{sock}", mode, "ch", str(n)]}
     tap = f"net_tap0,iface=ncdbtap{pid % 10000},mac={MAC}"
     # NAT: the same flows translated and sent back out of the port, to a static next hop;
     # with reverse, each of the 1024 flows also keeps a mapping (and every packet is looked
@@ -293,9 +298,12 @@ def main():
         ("deliver-1-zc", 64, {"channels": one, "client": dump}),
         ("deliver-1-1500B", 1500, {"client": dump_iso}),
         ("deliver-1-1500B-zc", 1500, {"channels": one, "client": dump}),
-        ("deliver-1k-zc", "deliver-1k-zc", sockets),
-        ("deliver-10k-zc", "deliver-10k-zc", sockets),
-        ("deliver-100k-zc", "deliver-100k-zc", sockets),
+        ("deliver-1k", "1k", sockets),
+        ("deliver-1k-zc", "1k", sockets),
+        ("deliver-10k", "10k", sockets),
+        ("deliver-10k-zc", "10k", sockets),
+        ("deliver-100k", "100k", sockets),
+        ("deliver-100k-zc", "100k", sockets),
         ("mark-offload", 64, {"channels": one, "client": dump, "args": ("--mark-mock",)}),
         ("churn", "flows", {"channels": flows, "client": checker, "during": churn}),
         ("tap-exception", 64, {"exc": tap, "counter": "to_kernel", "netns": netns}),
@@ -362,9 +370,9 @@ def main():
             if case in many:
                 row["channels"] = many[case][0]
             if case in ("nat", "nat-reverse", "deliver-1-zc") or case in many:
-                d1 = next((x["mpps"] for x in results
-                           if x["case"] == ("deliver-1-zc" if case in many else "deliver-1")),
-                          None)
+                # Against deliver-1 of the same mode (isolated, or zero-copy).
+                one = "deliver-1-zc" if case in many and case.endswith("-zc") else "deliver-1"
+                d1 = next((x["mpps"] for x in results if x["case"] == one), None)
                 row["ratio_to_deliver_1"] = round(m / d1, 3) if d1 else None
             if case == "churn":
                 b = statistics.median(base)

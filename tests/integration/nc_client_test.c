@@ -8,6 +8,7 @@
  *   nc_client_test SOCKET create|attach NAME DPORT BASE soak
  *   nc_client_test SOCKET latency NAME DPORT COUNT
  *   nc_client_test SOCKET drain PREFIX N
+ *   nc_client_test SOCKET drain-iso PREFIX N
  *   nc_client_test SOCKET lock
  *
  * Receives COUNT packets of its channel, checks that each is UDP to DPORT,
@@ -40,6 +41,8 @@
  *
  * drain (scripts/bench_datapath.py): attaches the static channels PREFIX0 ..
  * PREFIX<N-1> and empties them in turn until the daemon goes or a signal.
+ * drain-iso: the same as an isolated client with one ring for all
+ * (NC_CONNECT_ONE_RING), which it empties, giving each burst's buffers back.
  *
  * latency (scripts/bench_datapath.py): COUNT times, creates a channel for UDP
  * to DPORT at priority 10 while traffic flows, waits for its first packet and
@@ -374,6 +377,33 @@ drain(struct nc_client *c, const char *prefix, long n)
 		}
 }
 
+/* The drain-iso mode (see the top). */
+static int
+drain_iso(struct nc_client *c, const char *prefix, long n)
+{
+	for (long i = 0; i < n; i++) {
+		char name[NC_CHANNEL_NAME_SIZE];
+
+		snprintf(name, sizeof(name), "%s%ld", prefix, i);
+		if (nc_channel_attach(c, name) == NULL) {
+			printf("channel %s: %s\n", name, nc_strerror(errno));
+			return 2;
+		}
+	}
+	printf("attached %ld\n", n);
+	fflush(stdout);
+	for (;;) {
+		struct nc_buf b[32];
+		uint16_t k;
+
+		errno = 0;
+		k = nc_client_rx_bufs(c, b, 32);
+		if (k == 0 && errno == EPIPE)
+			return 0;
+		nc_bufs_release(c, b, k);
+	}
+}
+
 /* The latency mode (see the top). */
 static int
 latency(struct nc_client *c, const char *name, int dport, long count)
@@ -493,12 +523,14 @@ main(int argc, char **argv)
 	/* The modes that run one function on a connection. */
 	if ((argc == 6 && strcmp(argv[2], "latency") == 0) ||
 	    (argc == 5 && strcmp(argv[2], "drain") == 0) ||
+	    (argc == 5 && strcmp(argv[2], "drain-iso") == 0) ||
 	    (argc == 7 && strcmp(argv[2], "nat") == 0) ||
 	    (argc == 5 && strcmp(argv[2], "spoof") == 0) ||
 	    (argc == 3 && strcmp(argv[2], "lock") == 0)) {
 		int ret;
 
-		c = nc_connect(argv[1], NC_CONNECT_ZEROCOPY);
+		c = nc_connect(argv[1], strcmp(argv[2], "drain-iso") == 0 ? NC_CONNECT_ONE_RING :
+							 NC_CONNECT_ZEROCOPY);
 		if (c == NULL) {
 			printf("nc_connect: %s\n", nc_strerror(errno));
 			return 2;
@@ -507,6 +539,8 @@ main(int argc, char **argv)
 			ret = latency(c, argv[3], atoi(argv[4]), atol(argv[5]));
 		else if (strcmp(argv[2], "drain") == 0)
 			ret = drain(c, argv[3], atol(argv[4]));
+		else if (strcmp(argv[2], "drain-iso") == 0)
+			ret = drain_iso(c, argv[3], atol(argv[4]));
 		else if (strcmp(argv[2], "nat") == 0)
 			ret = nat(c, argv[3], atoi(argv[4]), argv[5], atoi(argv[6]));
 		else if (strcmp(argv[2], "lock") == 0)
@@ -521,7 +555,7 @@ main(int argc, char **argv)
 				"[TIMEOUT_MS]\n       %s SOCKET spoof NAME DPORT\n"
 				"       %s SOCKET create|attach NAME DPORT BASE soak\n"
 				"       %s SOCKET latency NAME DPORT COUNT\n"
-				"       %s SOCKET drain PREFIX N\n"
+				"       %s SOCKET drain|drain-iso PREFIX N\n"
 				"       %s SOCKET nat NAME DPORT TARGET TPORT\n"
 				"       %s SOCKET lock\n",
 			argv[0], argv[0], argv[0], argv[0], argv[0], argv[0], argv[0]);
