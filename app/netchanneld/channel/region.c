@@ -359,6 +359,28 @@ struct copy_tally {
  * filling at most limit of its entries, and publish them. The mbufs stay
  * the caller's. @return how many were copied
  */
+/*
+ * The buffers and descriptors the next n packets will take were last read
+ * by the client's core: ask for all their lines at once, so that the misses
+ * overlap, and before the lock (a full fence, which would wait for the
+ * stores that miss) rather than in the copies one by one. A hint only: what
+ * it reads may change before the lock is had.
+ */
+static inline void
+prefetch_room(const struct ncd_region *rg, const struct ncd_region_ring *q, uint32_t buf_from,
+	      uint32_t desc_from, uint32_t n)
+{
+	uint32_t nfree = __atomic_load_n(&rg->nfree, __ATOMIC_RELAXED);
+
+	for (uint32_t i = 0; i < n && buf_from + i < nfree; i++) {
+		uint32_t b = rg->free_bufs[nfree - 1 - buf_from - i], e = q->own + desc_from + i;
+
+		ncd_prefetch_for_write(rg->base + rg->buf_off + (uint64_t)b * rg->buf_size);
+		if ((e & 3) == 0 || i == 0)
+			ncd_prefetch_for_write(&q->r->desc[e & q->mask]);
+	}
+}
+
 static uint32_t
 region_copy(struct ncd_region *rg, struct ncd_region_ring *q, uint32_t limit,
 	    const struct ncd_channel *ch, struct rte_mbuf **m, uint32_t n, struct copy_tally *t)
@@ -366,18 +388,6 @@ region_copy(struct ncd_region *rg, struct ncd_region_ring *q, uint32_t limit,
 	uint32_t room, i, sent = 0, used = 0;
 
 	room = rx_room(rg, q, limit, n);
-	/*
-	 * The buffers and descriptors about to be written were last read by the
-	 * client's core: ask for all their lines at once, so that the misses
-	 * overlap instead of stalling the copies one by one.
-	 */
-	for (i = 0; i < n && i < room && i < rg->nfree; i++) {
-		uint32_t b = rg->free_bufs[rg->nfree - 1 - i];
-
-		ncd_prefetch_for_write(rg->base + rg->buf_off + (uint64_t)b * rg->buf_size);
-		if (((q->own + i) & 3) == 0 || i == 0)
-			ncd_prefetch_for_write(&q->r->desc[(q->own + i) & q->mask]);
-	}
 	for (i = 0; i < n; i++) {
 		uint32_t len = m[i]->pkt_len, need = (len + rg->buf_size - 1) / rg->buf_size;
 
@@ -420,6 +430,20 @@ region_copy(struct ncd_region *rg, struct ncd_region_ring *q, uint32_t limit,
 	return sent;
 }
 
+/* A channel's copy into its region, in its counters and its port's. */
+static inline void
+count_copy(struct ncd_chan_stats *cs, struct ncd_port_stats *ps, uint32_t sent,
+	   const struct copy_tally *t)
+{
+	cs->delivered += sent;
+	cs->bytes += t->bytes;
+	cs->drop_no_buf += t->nobuf;
+	cs->drop_ring_full += t->full;
+	ps->delivered += sent;
+	ps->drop_no_buf += t->nobuf;
+	ps->drop_ring_full += t->full;
+}
+
 uint32_t
 ncd_region_deliver(struct ncd_worker *w, struct ncd_port_stats *ps, struct ncd_channel *ch,
 		   struct ncd_region *rg, int ring, uint32_t limit, struct rte_mbuf **m, uint32_t n)
@@ -428,18 +452,56 @@ ncd_region_deliver(struct ncd_worker *w, struct ncd_port_stats *ps, struct ncd_c
 	struct copy_tally t = { 0, 0, 0 };
 	uint32_t sent;
 
+	prefetch_room(rg, &rg->rx[ring], 0, 0, n);
 	rte_spinlock_lock(&rg->lock);
 	sent = region_copy(rg, &rg->rx[ring], limit, ch, m, n, &t);
 	rte_spinlock_unlock(&rg->lock);
 	rte_pktmbuf_free_bulk(m, n);
-	cs->delivered += sent;
-	cs->bytes += t.bytes;
-	cs->drop_no_buf += t.nobuf;
-	cs->drop_ring_full += t.full;
-	ps->delivered += sent;
-	ps->drop_no_buf += t.nobuf;
-	ps->drop_ring_full += t.full;
+	count_copy(cs, ps, sent, &t);
 	return sent;
+}
+
+void
+ncd_region_deliver_batches(struct ncd_worker *w, struct ncd_port_stats *ps, struct ncd_batch **b,
+			   uint32_t nb)
+{
+	struct rte_mbuf *done[NCD_BURST];
+	uint32_t nd = 0;
+
+	for (uint32_t i = 0; i < nb; i++) {
+		struct ncd_region *rg = b[i]->rg;
+
+		if (rg == NULL)
+			continue;              /* gone in with an earlier one's region */
+		/* One ring (the one-ring client's) or several: each one's next entries. */
+		for (uint32_t k = i, at = 0; k < nb; k++)
+			if (b[k]->rg == rg) {
+				const struct ncd_region_ring *q = &rg->rx[b[k]->ch->region_ring];
+
+				/* Rings of their own start at their own next entry. */
+				prefetch_room(rg, q, at, rg->one_ring ? at : 0, b[k]->n);
+				at += b[k]->n;
+			}
+		rte_spinlock_lock(&rg->lock);
+		for (uint32_t k = i; k < nb; k++) {
+			struct ncd_batch *x = b[k];
+			const struct ncd_channel *ch = x->ch;
+			struct ncd_chan_stats *cs = &w->cstats[ch->id];
+			struct copy_tally t = { 0, 0, 0 };
+
+			if (x->rg != rg)
+				continue;
+			x->sent = region_copy(rg, &rg->rx[ch->region_ring], ch->region_limit, ch,
+					      x->m, x->n, &t);
+			x->rg = NULL;
+			count_copy(cs, ps, x->sent, &t);
+			/* A burst has NCD_BURST packets at most, over all its batches. */
+			for (uint32_t j = 0; j < x->n; j++)
+				done[nd++] = x->m[j];
+		}
+		rte_spinlock_unlock(&rg->lock);
+	}
+	rte_pktmbuf_free_bulk(done, nd);
 }
 
 uint32_t

@@ -15,6 +15,7 @@
 #include "nc_region.h"
 
 struct ncd;
+struct ncd_batch;
 struct ncd_channel;
 struct ncd_worker;
 struct ncd_port_stats;
@@ -92,6 +93,13 @@ void ncd_region_ring_put(struct ncd_region *rg, int ring);
 uint32_t ncd_region_deliver(struct ncd_worker *w, struct ncd_port_stats *ps,
 			    struct ncd_channel *ch, struct ncd_region *rg, int ring,
 			    uint32_t limit, struct rte_mbuf **m, uint32_t n);
+
+/**
+ * ncd_region_deliver() for the batches of several channels (each with its
+ * rg set), each region's under one hold of its lock; every mbuf freed.
+ */
+void ncd_region_deliver_batches(struct ncd_worker *w, struct ncd_port_stats *ps,
+				struct ncd_batch **b, uint32_t nb);
 
 /**
  * Copy packets that waited on a static channel's own ring into the ring of

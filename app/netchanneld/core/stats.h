@@ -58,9 +58,16 @@ struct ncd_port_stats {
 } __rte_cache_aligned;
 
 struct ncd_chan_stats {
-	uint64_t hits, delivered, bytes, drop_ring_full, drop_queue_bytes, dropped;
-	uint64_t drop_no_buf;              /* isolated client: it holds every buffer of its region */
+	/*
+	 * What every delivered packet writes, on the first cache line: with many
+	 * channels each line a packet touches is a store that misses, and the
+	 * region's lock (a full fence) waits for those.
+	 */
+	uint64_t hits;
 	uint64_t hits_mark, hits_trie;     /* how hits were found: the NIC's mark, or the trie */
+	uint64_t delivered, bytes, drop_ring_full, dropped;
+	uint64_t drop_no_buf;              /* isolated client: it holds every buffer of its region */
+	uint64_t drop_queue_bytes;
 	uint64_t wakeups, wakeup_errors;   /* eventfd signals to a sleeping consumer */
 	/* Transmit: every packet dequeued from the tx ring lands in exactly one. */
 	uint64_t tx, tx_bytes;

@@ -148,10 +148,13 @@ deliver_one(struct ncd_worker *w, struct ncd_port_stats *ps, struct ncd_batch *b
 	cs->delivered += sent;
 	cs->bytes += bytes - unsent;
 	cs->drop_ring_full += fit - sent;
-	cs->drop_queue_bytes += b->n - fit;
 	ps->delivered += sent;
 	ps->drop_ring_full += fit - sent;
-	ps->drop_queue_bytes += b->n - fit;
+	/* Rare, and on the stats' second line: written only when it counts. */
+	if (unlikely(fit < b->n)) {
+		cs->drop_queue_bytes += b->n - fit;
+		ps->drop_queue_bytes += b->n - fit;
+	}
 	if (sent < b->n)
 		rte_pktmbuf_free_bulk(&b->m[sent], b->n - sent);
 }
@@ -189,8 +192,28 @@ wake_consumers(struct ncd_worker *w, const struct ncd_batch *batches, uint16_t n
 static __rte_always_inline void
 ncd_dp_deliver(struct ncd_worker *w, struct ncd_port_stats *ps, struct ncd_batch *b, uint16_t nb)
 {
-	for (uint16_t j = 0; j < nb; j++)
-		deliver_one(w, ps, &b[j]);
+	struct ncd_batch *into[NCD_BURST];
+	uint16_t ni = 0;
+
+	for (uint16_t j = 0; j < nb; j++) {
+		/* Acquire: pairs with an isolated client's attach (its ring and limit are set). */
+		struct ncd_region *rg = nb > 1 ?
+			__atomic_load_n(&b[j].ch->region, __ATOMIC_ACQUIRE) : NULL;
+
+		/*
+		 * Batches of several channels into regions wait, to go in together:
+		 * a region's lock is a full fence, which waits for every copy before
+		 * it to reach the client's lines; once a burst, not once a channel.
+		 */
+		if (rg != NULL) {
+			b[j].rg = rg;
+			into[ni++] = &b[j];
+		} else {
+			deliver_one(w, ps, &b[j]);
+		}
+	}
+	if (ni > 0)
+		ncd_region_deliver_batches(w, ps, into, ni);
 	if (nb > 0)
 		wake_consumers(w, b, nb);
 }
