@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The packet parser on hand-built frames, and on random bytes (run under ASan too). */
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <arpa/inet.h>
@@ -32,6 +33,44 @@ P(const struct tf_frame *f, struct ncd_parsed *out)
 {
 	return ncd_parse(f->b, f->len, f->len, MAC, 0, out);
 }
+
+/*
+ * The header checksum against the test's own RFC 1071 sum (16-bit
+ * big-endian words), on random headers of every length, half of them with
+ * the checksum made right: BAD_CSUM exactly when that sum is not all ones.
+ */
+START_TEST(ipv4_checksum_random)
+{
+	uint64_t s = 11;
+	struct ncd_parsed p;
+
+	for (int i = 0; i < 100000; i++) {
+		struct tf_frame f;
+		unsigned int words = (unsigned int)(nc_rand(&s) % 11);
+		uint32_t o, hl = 20 + 4 * words;
+		enum ncd_verdict v;
+		bool good;
+
+		tf_eth(&f, MAC, 0, 0x0800);
+		o = ipv4(&f, IPPROTO_UDP, 0, 1, 53, 4);
+		/* Options: room for them, then random bytes over the header but version and lengths. */
+		memmove(f.b + o + hl, f.b + o + 20, f.len - o - 20);
+		f.len += hl - 20;
+		for (uint32_t j = 4; j < hl; j++)
+			f.b[o + j] = (uint8_t)nc_rand(&s);
+		f.b[o] = (uint8_t)(0x40 | (hl / 4));
+		tf_wr16(f.b + o + 2, (uint16_t)(f.len - o));
+		f.b[o + 6] = 0;                       /* not a fragment */
+		f.b[o + 7] = 0;
+		if (i % 2)
+			tf_ipv4_csum(&f, o);
+		good = tf_fold_not(tf_sum(f.b + o, hl)) == 0;
+		v = P(&f, &p);
+		ck_assert_msg((v == NCD_PKT_BAD_CSUM) == !good, "header %d (%u bytes): verdict %d, "
+			      "sum right %d", i, hl, v, good);
+	}
+}
+END_TEST
 
 START_TEST(ipv4_udp_and_vlans)
 {
@@ -297,6 +336,7 @@ main(void)
 	tcase_add_test(tc, ipv4_udp_and_vlans);
 	tcase_add_test(tc, mac_filtering);
 	tcase_add_test(tc, ipv4_checks);
+	tcase_add_test(tc, ipv4_checksum_random);
 	tcase_add_test(tc, fragments_and_other_protocols);
 	tcase_add_test(tc, ipv6_and_extensions);
 	tcase_add_test(tc, random_bytes);

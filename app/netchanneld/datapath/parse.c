@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
+#include <stdbool.h>
 #include <string.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -29,11 +30,29 @@ const char *const ncd_verdict_names[NCD_PKT_NVERDICTS] = {
 #define IPV6_HLEN 40
 #define MAX_EXT_HEADERS 8
 
-/* RFC 1071 over the IPv4 header: 0 when the checksum is right. */
-static uint16_t
-ip_csum(const uint8_t *h, unsigned int len)
+/*
+ * Whether an IPv4 header of len bytes (a multiple of 4) sums to all ones
+ * (RFC 1071). 32-bit words into a 64-bit sum, in host order: a ones'
+ * complement sum is the same in either byte order up to a byte swap, and
+ * all ones is its own swap. A few instructions, where 16-bit big-endian
+ * words took a quarter of a miss's cycles.
+ */
+static inline bool
+ip_csum_ok(const uint8_t *h, unsigned int len)
 {
-	return (uint16_t)~ncd_csum_sum(h, len);
+	uint64_t s = 0;
+
+	for (unsigned int i = 0; i < len; i += 4) {
+		uint32_t w;
+
+		memcpy(&w, h + i, sizeof(w));
+		s += w;
+	}
+	s = (s & 0xffffffff) + (s >> 32);
+	s = (s & 0xffffffff) + (s >> 32);
+	s = (s & 0xffff) + (s >> 16);
+	s = (s & 0xffff) + (s >> 16);
+	return s == 0xffff;
 }
 
 static inline int
@@ -82,7 +101,7 @@ parse_ipv4(const uint8_t *f, uint32_t avail, uint32_t frame_len, uint32_t l3,
 		return NCD_PKT_TRUNC_L3;
 	if (flags & NCD_PARSE_CSUM_BAD)
 		return NCD_PKT_BAD_CSUM;
-	if (!(flags & NCD_PARSE_CSUM_GOOD) && ip_csum(ip, ihl) != 0)
+	if (!(flags & NCD_PARSE_CSUM_GOOD) && !ip_csum_ok(ip, ihl))
 		return NCD_PKT_BAD_CSUM;
 	tot = ncd_rd16(ip + 2);
 	if (tot < ihl || l3 + tot > frame_len)
