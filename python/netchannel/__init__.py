@@ -12,6 +12,15 @@ control.allow entry. ::
 
 A channel's fileno() is an eventfd for selectors and asyncio: arm() it, wait until it is
 readable, then receive with timeout=0 until None (see examples/nc_echo.py).
+
+A client with many channels connects with one_ring=True: all of them deliver on one ring,
+which Client.recv() reads (each frame with its channel), and Client.fileno() and arm() wait
+on. ::
+
+    with netchannel.Client(one_ring=True) as c:
+        for port in range(7000, 7100):
+            c.create(f"p{port}", dport=port, tx=True)
+        ch, frame = c.recv(timeout=1.0)       # or None after the timeout
 """
 import ctypes
 import errno
@@ -21,6 +30,7 @@ __all__ = ["Client", "Channel", "NetchannelError", "DEFAULT_SOCKET"]
 
 DEFAULT_SOCKET = "/run/netchanneld/netchanneld.sock"   # NC_DEFAULT_SOCKET
 _CONNECT_CONTROL = 0x2                                 # NC_CONNECT_CONTROL
+_CONNECT_ONE_RING = 0x8                                # NC_CONNECT_ONE_RING
 _RULE_BYTES = 256          # room for a struct nc_trie_rule, which only the library fills
 
 
@@ -57,6 +67,9 @@ def _load():
             ("nc_channel_arm", i, [p]),
             ("nc_channel_id", ctypes.c_uint32, [p]),
             ("nc_channel_stats", i, [p, ctypes.POINTER(_Stats)]),
+            ("nc_client_recv", ctypes.c_ssize_t, [p, p, sz, ctypes.POINTER(ctypes.c_uint32), i]),
+            ("nc_client_fd", i, [p]),
+            ("nc_client_arm", i, [p]),
             ("nc_strerror", ctypes.c_char_p, [i]),
             ("nc_last_reason", ctypes.c_char_p, []),
             ("nc_version", ctypes.c_char_p, [])):
@@ -96,6 +109,7 @@ class Channel:
 
     def __init__(self, client, handle, name):
         self._client, self._h, self.name = client, handle, name
+        self._id = _lib.nc_channel_id(handle)
         self._buf = ctypes.create_string_buffer(65536)
 
     def _handle(self):
@@ -148,6 +162,7 @@ class Channel:
         if self._h is not None:
             h, self._h = self._h, None
             self._client._channels.discard(self)
+            self._client._by_id.pop(self._id, None)
             _check(_lib.nc_channel_destroy(h), f"close {self.name}")
 
     def __enter__(self):
@@ -158,14 +173,44 @@ class Channel:
 
 
 class Client:
-    """A connection to netchanneld, as an isolated client (or control only)."""
+    """A connection to netchanneld, as an isolated client (or control only). one_ring: all
+    of its channels deliver on one ring, read with recv(); a channel's own recv() is not
+    for such a client."""
 
-    def __init__(self, socket=None, control=False):
+    def __init__(self, socket=None, control=False, one_ring=False):
         path = (socket or os.environ.get("NETCHANNELD_SOCKET") or DEFAULT_SOCKET).encode()
-        self._h = _lib.nc_connect(path, _CONNECT_CONTROL if control else 0)
+        flags = _CONNECT_CONTROL if control else _CONNECT_ONE_RING if one_ring else 0
+        self._h = _lib.nc_connect(path, flags)
         if not self._h:
             raise NetchannelError(ctypes.get_errno(), f"connect to {path.decode()}")
         self._channels = set()
+        self._by_id = {}
+        self._buf = ctypes.create_string_buffer(65536)
+
+    def _add(self, h, name):
+        ch = Channel(self, h, name)
+        self._channels.add(ch)
+        self._by_id[ch.id] = ch
+        return ch
+
+    def recv(self, timeout=None):
+        """A one_ring client's next frame, of any of its channels: (channel, bytes), or None
+        if none came within timeout seconds (0: do not wait; None: wait for ever)."""
+        ms = -1 if timeout is None else int(timeout * 1000)
+        cid = ctypes.c_uint32()
+        n = _lib.nc_client_recv(self._h, self._buf, len(self._buf), ctypes.byref(cid), ms)
+        if n == -errno.EAGAIN:
+            return None
+        _check(n, "receive")
+        return self._by_id.get(cid.value), self._buf.raw[:min(n, len(self._buf))]
+
+    def fileno(self):
+        """A one_ring client's eventfd, readable once packets wait after arm()."""
+        return _check(_lib.nc_client_fd(self._h), "the client's eventfd")
+
+    def arm(self):
+        """A one_ring client asks to be woken: False when armed, True when packets wait."""
+        return _check(_lib.nc_client_arm(self._h), "arm the client") == 1
 
     def create(self, name, dport, proto="udp", dst=None, tx=False, ring_size=0):
         """A channel of this client's own for proto (tcp, udp, udplite, sctp or a number)
@@ -177,18 +222,14 @@ class Client:
         h = _lib.nc_channel_create(self._h, name.encode(), rule, ctypes.byref(opts))
         if not h:
             raise NetchannelError(ctypes.get_errno(), f"create channel {name}")
-        ch = Channel(self, h, name)
-        self._channels.add(ch)
-        return ch
+        return self._add(h, name)
 
     def attach(self, name):
         """A static channel of the daemon's config (or an operator's), by name."""
         h = _lib.nc_channel_attach(self._h, name.encode())
         if not h:
             raise NetchannelError(ctypes.get_errno(), f"attach to {name}")
-        ch = Channel(self, h, name)
-        self._channels.add(ch)
-        return ch
+        return self._add(h, name)
 
     def close(self):
         """Destroy the client's channels and disconnect."""

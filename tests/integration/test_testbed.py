@@ -43,6 +43,34 @@ for i in range(n):
 print(json.dumps(got))
 """
 
+# A one-ring client (the Python package): 70 channels, udp/7001-7070, more than the 64 rings
+# a connection has otherwise; echoes N datagrams, each answered on the channel the ring names
+# (a datagram whose channel is not the one of its port is wrong), sleeping between them.
+ONE_RING_ECHO = """
+import sys
+import netchannel
+sys.path.insert(0, sys.argv[3])
+from nc_echo import reply
+with netchannel.Client(sys.argv[1], one_ring=True) as c:
+    port_of = {}
+    for p in range(7001, 7071):
+        port_of[c.create(f"or{p}", dport=p, tx=True).id] = p
+    print("ready", len(port_of), flush=True)
+    n = wrong = 0
+    while n < int(sys.argv[2]):
+        got = c.recv(timeout=10)
+        if got is None:
+            break
+        ch, frame = got
+        if ch is None or port_of.get(ch.id) != int.from_bytes(frame[36:38], "big"):
+            wrong += 1
+            continue
+        ch.send_ip(reply(frame))
+        n += 1
+    print("echoed", n, "wrong", wrong, flush=True)
+    sys.stdin.read()
+"""
+
 # A TCP server on the peer: answers each line with "server <its address>: " + the line.
 PEER_TCP_SERVER = """
 import socket, sys
@@ -326,6 +354,31 @@ class TestBed(T.DaemonCase):
                            text=True, timeout=30)
         self.assertTrue(r.stdout.startswith("True [Errno 2] connect to /nonexistent.sock: "),
                         r.stdout + r.stderr)
+        self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
+
+    def test_one_ring_client_sleeps_and_wakes(self):
+        """A one-ring client (the Python package) with 70 channels echoes the peer's datagrams
+        to three of their ports, each on the channel its ring names; it sleeps on its one
+        eventfd between them (the peer waits for each echo), and the workers wake it."""
+        e = self.env
+        env = T.python_env(dict(os.environ, PYTHONPATH=os.path.join(T.SRC, "python")),
+                           os.path.join(T.BUILD, "lib/netchannel/libnetchannel.so.0"))
+        echo = subprocess.Popen(["ip", "netns", "exec", e["TB_HOST_NS"], "/usr/bin/python3", "-c",
+                                 ONE_RING_ECHO, self.sock, "15",
+                                 os.path.join(T.SRC, "python/examples")], env=env,
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True)
+        self.procs.append(echo)
+        self.assertEqual(echo.stdout.readline().strip(), "ready 70")
+        for port in (7001, 7035, 7070):
+            self.assertEqual(self.udp(e["TB_HOST4"], port, 5), {"echo": 5, "kernel": 0, "lost": 0,
+                                                                "wrong": 0}, port)
+        self.assertEqual(echo.stdout.readline().strip(), "echoed 15 wrong 0")
+        woken = sum(self.ncctl(f"show channel or{p}")["counters"]["wakeups"]
+                    for p in (7001, 7035, 7070))
+        self.assertGreater(woken, 0, "the client slept, and was woken")
+        out, _ = echo.communicate("", timeout=30)
+        self.assertEqual(echo.returncode, 0, out)
         self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
 
     def frag_counters(self):
