@@ -25,17 +25,18 @@
 #       testpmd of a plain net_null beside it), the same net_pcap infinite_rx
 #       input, in the same run: cases miss, deliver-1 (an isolated nc-dump -q
 #       -b 1000 creates and empties the channel), deliver-1-zc (a zero-copy
-#       one), deliver-1-1500B and -zc, deliver-1k-zc, deliver-10k-zc,
-#       deliver-100k-zc (1024, 10,000 and 100,000 exact 5-tuple channels, one
-#       flow each, one zero-copy client draining them all),
+#       one), deliver-1-1500B and -zc, deliver-1k, deliver-10k, deliver-100k
+#       (1024, 10,000 and 100,000 exact 5-tuple channels, one flow each, one
+#       isolated client with one ring for all draining them) and their -zc
+#       twins (one zero-copy client draining every channel's ring),
 #       mark-offload (deliver-1-zc with the offload mock marking every packet),
 #       churn (1,000 channels/s created and destroyed, misdeliveries counted),
 #       tap-exception (misses into a real net_tap), nat and nat-reverse (a NAT
 #       channel translating every packet back out), and the latency from
 #       channel create to its first packet and from rx burst to client dequeue
 #       (scripts/bench_datapath.py).
-#       Writes bench/results/datapath.jsonl. 5 runs of 2 s each (about 12
-#       minutes); --quick: 1 of 1 s (about 3 minutes).
+#       Writes bench/results/datapath.jsonl. 5 runs of 2 s each (over 40
+#       minutes: 100,000 attaches a run); --quick: 1 of 1 s (about 10).
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
