@@ -371,6 +371,18 @@ class Isolated(T.DaemonCase):
                          "supported nc_rx_bufs Operation not supported")
         out = self.finish(p)
         self.assertEqual(p.returncode, 0, out)
+        # Killed with -9 while its 100 channels stream: they go, and so do their packets.
+        base = self.in_use(c)
+        p = self.nobody("nc_iso_client", self.sock, "onering", "5100", str(n))
+        self.wait_line(p, "ready")
+        time.sleep(0.5)
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+        time.sleep(0.5)
+        self.assertNotIn(p.pid, self.clients(c))
+        channels = json.loads(c.cli("show channel all", CLI_F_JSON)[1])
+        self.assertEqual([x["name"] for x in channels], ["hi"])
+        self.assertLessEqual(self.in_use(c), base + 32, "no mbuf went with the killed client")
         c.close()
         self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
         port = self.daemon.read_stats()["ports"][0]
