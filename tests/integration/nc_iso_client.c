@@ -11,6 +11,7 @@
  *   nc_iso_client SOCK follow NAME WORD      attach, receive until the channel is gone (ESTALE),
  *                                            every packet carrying WORD
  *   nc_iso_client SOCK hostile PORT SECRET   look for SECRET, attack the region until killed
+ *   nc_iso_client SOCK hostile-one-ring PORT SECRET   the same with one ring for all
  *   nc_iso_client SOCK onering BASE N        one ring for all: N channels, see one_ring()
  *   nc_iso_client SOCK rings BASE N          a ring each: create N channels, say where it stops
  */
@@ -344,10 +345,11 @@ rnd(void)
 }
 
 static int
-hostile(const char *sock, long port, const char *secret)
+hostile(const char *sock, long port, const char *secret, uint32_t flags)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	struct nc_ctl_hello hello = { .version = NC_CTL_VERSION, .pid = (uint32_t)getpid() };
+	struct nc_ctl_hello hello = { .version = NC_CTL_VERSION, .pid = (uint32_t)getpid(),
+				      .flags = flags };
 	struct nc_ctl_hello_reply hr;
 	struct nc_ctl_create cr;
 	struct nc_ctl_channel info;
@@ -620,13 +622,15 @@ main(int argc, char **argv)
 	if (argc == 5 && strcmp(argv[2], "follow") == 0)
 		return follow(argv[1], argv[3], argv[4]);
 	if (argc == 5 && strcmp(argv[2], "hostile") == 0)
-		return hostile(argv[1], strtol(argv[3], NULL, 0), argv[4]);
+		return hostile(argv[1], strtol(argv[3], NULL, 0), argv[4], 0);
+	if (argc == 5 && strcmp(argv[2], "hostile-one-ring") == 0)
+		return hostile(argv[1], strtol(argv[3], NULL, 0), argv[4], NC_HELLO_F_ONE_RING);
 	if (argc == 5 && strcmp(argv[2], "onering") == 0)
 		return one_ring(argv[1], strtol(argv[3], NULL, 0), strtol(argv[4], NULL, 0));
 	if (argc == 5 && strcmp(argv[2], "rings") == 0)
 		return rings(argv[1], strtol(argv[3], NULL, 0), strtol(argv[4], NULL, 0));
 	fprintf(stderr, "usage: nc_iso_client SOCK honest PORT SECONDS | copy PORT COUNT | "
-		"attach NAME COUNT | frames PORT HEX... | follow NAME WORD | hostile PORT SECRET |\n"
+		"attach NAME COUNT | frames PORT HEX... | follow NAME WORD | hostile[-one-ring] PORT SECRET |\n"
 		"       onering BASE N | rings BASE N\n");
 	return 2;
 }

@@ -392,6 +392,13 @@ class Isolated(T.DaemonCase):
         """A client that attacks its own region: it finds no one else's packet, cannot resize
         the region, and its garbage is counted and refused; an honest client beside it loses
         nothing that is not counted; killed with -9, it leaves no mbuf behind."""
+        self.hostile("hostile")
+
+    def test_hostile_one_ring_client(self):
+        """The same attack from a client with one ring for all its channels."""
+        self.hostile("hostile-one-ring")
+
+    def hostile(self, mode):
         flows = [("203.0.113.1", 2001, 5000), ("203.0.113.2", 2002, 5001),
                  ("203.0.113.3", 2003, 6000), ("203.0.113.4", 2004, 7000)]
         frames = self.frames(flows[:1], "harmless") + self.frames(flows[1:], self.secret)
@@ -402,7 +409,7 @@ class Isolated(T.DaemonCase):
         base = self.in_use(c)
         honest = self.nobody("nc_iso_client", self.sock, "honest", "5001", "8")
         self.wait_line(honest, "ready")
-        bad = self.nobody("nc_iso_client", self.sock, "hostile", "5000", self.secret)
+        bad = self.nobody("nc_iso_client", self.sock, mode, "5000", self.secret)
         self.assertEqual(self.wait_line(bad, "shrink"),
                          "shrink Operation not permitted grow Operation not permitted "
                          "unseal Operation not permitted")
@@ -413,6 +420,7 @@ class Isolated(T.DaemonCase):
         # setpriv exec()s the client: its pid is the Popen's.
         region = clients[bad.pid]["region"]
         self.assertEqual(region["buffers"], 2048, region)
+        self.assertEqual(region["rx_rings"], 64 if mode == "hostile" else 1, region)
         for counter in ("bad_index", "bad_desc", "bad_free"):
             self.assertGreater(region[counter], 0, region)
         bad.send_signal(signal.SIGKILL)
