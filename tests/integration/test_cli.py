@@ -575,12 +575,45 @@ class Completion(unittest.TestCase):
                          ["--stats", "--socket"])
 
 
+# A program of the classifier's API alone: one rule, a key it matches and one it does not.
+TRIE_PROGRAM = r"""
+#include <stdio.h>
+#include <string.h>
+#include <nc_trie.h>
+
+int
+main(void)
+{
+	struct nc_trie_config cfg = { .name = "t", .socket_id = -1, .max_rules = 16 };
+	struct nc_trie *t = nc_trie_create(&cfg);
+	struct nc_trie_rule r;
+	struct nc_trie_key k;
+	int id;
+
+	memset(&r, 0, sizeof(r));
+	r.proto = 17;
+	r.proto_mask = 0xff;
+	r.dport = (struct nc_trie_port){ 53, 53, NC_TRIE_PORT_RANGE };
+	id = t != NULL ? nc_trie_add(t, &r) : -1;
+	memset(&k, 0, sizeof(k));
+	k.family = NC_TRIE_AF_INET;
+	k.proto = 17;
+	k.dport = 53;
+	printf("match %d ", id >= 0 && nc_trie_lookup(t, &k) == (unsigned int)id ? 0 : 1);
+	k.dport = 54;
+	printf("miss %d\n", nc_trie_lookup(t, &k) == NC_TRIE_NOMATCH);
+	nc_trie_free(t);
+	return 0;
+}
+"""
+
+
 class Install(unittest.TestCase):
     def test_meson_install(self):
         """meson install into a DESTDIR: binaries, headers, libnetchannel and libnetchannel_zc
         with their pkg-config files (libnetchannel's names no DPDK), an example config that
         checks, the systemd unit; then nc-echo's installed source builds against the installed
-        pkg-config file and runs."""
+        pkg-config file and runs, and so does a program of the classifier's (libnctrie)."""
         d = tempfile.mkdtemp(prefix="ncd_install_")
         self.addCleanup(shutil.rmtree, d, ignore_errors=True)
         r = subprocess.run(["meson", "install", "-C", T.BUILD, "--destdir", d, "--no-rebuild",
@@ -638,6 +671,19 @@ class Install(unittest.TestCase):
         r = subprocess.run([exe, "--help"], capture_output=True, text=True, env=env)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("usage: nc-echo", r.stdout)
+        # The classifier, a static library, from its own pkg-config file.
+        src = os.path.join(d, "trie.c")
+        with open(src, "w") as f:
+            f.write(TRIE_PROGRAM)
+        pc = subprocess.run(["pkg-config", "--cflags", "--libs", "libnctrie"],
+                            capture_output=True, text=True, check=True, env=pc_env)
+        self.assertIn("-lnctrie", pc.stdout)
+        trie = os.path.join(d, "trie")
+        r = subprocess.run(["cc", "-o", trie, src] + san + pc.stdout.split(),
+                           capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        r = subprocess.run([trie], capture_output=True, text=True, env=env, timeout=30)
+        self.assertEqual((r.returncode, r.stdout), (0, "match 0 miss 1\n"), r.stderr)
         # The Python package, over the installed library, and its example.
         pkg = [dp for dp, _, fs in os.walk(root) if dp.endswith("/netchannel") and
                "__init__.py" in fs]
