@@ -368,11 +368,6 @@ struct copy_tally {
 };
 
 /*
- * Copy a channel's packets into rx ring q of the region (its lock held),
- * filling at most limit of its entries, and publish them. The mbufs stay
- * the caller's. @return how many were copied
- */
-/*
  * The buffers and descriptors the next n packets will take were last read
  * by the client's core: ask for all their lines at once, so that the misses
  * overlap, and before the lock (a full fence, which would wait for the
@@ -383,10 +378,14 @@ static inline void
 prefetch_room(const struct ncd_region *rg, const struct ncd_region_ring *q, uint32_t buf_from,
 	      uint32_t desc_from, uint32_t n)
 {
+	/* Relaxed loads: other workers may change them under the lock meanwhile. */
 	uint32_t nfree = __atomic_load_n(&rg->nfree, __ATOMIC_RELAXED);
+	uint32_t own = __atomic_load_n(&q->own, __ATOMIC_RELAXED);
 
 	for (uint32_t i = 0; i < n && buf_from + i < nfree; i++) {
-		uint32_t b = rg->free_bufs[nfree - 1 - buf_from - i], e = q->own + desc_from + i;
+		uint32_t b = __atomic_load_n(&rg->free_bufs[nfree - 1 - buf_from - i],
+					     __ATOMIC_RELAXED);
+		uint32_t e = own + desc_from + i;
 
 		ncd_prefetch_for_write(rg->base + rg->buf_off + (uint64_t)b * rg->buf_size);
 		if ((e & 3) == 0 || i == 0)
@@ -394,6 +393,11 @@ prefetch_room(const struct ncd_region *rg, const struct ncd_region_ring *q, uint
 	}
 }
 
+/*
+ * Copy a channel's packets into rx ring q of the region (its lock held),
+ * filling at most limit of its entries, and publish them. The mbufs stay
+ * the caller's. @return how many were copied
+ */
 static uint32_t
 region_copy(struct ncd_region *rg, struct ncd_region_ring *q, uint32_t limit,
 	    const struct ncd_channel *ch, struct rte_mbuf **m, uint32_t n, struct copy_tally *t)
