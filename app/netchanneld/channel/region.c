@@ -478,18 +478,20 @@ ncd_region_deliver(struct ncd_worker *w, struct ncd_port_stats *ps, struct ncd_c
 	return sent;
 }
 
+_Static_assert(NCD_BURST <= 32, "a burst's batches are marked in a 32-bit mask");
+
 void
 ncd_region_deliver_batches(struct ncd_worker *w, struct ncd_port_stats *ps, struct ncd_batch **b,
 			   uint32_t nb)
 {
 	struct rte_mbuf *done[NCD_BURST];
-	uint32_t nd = 0;
+	uint32_t nd = 0, taken = 0;          /* bit k: b[k] went in with an earlier one's region */
 
 	for (uint32_t i = 0; i < nb; i++) {
 		struct ncd_region *rg = b[i]->rg;
 
-		if (rg == NULL)
-			continue;              /* gone in with an earlier one's region */
+		if (taken & (UINT32_C(1) << i))
+			continue;
 		/* One ring (the one-ring client's) or several: each one's next entries. */
 		for (uint32_t k = i, at = 0; k < nb; k++)
 			if (b[k]->rg == rg) {
@@ -510,7 +512,7 @@ ncd_region_deliver_batches(struct ncd_worker *w, struct ncd_port_stats *ps, stru
 				continue;
 			x->sent = region_copy(rg, &rg->rx[ch->region_ring], ch->region_limit, ch,
 					      x->m, x->n, &t);
-			x->rg = NULL;
+			taken |= UINT32_C(1) << k;
 			count_copy(cs, ps, x->sent, &t);
 			/* A burst has NCD_BURST packets at most, over all its batches. */
 			for (uint32_t j = 0; j < x->n; j++)

@@ -112,14 +112,6 @@ deliver_one(struct ncd_worker *w, struct ncd_port_stats *ps, struct ncd_batch *b
 	uint32_t fit, sent;
 	uint64_t bytes, unsent = 0;
 
-	/* Acquire: pairs with an isolated client's attach (its ring and limit are set). */
-	struct ncd_region *rg = __atomic_load_n(&ch->region, __ATOMIC_ACQUIRE);
-
-	if (rg != NULL) {
-		b->sent = ncd_region_deliver(w, ps, ch, rg, ch->region_ring, ch->region_limit, b->m,
-					     b->n);
-		return;
-	}
 	if (unlikely(ch->shared)) {
 		/* Acquire: pairs with the control thread's publication of the share. */
 		const struct ncd_share *sh = __atomic_load_n(&ch->share, __ATOMIC_ACQUIRE);
@@ -178,9 +170,7 @@ wake_consumers(struct ncd_worker *w, const struct ncd_batch *batches, uint16_t n
 
 		/* A one-ring client sleeps on its region's eventfd, whichever channel it was. */
 		if (batches[j].sent > 0)
-			wake_one(&w->cstats[ch->id], flag,
-				 ncd_region_efdp(__atomic_load_n(&ch->region, __ATOMIC_RELAXED),
-						 &ch->efd));
+			wake_one(&w->cstats[ch->id], flag, ncd_region_efdp(batches[j].rg, &ch->efd));
 	}
 }
 
@@ -197,20 +187,17 @@ ncd_dp_deliver(struct ncd_worker *w, struct ncd_port_stats *ps, struct ncd_batch
 
 	for (uint16_t j = 0; j < nb; j++) {
 		/* Acquire: pairs with an isolated client's attach (its ring and limit are set). */
-		struct ncd_region *rg = nb > 1 ?
-			__atomic_load_n(&b[j].ch->region, __ATOMIC_ACQUIRE) : NULL;
-
+		b[j].rg = __atomic_load_n(&b[j].ch->region, __ATOMIC_ACQUIRE);
 		/*
-		 * Batches of several channels into regions wait, to go in together:
-		 * a region's lock is a full fence, which waits for every copy before
-		 * it to reach the client's lines; once a burst, not once a channel.
+		 * Batches into regions go in together, each region's under one hold
+		 * of its lock: the lock is a full fence, which waits for every copy
+		 * before it to reach the client's lines; once a burst, not once a
+		 * channel.
 		 */
-		if (rg != NULL) {
-			b[j].rg = rg;
+		if (b[j].rg != NULL)
 			into[ni++] = &b[j];
-		} else {
+		else
 			deliver_one(w, ps, &b[j]);
-		}
 	}
 	if (ni > 0)
 		ncd_region_deliver_batches(w, ps, into, ni);

@@ -24,7 +24,7 @@ struct ncd_batch {
 	uint32_t hash[NCD_BURST];      /* a shared channel's: each packet's flow hash */
 	uint32_t n;
 	uint32_t sent;                 /* how many were enqueued */
-	struct ncd_region *rg;         /* the region it goes into, while it waits for its turn */
+	struct ncd_region *rg;         /* the isolated client's region it goes into, or NULL */
 };
 
 /** Send misses to the port's exception device (the kernel); count what it does not take. */
