@@ -111,6 +111,21 @@ struct nc_trie_config {
 	const char *name;   /**< for logs and dumps; at most NC_TRIE_NAMESIZE - 1 chars */
 	int socket_id;      /**< NUMA node for the table's memory, or -1 for any */
 	uint32_t max_rules; /**< capacity: rule ids are 0..max_rules-1 */
+	uint32_t flags;     /**< NC_TRIE_F_* */
+};
+
+/**
+ * nc_trie_config.flags: no compiled snapshot; lookups use the front stage and
+ * the trie alone (see nc_trie_snapshot_sync()).
+ */
+#define NC_TRIE_F_NO_SNAPSHOT 0x1u
+
+/** nc_trie_stats.snapshot_state. */
+enum nc_trie_snapshot_state {
+	NC_TRIE_SNAPSHOT_NONE = 0,     /**< none installed, none being built */
+	NC_TRIE_SNAPSHOT_BUILDING = 1, /**< none installed, one being built */
+	NC_TRIE_SNAPSHOT_READY = 2,    /**< one installed (another may be being built) */
+	NC_TRIE_SNAPSHOT_OFF = 3,      /**< disabled: NC_TRIE_F_NO_SNAPSHOT, or no EAL */
 };
 
 /** Counters of a table (nc_trie_get_stats()). */
@@ -120,7 +135,15 @@ struct nc_trie_stats {
 	uint32_t tuples;       /**< front-stage tables (one per mask signature) in use */
 	uint32_t nodes;        /**< trie nodes in use (including deferred ones) */
 	uint32_t deferred;     /**< nodes and entries waiting for an RCU grace period */
-	uint64_t bytes;        /**< memory in use by the table */
+	uint64_t bytes;        /**< memory in use by the table, the snapshot and the delta included */
+	uint32_t snapshot_state;    /**< enum nc_trie_snapshot_state */
+	uint32_t snapshot_rules;    /**< rules compiled into the installed snapshot */
+	uint32_t delta_rules;       /**< trie rules it lacks, added since its rules were copied */
+	uint32_t stale_rules;       /**< its rules deleted since (their keys go to the trie) */
+	uint32_t snapshot_builds;   /**< snapshots installed since the table was created */
+	uint32_t snapshot_failures; /**< builds that failed (the trie answers meanwhile) */
+	uint64_t snapshot_build_us; /**< how long the installed one took to build */
+	uint64_t snapshot_bytes;    /**< its memory: the DPDK heap's growth over its build */
 };
 
 /**
@@ -284,17 +307,42 @@ unsigned int nc_trie_lookup_bulk(const struct nc_trie *t, const struct nc_trie_k
 int nc_trie_rcu_qsbr_add(struct nc_trie *t, struct rte_rcu_qsbr *v);
 
 /**
- * Reuse the memory whose grace period has ended. Writer side. Add and
- * delete call it too; call it from the control thread when idle.
+ * Reuse the memory whose grace period has ended, and keep the snapshot
+ * current. Writer side; call it from the control thread when idle (every
+ * 100 ms, say). Add and delete reuse memory too, but only this call installs
+ * a finished snapshot or starts the build of a new one: when the trie holds
+ * at least 64 rules outside the front stage and rules were added or deleted
+ * since the installed snapshot's copy (or there is none), it copies the
+ * rules and a thread compiles them with rte_acl, at most half of the time.
  *
  * @param t
  *   The table.
  * @param wait
- *   Non-zero: wait until every deferred object can be reused.
+ *   Non-zero: wait until every deferred object can be reused, and for a
+ *   build under way, which is then installed.
  * @return
  *   The number of objects made reusable, or -EINVAL.
  */
 int nc_trie_reclaim(struct nc_trie *t, int wait);
+
+/**
+ * Bring the snapshot up to date now and wait for it: build one from the
+ * current rules if the table wants one (see nc_trie_reclaim()), install it,
+ * and wait for the readers before freeing the one it replaces. Writer side.
+ *
+ * The snapshot is rte_acl compiled from the rules outside the front stage.
+ * A lookup asks it first, then searches the rules added since its copy (a
+ * second trie, the delta); a key whose snapshot answer was deleted since,
+ * or that has no ports, is searched in the trie. Answers are the trie's.
+ *
+ * @param t
+ *   The table.
+ * @return
+ *   0 (installed, or none wanted), -EINVAL (NULL), -ENOTSUP (disabled by
+ *   NC_TRIE_F_NO_SNAPSHOT, or no EAL: rte_acl needs DPDK's memory), or the
+ *   build's negative errno (the trie answers meanwhile).
+ */
+int nc_trie_snapshot_sync(struct nc_trie *t);
 
 /**
  * Read the table's counters. Writer side (not concurrent with updates).

@@ -32,6 +32,7 @@
 #include <rte_rcu_qsbr.h>
 
 #include "bench.h"
+#include "nc_trie_acl.h"
 #include "nc_trie_tools.h"
 
 #define MEASURE_PASSES 5
@@ -247,6 +248,8 @@ run_nctrie(const struct workload *w, struct result *r, uint32_t *answers, unsign
 	if (t == NULL)
 		return -1;
 	r->build_ms = (now_ns() - t0) / 1e6;
+	/* What a table gets within a build's time of its last change: its snapshot. */
+	nc_trie_snapshot_sync(t);
 	nc_trie_get_stats(t, &st);
 	r->memory_bytes = st.bytes;
 	nc_trie_lookup_bulk(t, w->keys, answers, w->nkeys);
@@ -305,39 +308,8 @@ run_nctrie(const struct workload *w, struct result *r, uint32_t *answers, unsign
 
 /* ---- rte_acl ------------------------------------------------------------ */
 
-/* The IPv4 5-tuple as rte_acl reads it: network byte order, ports in one 4-byte group. */
-struct acl_key {
-	uint8_t proto;
-	uint32_t src;
-	uint32_t dst;
-	uint16_t sport;
-	uint16_t dport;
-};
-
-RTE_ACL_RULE_DEF(acl5_rule, 5);
-
-static const struct rte_acl_field_def acl_defs[5] = {
-	{ .type = RTE_ACL_FIELD_TYPE_BITMASK, .size = 1, .field_index = 0, .input_index = 0,
-	  .offset = offsetof(struct acl_key, proto) },
-	{ .type = RTE_ACL_FIELD_TYPE_MASK, .size = 4, .field_index = 1, .input_index = 1,
-	  .offset = offsetof(struct acl_key, src) },
-	{ .type = RTE_ACL_FIELD_TYPE_MASK, .size = 4, .field_index = 2, .input_index = 2,
-	  .offset = offsetof(struct acl_key, dst) },
-	{ .type = RTE_ACL_FIELD_TYPE_RANGE, .size = 2, .field_index = 3, .input_index = 3,
-	  .offset = offsetof(struct acl_key, sport) },
-	{ .type = RTE_ACL_FIELD_TYPE_RANGE, .size = 2, .field_index = 4, .input_index = 3,
-	  .offset = offsetof(struct acl_key, dport) },
-};
-
-static void
-acl_port(const struct nc_trie_port *p, struct rte_acl_field *f)
-{
-	uint16_t lo, hi;
-
-	nc_trie_port_range(p, &lo, &hi);
-	f->value.u16 = lo;
-	f->mask_range.u16 = hi;
-}
+/* The snapshot's IPv4 layout (nc_trie_acl.h): both compile the same rules from the same fields. */
+RTE_ACL_RULE_DEF(acl5_rule, NCT_ACL_V4_FIELDS);
 
 static void
 acl_rule(const struct nc_trie_rule *r, uint32_t idx, uint32_t prio, struct acl5_rule *a)
@@ -346,14 +318,7 @@ acl_rule(const struct nc_trie_rule *r, uint32_t idx, uint32_t prio, struct acl5_
 	a->data.category_mask = 1;
 	a->data.priority = (int32_t)prio;
 	a->data.userdata = idx + 1;
-	a->field[0].value.u8 = r->proto & r->proto_mask;
-	a->field[0].mask_range.u8 = r->proto_mask;
-	a->field[1].value.u32 = ntohl(r->src.v4);
-	a->field[1].mask_range.u32 = r->src_len;
-	a->field[2].value.u32 = ntohl(r->dst.v4);
-	a->field[2].mask_range.u32 = r->dst_len;
-	acl_port(&r->sport, &a->field[3]);
-	acl_port(&r->dport, &a->field[4]);
+	nct_acl_fields(r, 0, a->field);
 }
 
 /* Build a context of the workload's rules (plus an optional extra one). */
@@ -363,15 +328,15 @@ acl_build(const struct workload *w, const struct acl5_rule *rules, const struct 
 {
 	char name[RTE_ACL_NAMESIZE];
 	struct rte_acl_param prm = {
-		.name = name, .socket_id = SOCKET_ID_ANY, .rule_size = RTE_ACL_RULE_SZ(5),
+		.name = name, .socket_id = SOCKET_ID_ANY, .rule_size = RTE_ACL_RULE_SZ(NCT_ACL_V4_FIELDS),
 		.max_rule_num = w->nrules + 1,
 	};
-	struct rte_acl_config cfg = { .num_categories = 1, .num_fields = 5 };
+	struct rte_acl_config cfg = { .num_categories = 1, .num_fields = NCT_ACL_V4_FIELDS };
 	struct rte_acl_ctx *ctx;
 	int ret;
 
 	snprintf(name, sizeof(name), "bench%u", gen);
-	memcpy(cfg.defs, acl_defs, sizeof(acl_defs));
+	nct_acl_defs(0, cfg.defs);
 	ctx = rte_acl_create(&prm);
 	if (ctx == NULL) {
 		fprintf(stderr, "nctrie-bench: rte_acl_create: %s\n", rte_strerror(rte_errno));
@@ -403,18 +368,6 @@ acl_burst(const void *ctx, uint32_t i, unsigned int burst, uint32_t *res)
 	rte_acl_classify(in->ctx, &in->data[i], res, burst, 1);
 }
 
-static uint64_t
-heap_bytes(void)
-{
-	struct rte_malloc_socket_stats st;
-	uint64_t total = 0;
-
-	for (unsigned int i = 0; i < rte_socket_count(); i++)
-		if (rte_malloc_get_socket_stats(rte_socket_id_by_idx(i), &st) == 0)
-			total += st.heap_allocsz_bytes;
-	return total;
-}
-
 static int
 run_acl(const struct workload *w, struct result *r, uint32_t *answers, unsigned int rebuilds)
 {
@@ -427,7 +380,7 @@ run_acl(const struct workload *w, struct result *r, uint32_t *answers, unsigned 
 		{ RTE_ACL_CLASSIFY_SCALAR, "scalar" },
 	};
 	struct acl5_rule *rules = malloc(w->nrules * sizeof(*rules));
-	struct acl_key *keys = malloc(w->nkeys * sizeof(*keys));
+	struct nct_acl_key4 *keys = malloc(w->nkeys * sizeof(*keys));
 	const uint8_t **data = malloc(w->nkeys * sizeof(*data));
 	double t0, best = 0, *lat;
 	struct rte_acl_ctx *ctx;
@@ -440,23 +393,16 @@ run_acl(const struct workload *w, struct result *r, uint32_t *answers, unsigned 
 	for (uint32_t i = 0; i < w->nrules; i++)
 		acl_rule(&w->rules[i], i, w->nrules - i, &rules[i]);
 	for (uint32_t i = 0; i < w->nkeys; i++) {
-		const struct nc_trie_key *k = &w->keys[i];
-
-		memset(&keys[i], 0, sizeof(keys[i]));
-		keys[i].proto = k->proto;
-		keys[i].src = k->src.v4;
-		keys[i].dst = k->dst.v4;
-		keys[i].sport = htons(k->sport);
-		keys[i].dport = htons(k->dport);
+		keys[i] = nct_acl_key4(&w->keys[i]);
 		data[i] = (const uint8_t *)&keys[i];
 	}
-	heap0 = heap_bytes();
+	heap0 = nct_heap_bytes();
 	t0 = now_ns();
 	ctx = acl_build(w, rules, NULL, 0);
 	if (ctx == NULL)
 		goto out;
 	r->build_ms = (now_ns() - t0) / 1e6;
-	r->memory_bytes = heap_bytes() - heap0;
+	r->memory_bytes = nct_heap_bytes() - heap0;
 
 	/* Its best path on this CPU, by measurement at burst 32. */
 	for (unsigned int a = 0; a < RTE_DIM(algs); a++) {

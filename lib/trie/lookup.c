@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Lookups: one key, or a burst in chunks of 32 (the front stage's tables pass by
- * pass, then the trie bounded by each key's best).
+ * pass, then the snapshot and the delta, or the trie, bounded by each key's best).
  */
+#include <rte_acl.h>
+
 #include "nc_trie_private.h"
 
 struct ikey {
@@ -160,6 +162,24 @@ key_family(const struct nc_trie_key *key, unsigned int *fam)
 	return key->family == NC_TRIE_AF_INET || key->family == NC_TRIE_AF_INET6;
 }
 
+/* The front stage for one key of family fam (addresses a). */
+static void
+front_one(const struct nc_trie *t, const struct nc_trie_key *key, unsigned int fam,
+	  const struct kaddr *a, struct best *b)
+{
+	/* Front-stage rules all name a dport: a key without ports cannot match them. */
+	for (int i = 0; i < KEY_TABLES && !(key->flags & NC_TRIE_KEY_F_NOPORTS); i++) {
+		const struct tuple *tp = key_table(t, fam, i);
+		const uint32_t *bk = tuple_buckets(tp);
+		uint64_t w[5];
+
+		if (bk == NULL || rank_load(&tp->maxrank) <= b->rank)
+			continue;
+		key_words(key, a, i, w);
+		tuple_probe(t, link_load(&bk[tuple_hash(w, false) & tp->mask]), w, b, false);
+	}
+}
+
 uint32_t
 nc_trie_lookup(const struct nc_trie *t, const struct nc_trie_key *key)
 {
@@ -167,21 +187,17 @@ nc_trie_lookup(const struct nc_trie *t, const struct nc_trie_key *key)
 	unsigned int fam;
 	struct kaddr a;
 
+	if (snap_load(t) != NULL) {
+		uint32_t r;
+
+		nc_trie_lookup_bulk(t, key, &r, 1);
+		return r;
+	}
 	if (!key_family(key, &fam))
 		return NC_TRIE_NOMATCH;
 	addr_bits(&key->dst, key->family, &a.dhi, &a.dlo);
 	addr_bits(&key->src, key->family, &a.shi, &a.slo);
-	/* Front-stage rules all name a dport: a key without ports cannot match them. */
-	for (int i = 0; i < KEY_TABLES && !(key->flags & NC_TRIE_KEY_F_NOPORTS); i++) {
-		const struct tuple *tp = key_table(t, fam, i);
-		const uint32_t *bk = tuple_buckets(tp);
-		uint64_t w[5];
-
-		if (bk == NULL || rank_load(&tp->maxrank) <= b.rank)
-			continue;
-		key_words(key, &a, i, w);
-		tuple_probe(t, link_load(&bk[tuple_hash(w, false) & tp->mask]), w, &b, false);
-	}
+	front_one(t, key, fam, &a, &b);
 	trie_search(t, key, link_load(&t->root[fam]), &b);
 	return b.rule;
 }
@@ -310,6 +326,81 @@ front_stage(const struct nc_trie *t, const struct pass_table pt[2][KEY_TABLES], 
 }
 
 /*
+ * Take a context's answers res for keys idx: a dead one sends its key to the
+ * trie, a live one is the key's best if it ranks higher. Without merge (one
+ * context, no delta to bound), a key with nothing found yet takes the answer
+ * as it is and leaves its rank unread: a miss, at 10^4 rules.
+ */
+static __rte_always_inline void
+snap_take(const struct nct_snap *s, struct chunk *c, bool slow[], const uint8_t idx[],
+	  const uint32_t res[], unsigned int n, const bool merge)
+{
+	for (unsigned int j = 0; j < n; j++) {
+		struct best *b = &c->b[idx[j]];
+		uint32_t id = res[j] - 1;
+		uint64_t rank;
+
+		if (res[j] == 0)
+			continue;
+		if (unlikely(snap_dead(s, id))) {
+			slow[idx[j]] = true;
+			continue;
+		}
+		if (b->rank == 0 && !merge) {
+			b->rule = id;
+			continue;
+		}
+		rank = s->rank[id];
+		if (rank > b->rank)
+			*b = (struct best){ rank, id };
+	}
+}
+
+/*
+ * The snapshot's answers for a chunk, after the front stage. slow[i]: key i
+ * must search the trie (no ports, or its snapshot answer was deleted since);
+ * otherwise the delta (from droot) is all that is left to search.
+ */
+static void
+snap_stage(const struct nct_snap *s, struct chunk *c, bool slow[], const uint32_t droot[2])
+{
+	struct nct_acl_key4 k4[BULK_CHUNK];
+	struct nct_acl_key6 k6[BULK_CHUNK];
+	const uint8_t *data[2][BULK_CHUNK];
+	uint8_t idx[2][BULK_CHUNK];
+	uint32_t res[BULK_CHUNK];
+	unsigned int n[2] = { 0, 0 };
+
+	for (unsigned int i = 0; i < c->m; i++) {
+		const struct nc_trie_key *k = &c->k[i];
+		const unsigned int f = c->fam[i];
+
+		slow[i] = c->ok[i] && (k->flags & NC_TRIE_KEY_F_NOPORTS);
+		if (!c->ok[i] || slow[i] || s->nacl[f] == 0)
+			continue;
+		if (f == 0) {
+			k4[n[0]] = nct_acl_key4(k);
+			data[0][n[0]] = (const uint8_t *)&k4[n[0]];
+		} else {
+			k6[n[1]].proto = k->proto;
+			memcpy(k6[n[1]].src, k->src.a, 16);
+			memcpy(k6[n[1]].dst, k->dst.a, 16);
+			k6[n[1]].ports = nct_acl_ports(k);
+			data[1][n[1]] = (const uint8_t *)&k6[n[1]];
+		}
+		idx[f][n[f]++] = (uint8_t)i;
+	}
+	for (unsigned int f = 0; f < 2; f++)
+		for (unsigned int x = 0; x < s->nacl[f] && n[f] > 0; x++) {
+			/* One context (the rule): its answer needs no rank to merge. */
+			const bool merge = s->nacl[f] > 1 || droot[f] != NIL;
+
+			rte_acl_classify(s->acl[f][x], data[f], res, n[f], 1);
+			snap_take(s, c, slow, idx[f], res, n[f], merge);
+		}
+}
+
+/*
  * Bulk lookup, a chunk of keys at a time: the front stage (the table of
  * the highest maxrank first, and a later table only for the keys whose
  * best so far it can still beat: where connected sockets outrank
@@ -323,10 +414,17 @@ nc_trie_lookup_bulk(const struct nc_trie *t, const struct nc_trie_key *keys, uin
 {
 	struct pass_table pt[2][KEY_TABLES];
 	struct chunk c;
+	bool slow[BULK_CHUNK];
 	unsigned int hits = 0;
 
 	/* As with the tables, a trie filled meanwhile may be missed. */
 	const uint32_t root[2] = { link_load(&t->root[0]), link_load(&t->root[1]) };
+	/* The delta after the snapshot: it holds whatever that snapshot lacks. */
+	const struct nct_snap *s = snap_load(t);
+	const struct nc_trie *dt = s != NULL ? t->delta : NULL;
+	const uint32_t droot[2] = { dt != NULL ? link_load(&dt->root[0]) : NIL,
+				    dt != NULL ? link_load(&dt->root[1]) : NIL };
+	const bool skip_front = s != NULL && s->all;
 
 	pass_order(t, pt);
 	for (unsigned int base = 0; base < n; base += BULK_CHUNK) {
@@ -342,18 +440,35 @@ nc_trie_lookup_bulk(const struct nc_trie *t, const struct nc_trie_key *keys, uin
 			c.front[i] = c.ok[i] && !(k->flags & NC_TRIE_KEY_F_NOPORTS);
 			v4 &= c.front[i] && c.fam[i] == 0;
 			c.b[i] = (struct best){ 0, NC_TRIE_NOMATCH };
-			if (c.ok[i]) {
+			if (c.ok[i] && !skip_front) {
 				addr_bits(&k->dst, k->family, &c.a[i].dhi, &c.a[i].dlo);
 				addr_bits(&k->src, k->family, &c.a[i].shi, &c.a[i].slo);
 			}
 		}
-		if (v4)
+		/* A snapshot of every rule leaves the front stage to keys it sends to the trie. */
+		if (skip_front)
+			;
+		else if (v4)
 			front_stage(t, pt, &c, true);
 		else
 			front_stage(t, pt, &c, false);
+		if (s != NULL)
+			snap_stage(s, &c, slow, droot);
 		for (unsigned int i = 0; i < c.m; i++) {
-			if (c.ok[i])
+			if (!c.ok[i]) {
+				;
+			} else if (s != NULL && !slow[i]) {
+				trie_search(dt, &c.k[i], droot[c.fam[i]], &c.b[i]);
+			} else {
+				if (skip_front) {
+					const struct nc_trie_key *k = &c.k[i];
+
+					addr_bits(&k->dst, k->family, &c.a[i].dhi, &c.a[i].dlo);
+					addr_bits(&k->src, k->family, &c.a[i].shi, &c.a[i].slo);
+					front_one(t, k, c.fam[i], &c.a[i], &c.b[i]);
+				}
 				trie_search(t, &c.k[i], root[c.fam[i]], &c.b[i]);
+			}
 			results[base + i] = c.b[i].rule;
 			hits += c.b[i].rule != NC_TRIE_NOMATCH;
 		}

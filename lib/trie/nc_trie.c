@@ -23,6 +23,7 @@ nc_trie_create(const struct nc_trie_config *cfg)
 	snprintf(t->name, sizeof(t->name), "%s", cfg->name);
 	t->socket_id = cfg->socket_id;
 	t->max_rules = cfg->max_rules;
+	t->flags = cfg->flags;
 	t->rules = calloc(cfg->max_rules, sizeof(*t->rules));
 	t->free_ids = malloc(cfg->max_rules * sizeof(*t->free_ids));
 	if (t->rules == NULL || t->free_ids == NULL)
@@ -61,6 +62,7 @@ nc_trie_free(struct nc_trie *t)
 {
 	if (t == NULL)
 		return;
+	nct_snap_free_all(t);
 	for (unsigned int i = 0; i < NTABLES; i++)
 		free(t->tuples[i].buckets);
 	for (uint32_t i = 0; i < t->max_rules; i++)
@@ -81,13 +83,17 @@ nc_trie_rcu_qsbr_add(struct nc_trie *t, struct rte_rcu_qsbr *v)
 	if (t == NULL)
 		return -EINVAL;
 	if (v == NULL) {
-		nc_trie_reclaim(t, 1);
-		t->qsbr = NULL;
-		return 0;
-	}
-	if (t->qsbr != NULL)
+		nct_reclaim_nodes(t, 1);
+		nct_snap_maintain(t, true, false);
+	} else if (t->qsbr != NULL) {
 		return -EEXIST;
+	}
 	t->qsbr = v;
+	if (t->delta != NULL) {
+		if (v == NULL)
+			nct_reclaim_nodes(t->delta, 1);
+		t->delta->qsbr = v;
+	}
 	return 0;
 }
 
@@ -109,6 +115,8 @@ nc_trie_add(struct nc_trie *t, const struct nc_trie_rule *r)
 	a.id = t->free_ids[t->nfree_ids - 1];
 	a.rule = &nr;
 	ti = nct_rule_tuple(&nr);
+	if (nct_delta_reserve(t, &nr) != 0)
+		return -ENOSPC;
 	if (ti != IN_TRIE) {
 		ret = nct_tuple_add(t, ti, &nr, a.id, &a.rank);
 		if (ret)
@@ -133,6 +141,7 @@ nc_trie_add(struct nc_trie *t, const struct nc_trie_rule *r)
 	t->rules[a.id].rank = a.rank;
 	t->rules[a.id].tuple = (uint8_t)ti;
 	t->rules[a.id].used = 1;
+	nct_delta_add(t, &nr, a.id, a.rank);
 	return (int)a.id;
 }
 
@@ -149,7 +158,7 @@ nc_trie_delete(struct nc_trie *t, uint32_t id)
 	if (!sl->used)
 		return -ENOENT;
 	need = sl->tuple != IN_TRIE ? 1 : (uint64_t)nct_rule_nentries(sl->u.full) * NODES_PER_ENTRY;
-	if (nct_scratch_reserve(t, need))
+	if (nct_scratch_reserve(t, need) || nct_delta_delete(t, id) != 0)
 		return -ENOMEM;
 	if (sl->tuple != IN_TRIE) {
 		nct_tuple_delete(t, id);
@@ -164,8 +173,24 @@ nc_trie_delete(struct nc_trie *t, uint32_t id)
 	nct_scratch_retire(t);
 	sl->used = 0;
 	t->free_ids[t->nfree_ids++] = id;
-	nc_trie_reclaim(t, 0);
+	nct_reclaim_nodes(t, 0);
+	if (t->delta != NULL)
+		nct_reclaim_nodes(t->delta, 0);
 	return 0;
+}
+
+int
+nc_trie_reclaim(struct nc_trie *t, int wait)
+{
+	int n;
+
+	if (t == NULL)
+		return -EINVAL;
+	n = nct_reclaim_nodes(t, wait);
+	if (t->delta != NULL)
+		n += nct_reclaim_nodes(t->delta, wait);
+	nct_snap_maintain(t, wait != 0, true);
+	return n;
 }
 
 int
@@ -204,6 +229,7 @@ nc_trie_get_stats(const struct nc_trie *t, struct nc_trie_stats *s)
 			s->tuples++;
 			s->bytes += ((uint64_t)t->tuples[i].mask + 1) * sizeof(uint32_t);
 		}
+	nct_snap_stats(t, s);
 	return 0;
 }
 

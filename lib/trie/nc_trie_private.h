@@ -7,6 +7,7 @@
  *   field.c    the per-field tries: insertion and removal of a rule's entries
  *   front.c    the front stage: tuple tables of the common shapes
  *   lookup.c   lookups, one key or a burst
+ *   snapshot.c the compiled snapshot (rte_acl, built in the background) and the delta
  *
  * The netchannels classifier: a chain of per-field tries, in the seed's order
  * daddr -> saddr -> dport -> sport -> proto.
@@ -58,6 +59,7 @@
 #include <rte_rcu_qsbr.h>
 
 #include "nc_trie.h"
+#include "nc_trie_acl.h"
 
 #define NIL 0u
 
@@ -124,7 +126,38 @@ struct rule_slot {
 	} u;
 	uint8_t used;
 	uint8_t tuple;        /* its table, or IN_TRIE */
+	uint8_t delta;        /* also in the delta trie */
 };
+
+/*
+ * rte_acl refuses a context that needs more than 8 tries: the rules are then
+ * split in halves (by rank), each compiled apart, the answers merged by rank.
+ */
+#define SNAP_MAX_CTX 8
+
+/*
+ * A compiled snapshot of the trie's rules (snapshot.c). Immutable once
+ * installed; replaced whole, freed after a grace period.
+ */
+struct nct_snap {
+	/* Per family (IPv4, IPv6), as many as rte_acl needed (none: no rule of the family). */
+	struct rte_acl_ctx *acl[2][SNAP_MAX_CTX];
+	unsigned int nacl[2];
+	/* By rule id (rte_acl's userdata - 1), ids up to nids - 1. */
+	uint64_t *rank;               /* its rank when compiled; 0: not in the snapshot */
+	uint64_t *dead;               /* deleted since (atomic bits) */
+	uint32_t nids;
+	uint32_t n;
+	uint64_t seq;                 /* it holds the rules of sequence below this, as they were */
+	bool all;                     /* front-stage rules too: lookups skip the front stage */
+	uint64_t bytes;
+	uint64_t build_us;
+};
+
+struct snap_job;
+
+
+
 
 /* Deferred objects: nodes, or front-stage entries with this bit set. */
 #define DQ_ENTRY 0x80000000u
@@ -153,6 +186,19 @@ struct nc_trie {
 	size_t entries_map_size;
 	uint32_t ent_hwm, ent_free;   /* free list through next */
 	uint32_t ntrie_rules;
+	uint32_t flags;               /* NC_TRIE_F_* */
+	/* The snapshot (snapshot.c). Readers load snap with acquire, then the delta's roots. */
+	struct nct_snap *snap;
+	struct nc_trie *delta;        /* trie rules the snapshot lacks */
+	bool delta_on;                /* adds go to the delta too: a copy was taken */
+	uint32_t ndelta, stale;
+	struct snap_job *job;         /* a build under way */
+	struct nct_snap *retired;     /* replaced, freed after retire_token's grace period */
+	uint64_t retire_token;
+	uint64_t prune_seq;           /* delta rules below this: drop once retired is gone */
+	bool retire_pending;
+	uint32_t builds, failures;
+	uint64_t next_build_ns;
 };
 
 /* Each entry adds at most a branch and a leaf per field, plus its list entry. */
@@ -338,6 +384,8 @@ bool nct_reclaim_for(struct nc_trie *t, bool (*has_room)(const struct nc_trie *,
 	uint64_t need);
 void nct_scratch_retire(struct nc_trie *t);
 
+int nct_reclaim_nodes(struct nc_trie *t, int wait);
+
 /* field.c */
 int nct_entry_insert(void *arg, const struct entry *e);
 int nct_entry_check_dup(void *arg, const struct entry *e);
@@ -350,5 +398,32 @@ void nct_entry_rule(const struct nc_trie *t, uint32_t id, struct nc_trie_rule *r
 int nct_tuple_add(struct nc_trie *t, unsigned int ti, const struct nc_trie_rule *r, uint32_t id,
 	uint64_t *rank_out);
 void nct_tuple_delete(struct nc_trie *t, uint32_t id);
+
+/* snapshot.c */
+static inline uint64_t
+rank_seq(uint64_t rank)
+{
+	return SEQ_MAX - (rank & SEQ_MAX);
+}
+
+static inline const struct nct_snap *
+snap_load(const struct nc_trie *t)
+{
+	return __atomic_load_n(&t->snap, __ATOMIC_ACQUIRE);
+}
+
+/* Whether the snapshot's rule of this id was deleted after its copy (relaxed, as maxrank). */
+static inline bool
+snap_dead(const struct nct_snap *s, uint32_t id)
+{
+	return (__atomic_load_n(&s->dead[id / 64], __ATOMIC_RELAXED) >> (id % 64)) & 1;
+}
+
+int nct_delta_add(struct nc_trie *t, const struct nc_trie_rule *r, uint32_t id, uint64_t rank);
+int nct_delta_reserve(struct nc_trie *t, const struct nc_trie_rule *r);
+int nct_delta_delete(struct nc_trie *t, uint32_t id);
+void nct_snap_maintain(struct nc_trie *t, bool wait, bool start);
+void nct_snap_free_all(struct nc_trie *t);
+void nct_snap_stats(const struct nc_trie *t, struct nc_trie_stats *s);
 
 #endif

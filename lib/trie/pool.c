@@ -107,13 +107,12 @@ dq_reserve(struct nc_trie *t, uint32_t more)
 	return 0;
 }
 
+/* The nodes and entries past their grace period back to their pools. */
 int
-nc_trie_reclaim(struct nc_trie *t, int wait)
+nct_reclaim_nodes(struct nc_trie *t, int wait)
 {
 	int n = 0;
 
-	if (t == NULL)
-		return -EINVAL;
 	while (t->dq_len > 0) {
 		struct deferred *d = &t->dq[t->dq_head];
 
@@ -152,9 +151,9 @@ bool
 nct_reclaim_for(struct nc_trie *t, bool (*has_room)(const struct nc_trie *, uint64_t), uint64_t need)
 {
 	if (!has_room(t, need))
-		nc_trie_reclaim(t, 0);
+		nct_reclaim_nodes(t, 0);
 	if (!has_room(t, need) && t->dq_len > 0)
-		nc_trie_reclaim(t, 1);
+		nct_reclaim_nodes(t, 1);
 	return has_room(t, need);
 }
 

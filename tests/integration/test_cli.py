@@ -391,6 +391,59 @@ class Cli(T.DaemonCase):
         self.assertEqual(json.loads(r.stdout.splitlines()[-1])["channels"][0]["name"], "dns")
         self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
 
+    def test_classifier_snapshot(self):
+        """Firewall-shaped channels (source prefixes, port ranges): the daemon compiles a
+        snapshot of them in the background, show classifier says so, traffic is classified by
+        it as by the trie; a destroyed channel is a dead answer until the next snapshot, and
+        its flow misses meanwhile and after."""
+        n = 120
+        fw = [{"name": f"fw{i}", "match": {"proto": "udp", "src": f"203.0.{i}.0/24",
+                                            "dport": "1-100"}, "ring_size": 16}
+              for i in range(n)]
+        self.start(infinite=True, more=fw)
+
+        def snap(pred, what):
+            deadline = time.time() + 20
+            while time.time() < deadline:
+                c = self.js("show classifier")
+                if pred(c["snapshot"]):
+                    return c
+                time.sleep(0.1)
+            self.fail(f"{what}: {c}")
+
+        c = snap(lambda s: s["state"] == "ready", "no snapshot")
+        self.assertEqual(c["rules"], n + 1)
+        # One front-stage rule (dns) against 120: the snapshot holds them all.
+        self.assertEqual((c["snapshot"]["rules"], c["snapshot"]["delta_rules"],
+                          c["snapshot"]["stale_rules"], c["snapshot"]["failures"]),
+                         (n + 1, 0, 0, 0))
+        self.assertGreater(c["snapshot"]["bytes"], 0)
+        self.assertGreaterEqual(c["snapshot"]["builds"], 1)
+        self.assertIn("snapshot:\n  state: ready\n", self.ncctl("show classifier").stdout)
+
+        def hits():
+            chans = {ch["name"]: ch["hits"] for ch in self.js("show channel brief")}
+            return chans["dns"], chans.get("fw113"), self.js("show port stats 0")[0]["miss"]
+
+        # 203.0.113.1: dport 53 is dns's (listed first), dport 9 is fw113's.
+        d0, f0, k0 = hits()
+        time.sleep(0.5)
+        d1, f1, k1 = hits()
+        self.assertGreater(d1 - d0, 100)
+        self.assertGreater(f1 - f0, 100)
+        self.assertEqual(k1, k0, "no packet misses while fw113 exists")
+        builds = c["snapshot"]["builds"]
+        self.assertEqual(self.js("channel destroy fw113")["destroyed"], "fw113")
+        # Destroyed: its flow misses at once, and the next snapshot leaves it out.
+        snap(lambda s: s["builds"] > builds and s["stale_rules"] == 0 and s["rules"] == n,
+             "no new snapshot")
+        _, _, k2 = hits()
+        time.sleep(0.5)
+        d3, _, k3 = hits()
+        self.assertGreater(k3 - k2, 100)
+        self.assertGreater(d3 - d1, 100)
+        self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
+
     def test_prometheus_exporter(self):
         """nc-exporter serves /metrics in Prometheus' text format: promtool finds nothing
         wrong with it, and what it says is what was sent (the dns channel's 60 hits, the

@@ -2,9 +2,18 @@
 /*
  * nc_trie: the seed's semantics, the API's errors, a differential test
  * against the linear scan, and lock-free readers under a writer.
+ *
+ * Built twice: test_trie runs without EAL, so tables have no snapshot (the
+ * front stage and the trie answer); test_trie_snapshot (NC_TEST_SNAPSHOT)
+ * initialises EAL, and the differential and RCU tests check the snapshot:
+ * each differential check runs first against the snapshot as it is (rules
+ * added and deleted since its copy: the delta and the dead answers), then
+ * against one built from the rules of the moment.
  */
+#define _GNU_SOURCE /* sched_setaffinity */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -15,6 +24,7 @@
 #include <arpa/inet.h>
 
 #include <check.h>
+#include <rte_eal.h>
 #include <rte_rcu_qsbr.h>
 
 #include "nc_trie.h"
@@ -756,9 +766,9 @@ report_mismatch(const struct nc_trie *t, const struct nc_linear *l, const struct
 
 /* Keys: random ones, and points inside live rules. Returns the number of mismatches. */
 static unsigned int
-differential(const struct nc_trie *t, const struct nc_linear *l, const struct world *w,
-	     const struct nc_trie_rule *rules, const uint32_t *live, uint32_t nlive, uint32_t nkeys,
-	     uint64_t *s)
+differential_once(const struct nc_trie *t, const struct nc_linear *l, const struct world *w,
+		  const struct nc_trie_rule *rules, const uint32_t *live, uint32_t nlive,
+		  uint32_t nkeys, uint64_t *s)
 {
 	struct nc_trie_key keys[64];
 	uint32_t res[64];
@@ -799,6 +809,37 @@ differential(const struct nc_trie *t, const struct nc_linear *l, const struct wo
 }
 
 /*
+ * The differential check; with the snapshot, against the table's snapshot as
+ * it is, then against a fresh one, which must be installed once the trie
+ * holds 64 rules outside the front stage.
+ */
+static unsigned int
+differential(struct nc_trie *t, const struct nc_linear *l, const struct world *w,
+	     const struct nc_trie_rule *rules, const uint32_t *live, uint32_t nlive, uint32_t nkeys,
+	     uint64_t *s)
+{
+	unsigned int bad = differential_once(t, l, w, rules, live, nlive, nkeys, s);
+	struct nc_trie_stats st;
+
+#ifdef NC_TEST_SNAPSHOT
+	ck_assert_int_eq(nc_trie_snapshot_sync(t), 0);
+	ck_assert_int_eq(nc_trie_get_stats(t, &st), 0);
+	if (st.rules - st.exact_rules >= 64) {
+		ck_assert_uint_eq(st.snapshot_state, NC_TRIE_SNAPSHOT_READY);
+		ck_assert_uint_eq(st.delta_rules, 0);
+		ck_assert_uint_eq(st.stale_rules, 0);
+		ck_assert_uint_ge(st.snapshot_rules, st.rules - st.exact_rules);
+	}
+	bad += differential_once(t, l, w, rules, live, nlive, nkeys, s);
+#else
+	ck_assert_int_eq(nc_trie_snapshot_sync(t), -ENOTSUP);
+	ck_assert_int_eq(nc_trie_get_stats(t, &st), 0);
+	ck_assert_uint_eq(st.snapshot_state, NC_TRIE_SNAPSHOT_OFF);
+#endif
+	return bad;
+}
+
+/*
  * Add a random rule to the trie and the scan alike; false if it duplicated
  * one. front: of the front stage's shapes only, four in five of them IPv4
  * connected sockets, so that one table fills up.
@@ -828,9 +869,9 @@ add_random(struct nc_trie *t, struct nc_linear *l, const struct world *w,
 	return true;
 }
 
-/* Rules of the front stage's shapes only, or of any shape. */
+/* front_pct of the rules of the front stage's shapes only, the rest of any shape. */
 static void
-random_set_of(uint32_t nrules, uint32_t nkeys, uint64_t seed, bool front_only)
+random_set_of(uint32_t nrules, uint32_t nkeys, uint64_t seed, unsigned int front_pct)
 {
 	struct nc_trie *t = mk(nrules);
 	struct nc_linear *l = nc_linear_create(nrules);
@@ -844,7 +885,7 @@ random_set_of(uint32_t nrules, uint32_t nkeys, uint64_t seed, bool front_only)
 	ck_assert_ptr_nonnull(rules);
 	world_init(&w, &s);
 	while (nlive < nrules)
-		add_random(t, l, &w, rules, live, &nlive, &s, front_only);
+		add_random(t, l, &w, rules, live, &nlive, &s, nc_rand(&s) % 100 < front_pct);
 	bad = differential(t, l, &w, rules, live, nlive, nkeys, &s);
 	ck_assert_msg(bad == 0, "%u of %u keys differ (rules %u, seed %#lx)", bad, nkeys, nrules,
 		      (unsigned long)seed);
@@ -857,7 +898,7 @@ random_set_of(uint32_t nrules, uint32_t nkeys, uint64_t seed, bool front_only)
 static void
 random_set(uint32_t nrules, uint32_t nkeys, uint64_t seed)
 {
-	random_set_of(nrules, nkeys, seed, false);
+	random_set_of(nrules, nkeys, seed, 0);
 }
 
 /* Over a million keys in all: many on small sets, fewer on the 10,000-rule set. */
@@ -926,7 +967,13 @@ END_TEST
  * chains of three entries and more, which the bulk lookup walks apart from
  * the first two.
  */
-START_TEST(diff_front_stage) { random_set_of(4096, 300000, 0x1004, true); }
+START_TEST(diff_front_stage) { random_set_of(4096, 300000, 0x1004, 100); }
+END_TEST
+/*
+ * Mostly front-stage rules, a few hundred in the trie: the snapshot then
+ * holds the trie's rules only, and lookups still probe the front stage.
+ */
+START_TEST(diff_front_heavy) { random_set_of(3000, 200000, 0x1005, 85); }
 END_TEST
 
 /* Random add/delete sequences, checked against the scan after every batch. */
@@ -1057,6 +1104,9 @@ START_TEST(rcu_readers_and_writer)
 		rt->want[i] = nc_linear_lookup(l, &rt->keys[i]);
 		ck_assert_uint_ne(rt->want[i], NC_TRIE_NOMATCH);
 	}
+#ifdef NC_TEST_SNAPSHOT
+	ck_assert_int_eq(nc_trie_snapshot_sync(rt->t), 0);
+#endif
 	nc_trie_get_stats(rt->t, &before);
 	ck_assert_int_eq(pthread_create(&th, NULL, reader, rt), 0);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -1087,6 +1137,12 @@ START_TEST(rcu_readers_and_writer)
 				churn[nchurn++] = (uint32_t)id;
 			}
 		}
+		/*
+		 * The control thread's idle call, and its idle time, which the
+		 * builder (SCHED_IDLE) uses: with EAL, snapshots come and go meanwhile.
+		 */
+		nc_trie_reclaim(rt->t, 0);
+		usleep(100);
 		clock_gettime(CLOCK_MONOTONIC, &now);
 	} while (now.tv_sec - t0.tv_sec < 3);
 	atomic_store(&rt->stop, 1);
@@ -1096,6 +1152,12 @@ START_TEST(rcu_readers_and_writer)
 	ck_assert_uint_gt(atomic_load(&rt->lookups), 0);
 	ck_assert_uint_gt(updates, 1000);
 	ck_assert_uint_eq(atomic_load(&rt->wrong), 0);
+	nc_trie_get_stats(rt->t, &after);
+	fprintf(stderr, "rcu: %u snapshots installed\n", after.snapshot_builds);
+#ifdef NC_TEST_SNAPSHOT
+	/* Installed under the readers' feet, not only before they started. */
+	ck_assert_uint_ge(after.snapshot_builds, before.snapshot_builds + 3);
+#endif
 	while (nchurn > 0)
 		ck_assert_int_eq(nc_trie_delete(rt->t, churn[--nchurn]), 0);
 	ck_assert_int_ge(nc_trie_reclaim(rt->t, 1), 0);
@@ -1243,6 +1305,7 @@ trie_suite(void)
 	tcase_add_test(tc, diff_1000);
 	tcase_add_test(tc, diff_10000);
 	tcase_add_test(tc, diff_front_stage);
+	tcase_add_test(tc, diff_front_heavy);
 	tcase_add_test(tc, diff_updates);
 	suite_add_tcase(s, tc);
 
@@ -1257,8 +1320,27 @@ trie_suite(void)
 int
 main(void)
 {
-	SRunner *sr = srunner_create(trie_suite());
+	SRunner *sr;
 	int failed;
+
+#ifdef NC_TEST_SNAPSHOT
+	char *eal[] = { "test_trie_snapshot", "--no-huge", "-m", "1024", "--no-pci",
+			"--no-shconf", "--no-telemetry", "--log-level=lib.eal:error", "-l", "0" };
+
+	/* rte_acl's memory; the tests fork, and each child uses the parent's EAL. */
+	cpu_set_t all;
+
+	if (rte_eal_init(RTE_DIM(eal), eal) < 0) {
+		fprintf(stderr, "test_trie_snapshot: rte_eal_init failed\n");
+		return EXIT_FAILURE;
+	}
+	/* EAL pinned this thread to one CPU; the readers and the builder should not share it. */
+	CPU_ZERO(&all);
+	for (int c = 0; c < CPU_SETSIZE; c++)
+		CPU_SET(c, &all);
+	sched_setaffinity(0, sizeof(all), &all);
+#endif
+	sr = srunner_create(trie_suite());
 
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);

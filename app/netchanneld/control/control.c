@@ -1374,6 +1374,8 @@ ncd_control_poll(struct ncd *d, int timeout_ms)
 	ncd_nat_expire(d, false);
 	ncd_ports_watch(d);
 	reclaim_pending(d);
+	/* The classifier's idle call: deferred nodes back, its snapshot kept current. */
+	nc_trie_reclaim(d->trie, 0);
 	expire_handshakes(d);
 	ncd_rates_tick(d);
 	ncd_capture_reap(d);

@@ -316,12 +316,21 @@ ncd_view_classifier(const struct ncd *d)
 {
 	struct nc_trie_stats s;
 
+	static const char *const states[] = { "none", "building", "ready", "off" };
+
 	if (nc_trie_get_stats(d->trie, &s) != 0)
 		return json_object();
-	return json_pack("{s:i, s:i, s:i, s:i, s:i, s:I, s:i}", "rules", (int)s.rules,
+	/* snapshot: the rte_acl compiled in front of the trie (lib/trie/README.md). */
+	return json_pack("{s:i, s:i, s:i, s:i, s:i, s:I, s:i, s:{s:s, s:i, s:i, s:i, s:i, s:i, "
+			 "s:I, s:I}}", "rules", (int)s.rules,
 			 "exact_rules", (int)s.exact_rules, "tuples", (int)s.tuples, "nodes",
 			 (int)s.nodes, "deferred", (int)s.deferred, "bytes", (json_int_t)s.bytes,
-			 "max_rules", (int)d->cfg.max_channels);
+			 "max_rules", (int)d->cfg.max_channels, "snapshot",
+			 "state", s.snapshot_state < 4 ? states[s.snapshot_state] : "unknown",
+			 "rules", (int)s.snapshot_rules, "delta_rules", (int)s.delta_rules,
+			 "stale_rules", (int)s.stale_rules, "builds", (int)s.snapshot_builds,
+			 "failures", (int)s.snapshot_failures, "build_us",
+			 (json_int_t)s.snapshot_build_us, "bytes", (json_int_t)s.snapshot_bytes);
 }
 
 json_t *

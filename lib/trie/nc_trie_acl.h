@@ -1,0 +1,123 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Rules and keys as rte_acl reads them: the snapshot's layout (snapshot.c,
+ * lookup.c), which the benchmark's rte_acl reference uses too, so that both
+ * compile the same rules from the same fields. Not installed.
+ *
+ * Keys are in network byte order: the protocol alone first (rte_acl wants a
+ * 1-byte first field), then 4-byte groups: source, destination, and the ports
+ * (sport then dport, each big-endian) in one group.
+ */
+#ifndef NC_TRIE_ACL_H
+#define NC_TRIE_ACL_H
+
+#include <stddef.h>
+#include <string.h>
+#include <arpa/inet.h>
+
+#include <rte_acl.h>
+#include <rte_malloc.h>
+
+#include "nc_trie.h"
+
+#define NCT_ACL_V4_FIELDS 5
+#define NCT_ACL_V6_FIELDS 11
+
+struct nct_acl_key4 {
+	uint8_t proto;
+	uint8_t pad[3];
+	uint32_t src, dst, ports;
+};
+
+struct nct_acl_key6 {
+	uint8_t proto;
+	uint8_t pad[3];
+	uint8_t src[16], dst[16];
+	uint32_t ports;
+};
+
+/* A key's ports as rte_acl reads them. */
+static inline uint32_t
+nct_acl_ports(const struct nc_trie_key *k)
+{
+	return (uint32_t)htons(k->sport) | (uint32_t)htons(k->dport) << 16;
+}
+
+/* An IPv4 key as rte_acl reads it. */
+static inline struct nct_acl_key4
+nct_acl_key4(const struct nc_trie_key *k)
+{
+	return (struct nct_acl_key4){ .proto = k->proto, .src = k->src.v4, .dst = k->dst.v4,
+				      .ports = nct_acl_ports(k) };
+}
+
+/* The field definitions of family fam (0 IPv4, 1 IPv6): NCT_ACL_V4/V6_FIELDS of them. */
+static inline void
+nct_acl_defs(unsigned int fam, struct rte_acl_field_def *d)
+{
+	const unsigned int words = fam ? 4 : 1;
+	const size_t src = fam ? offsetof(struct nct_acl_key6, src) : offsetof(struct nct_acl_key4, src);
+	const size_t dst = fam ? offsetof(struct nct_acl_key6, dst) : offsetof(struct nct_acl_key4, dst);
+	const size_t ports = fam ? offsetof(struct nct_acl_key6, ports) :
+				   offsetof(struct nct_acl_key4, ports);
+
+	d[0] = (struct rte_acl_field_def){ .type = RTE_ACL_FIELD_TYPE_BITMASK, .size = 1,
+					   .field_index = 0, .input_index = 0, .offset = 0 };
+	for (unsigned int i = 0; i < 2 * words; i++)
+		d[1 + i] = (struct rte_acl_field_def){ .type = RTE_ACL_FIELD_TYPE_MASK, .size = 4,
+			.field_index = (uint8_t)(1 + i), .input_index = (uint8_t)(1 + i),
+			.offset = (uint32_t)((i < words ? src : dst) + 4 * (i % words)) };
+	for (unsigned int i = 0; i < 2; i++)
+		d[1 + 2 * words + i] = (struct rte_acl_field_def){ .type = RTE_ACL_FIELD_TYPE_RANGE,
+			.size = 2, .field_index = (uint8_t)(1 + 2 * words + i),
+			.input_index = (uint8_t)(1 + 2 * words), .offset = (uint32_t)(ports + 2 * i) };
+}
+
+/* A 32-bit word of an address prefix: its value and how many of its bits count. */
+static inline void
+nct_acl_word(const union nc_trie_addr *a, unsigned int len, unsigned int w,
+	     struct rte_acl_field *f)
+{
+	uint32_t v;
+	int bits = (int)len - 32 * (int)w;
+
+	memcpy(&v, a->a + 4 * w, 4);
+	f->mask_range.u32 = bits <= 0 ? 0 : bits >= 32 ? 32 : (uint32_t)bits;
+	f->value.u32 = f->mask_range.u32 ? ntohl(v) : 0;
+}
+
+/* A valid rule's fields for family fam's layout (a family-agnostic rule fits both). */
+static inline void
+nct_acl_fields(const struct nc_trie_rule *r, unsigned int fam, struct rte_acl_field *f)
+{
+	const unsigned int words = fam ? 4 : 1;
+	uint16_t lo, hi;
+
+	f[0].value.u8 = r->proto & r->proto_mask;
+	f[0].mask_range.u8 = r->proto_mask;
+	for (unsigned int w = 0; w < words; w++) {
+		nct_acl_word(&r->src, r->family == NC_TRIE_AF_ANY ? 0 : r->src_len, w, &f[1 + w]);
+		nct_acl_word(&r->dst, r->family == NC_TRIE_AF_ANY ? 0 : r->dst_len, w,
+			     &f[1 + words + w]);
+	}
+	for (unsigned int i = 0; i < 2; i++) {
+		nc_trie_port_range(i ? &r->dport : &r->sport, &lo, &hi);
+		f[1 + 2 * words + i].value.u16 = lo;
+		f[1 + 2 * words + i].mask_range.u16 = hi;
+	}
+}
+
+/* What DPDK's heaps hold: rte_acl's memory is measured as their growth over a build. */
+static inline uint64_t
+nct_heap_bytes(void)
+{
+	struct rte_malloc_socket_stats st;
+	uint64_t total = 0;
+
+	for (unsigned int i = 0; i < rte_socket_count(); i++)
+		if (rte_malloc_get_socket_stats(rte_socket_id_by_idx(i), &st) == 0)
+			total += st.heap_allocsz_bytes;
+	return total;
+}
+
+#endif

@@ -1,0 +1,568 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The snapshot: the trie's rules compiled with rte_acl in the background, asked
+ * before the trie. The trie stays the authority, as it is for rte_flow offload:
+ *
+ *   - the writer copies the rules outside the front stage (in nc_trie_reclaim(),
+ *     the control thread's idle call) and a thread compiles them; a later call
+ *     installs the result with a release store and frees the one it replaces
+ *     after a grace period;
+ *   - from the copy on, every trie rule added also goes to the delta, a second
+ *     trie of the same kind, which a lookup searches after the snapshot; once the
+ *     snapshot that holds them is installed and the readers of the one before
+ *     are gone, they leave it;
+ *   - a delete marks the rule dead in the snapshot (a bitmap by rule id, which
+ *     stays in cache where the rules' slots would not): a dead answer
+ *     sends its key to the trie, and so does a key without ports (rte_acl
+ *     cannot say "no ports").
+ *
+ * A snapshot answer that is still live is the best of the live rules it holds,
+ * and the delta holds every other trie rule: the best of the two (and of the
+ * front stage) is the trie's answer.
+ *
+ * rte_acl needs DPDK's memory: without EAL the table has no snapshot.
+ */
+#define _GNU_SOURCE /* SCHED_IDLE */
+#include <pthread.h>
+#include <sched.h>
+#include <time.h>
+
+#include <rte_acl.h>
+#include <rte_errno.h>
+#include <rte_lcore.h>
+#include <rte_malloc.h>
+
+#include "nc_trie_private.h"
+
+/* Below this many trie rules the trie alone is about as fast and needs no thread. */
+#define SNAP_MIN_RULES 64
+
+#define V4_FIELDS NCT_ACL_V4_FIELDS
+#define V6_FIELDS NCT_ACL_V6_FIELDS
+
+/* A copied rule, sorted by rank before compiling. */
+struct job_rule {
+	struct nc_trie_rule r;
+	uint64_t rank;
+	uint32_t id;
+};
+
+struct snap_job {
+	pthread_t th;
+	struct job_rule *rules;
+	uint32_t n;
+	uint64_t seq;
+	int socket_id;
+	struct { uint64_t rank; uint32_t id; } *deleted; /* since the copy (writer's) */
+	uint32_t ndeleted, deleted_cap;
+	struct nct_snap *out;         /* builder's */
+	int err;                      /* builder's */
+	int done;                     /* builder -> writer, release/acquire */
+	uint64_t start_ns;
+	bool all;
+};
+
+static uint64_t
+now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static bool
+snap_enabled(const struct nc_trie *t)
+{
+	/* rte_lcore_count() is 0 until rte_eal_init() has run. */
+	return !(t->flags & NC_TRIE_F_NO_SNAPSHOT) && rte_lcore_count() > 0;
+}
+
+/* Rule i of the sorted copy as rte_acl's: priority is its place, userdata its id + 1. */
+static void
+acl_rule(const struct job_rule *jr, uint32_t i, unsigned int fam, struct rte_acl_rule_data *d,
+	 struct rte_acl_field *f)
+{
+	d->category_mask = 1;
+	d->priority = (int32_t)(i + 1);
+	d->userdata = jr->id + 1;
+	nct_acl_fields(&jr->r, fam, f);
+}
+
+static bool
+in_family(const struct nc_trie_rule *r, unsigned int fam)
+{
+	return r->family == NC_TRIE_AF_ANY || r->family == (fam ? NC_TRIE_AF_INET6 : NC_TRIE_AF_INET);
+}
+
+/* A context of cnt rte_acl rules of family fam (each rsz bytes). */
+static int
+build_ctx(const uint8_t *rules, uint32_t cnt, size_t rsz, unsigned int fam, int socket_id,
+	  struct rte_acl_ctx **out)
+{
+	static uint32_t serial;
+	const unsigned int nf = fam ? V6_FIELDS : V4_FIELDS;
+	char name[RTE_ACL_NAMESIZE];
+	struct rte_acl_param prm = {
+		.name = name, .socket_id = socket_id < 0 ? SOCKET_ID_ANY : socket_id,
+		.rule_size = (uint32_t)rsz, .max_rule_num = cnt,
+	};
+	struct rte_acl_config cfg = { .num_categories = 1, .num_fields = nf };
+	struct rte_acl_ctx *ctx;
+	int ret;
+
+	/* rte_acl_create() hands back an existing context of the same name: never reuse one. */
+	snprintf(name, sizeof(name), "nctrie-snap-%u",
+		 __atomic_fetch_add(&serial, 1, __ATOMIC_RELAXED));
+	ctx = rte_acl_create(&prm);
+	if (ctx == NULL)
+		return rte_errno ? -rte_errno : -ENOMEM;
+	nct_acl_defs(fam, cfg.defs);
+	ret = rte_acl_add_rules(ctx, (const struct rte_acl_rule *)rules, cnt);
+	if (ret == 0)
+		ret = rte_acl_build(ctx, &cfg);
+	if (ret != 0) {
+		rte_acl_free(ctx);
+		return ret < 0 ? ret : -EINVAL;
+	}
+	/* Its rules are compiled in; rte_acl_build() keeps what it needs. */
+	rte_acl_reset_rules(ctx);
+	*out = ctx;
+	return 0;
+}
+
+/* Rules lo..hi-1 into s's contexts of fam: in one, or in halves while there is room. */
+static int
+build_range(struct nct_snap *s, const uint8_t *rules, uint32_t lo, uint32_t hi, size_t rsz,
+	    unsigned int fam, int socket_id)
+{
+	uint32_t mid = lo + (hi - lo) / 2;
+	int ret;
+
+	ret = build_ctx(rules + rsz * lo, hi - lo, rsz, fam, socket_id,
+			&s->acl[fam][s->nacl[fam]]);
+	if (ret == 0) {
+		s->nacl[fam]++;
+		return 0;
+	}
+	/* Typically "Exceeded max number of tries" (-ENOMEM): fewer rules need fewer. */
+	if (hi - lo < 2 || s->nacl[fam] + 2 > SNAP_MAX_CTX)
+		return ret;
+	ret = build_range(s, rules, lo, mid, rsz, fam, socket_id);
+	return ret ? ret : build_range(s, rules, mid, hi, rsz, fam, socket_id);
+}
+
+/* One family's contexts of the job's rules; none when it has no rule. */
+static int
+build_family(const struct snap_job *j, unsigned int fam, struct nct_snap *s)
+{
+	const size_t rsz = RTE_ACL_RULE_SZ(fam ? V6_FIELDS : V4_FIELDS);
+	uint8_t *rules;
+	uint32_t cnt = 0;
+	int ret;
+
+	for (uint32_t i = 0; i < j->n; i++)
+		cnt += in_family(&j->rules[i].r, fam);
+	if (cnt == 0)
+		return 0;
+	rules = calloc(cnt, rsz);
+	if (rules == NULL)
+		return -ENOMEM;
+	cnt = 0;
+	for (uint32_t i = 0; i < j->n; i++)
+		if (in_family(&j->rules[i].r, fam)) {
+			struct rte_acl_rule *a = (struct rte_acl_rule *)(rules + rsz * cnt++);
+
+			acl_rule(&j->rules[i], i, fam, &a->data, a->field);
+		}
+	ret = build_range(s, rules, 0, cnt, rsz, fam, j->socket_id);
+	free(rules);
+	return ret;
+}
+
+static int
+rank_cmp(const void *a, const void *b)
+{
+	uint64_t x = ((const struct job_rule *)a)->rank, y = ((const struct job_rule *)b)->rank;
+
+	return x < y ? -1 : x > y;
+}
+
+static void
+snap_free(struct nct_snap *s)
+{
+	if (s == NULL)
+		return;
+	for (unsigned int f = 0; f < 2; f++)
+		for (unsigned int i = 0; i < s->nacl[f]; i++)
+			rte_acl_free(s->acl[f][i]);
+	free(s->rank);
+	free(s->dead);
+	free(s);
+}
+
+/* The builder thread: sort, compile both families, hand the result over. */
+static void *
+builder(void *arg)
+{
+	struct snap_job *j = arg;
+	struct sched_param sp = { 0 };
+	struct nct_snap *s;
+	uint64_t heap0 = nct_heap_bytes(), t0 = now_ns(), heap1;
+	int ret = 0;
+
+	/* Compiling takes seconds at 10^5 rules: only what the other threads leave. */
+	pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp);
+	s = calloc(1, sizeof(*s));
+	if (s != NULL) {
+		for (uint32_t i = 0; i < j->n; i++)
+			if (j->rules[i].id >= s->nids)
+				s->nids = j->rules[i].id + 1;
+		s->rank = calloc(s->nids + 1, sizeof(*s->rank));
+		s->dead = calloc(s->nids / 64 + 1, sizeof(*s->dead));
+	}
+	if (s == NULL || s->rank == NULL || s->dead == NULL) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	/* Ascending rank: a rule's place is its rte_acl priority, higher wins. */
+	qsort(j->rules, j->n, sizeof(*j->rules), rank_cmp);
+	for (uint32_t i = 0; i < j->n; i++)
+		s->rank[j->rules[i].id] = j->rules[i].rank;
+	s->n = j->n;
+	s->seq = j->seq;
+	s->all = j->all;
+	for (unsigned int fam = 0; fam < 2 && ret == 0; fam++)
+		ret = build_family(j, fam, s);
+	heap1 = nct_heap_bytes();
+	s->bytes = (heap1 > heap0 ? heap1 - heap0 : 0) + (uint64_t)(s->nids + 1) * sizeof(*s->rank) +
+		   (s->nids / 64 + 1) * sizeof(*s->dead);
+	s->build_us = (now_ns() - t0) / 1000;
+out:
+	if (ret != 0) {
+		snap_free(s);
+		s = NULL;
+	}
+	j->out = s;
+	j->err = ret;
+	__atomic_store_n(&j->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/* ---- the delta -------------------------------------------------------------- */
+
+static int
+delta_create(struct nc_trie *t)
+{
+	struct nc_trie_config c = { .name = "delta", .socket_id = t->socket_id,
+				    .max_rules = t->max_rules, .flags = NC_TRIE_F_NO_SNAPSHOT };
+
+	if (t->delta != NULL)
+		return 0;
+	t->delta = nc_trie_create(&c);
+	if (t->delta == NULL)
+		return -ENOMEM;
+	t->delta->qsbr = t->qsbr;
+	return 0;
+}
+
+/* Room in the delta for a rule's entries, checked before the table changes. */
+int
+nct_delta_reserve(struct nc_trie *t, const struct nc_trie_rule *r)
+{
+	if (!t->delta_on)
+		return 0;
+	return nct_reclaim_for(t->delta, nct_node_room,
+			       (uint64_t)nct_rule_nentries(r) * NODES_PER_ENTRY) ? 0 : -ENOSPC;
+}
+
+/* A rule just added, when a copy has been taken since the delta was last emptied. */
+int
+nct_delta_add(struct nc_trie *t, const struct nc_trie_rule *r, uint32_t id, uint64_t rank)
+{
+	struct add_ctx a = { t->delta, r, id, rank };
+
+	if (!t->delta_on)
+		return 0;
+	nct_rule_foreach_entry(r, nct_entry_insert, &a);
+	t->rules[id].delta = 1;
+	t->ndelta++;
+	return 0;
+}
+
+/* A rule as it was added, wherever it lives. */
+static void
+rule_of(const struct nc_trie *t, uint32_t id, struct nc_trie_rule *r)
+{
+	if (t->rules[id].tuple == IN_TRIE)
+		*r = *t->rules[id].u.full;
+	else
+		nct_entry_rule(t, id, r);
+}
+
+static int
+delta_remove(struct nc_trie *t, uint32_t id)
+{
+	struct rule_slot *sl = &t->rules[id];
+	struct nc_trie_rule r;
+	struct add_ctx a = { t->delta, &r, id, sl->rank };
+
+	rule_of(t, id, &r);
+	if (nct_scratch_reserve(t->delta, (uint64_t)nct_rule_nentries(&r) * NODES_PER_ENTRY) != 0)
+		return -ENOMEM;
+	nct_rule_foreach_entry(&r, nct_entry_remove, &a);
+	nct_scratch_retire(t->delta);
+	sl->delta = 0;
+	t->ndelta--;
+	return 0;
+}
+
+/* Mark rule id of this rank dead in s, if s holds it (not a later rule of the same id). */
+static bool
+snap_kill(struct nct_snap *s, uint32_t id, uint64_t rank)
+{
+	if (id >= s->nids || s->rank[id] != rank)
+		return false;
+	__atomic_fetch_or(&s->dead[id / 64], UINT64_C(1) << (id % 64), __ATOMIC_RELAXED);
+	return true;
+}
+
+/*
+ * Before a rule leaves the table: out of the delta, dead in the snapshot, and
+ * remembered for the one being built. Fails (-ENOMEM) only before it changes
+ * anything; without memory to remember it, the build's result is dropped.
+ */
+int
+nct_delta_delete(struct nc_trie *t, uint32_t id)
+{
+	uint64_t rank = t->rules[id].rank;
+	struct snap_job *j = t->job;
+
+	if (t->rules[id].delta && delta_remove(t, id) != 0)
+		return -ENOMEM;
+	if (t->snap != NULL)
+		t->stale += snap_kill(t->snap, id, rank);
+	if (j != NULL && rank_seq(rank) < j->seq && j->deleted_cap != UINT32_MAX) {
+		if (j->ndeleted == j->deleted_cap) {
+			uint32_t cap = j->deleted_cap ? 2 * j->deleted_cap : 64;
+			void *d = realloc(j->deleted, cap * sizeof(*j->deleted));
+
+			if (d == NULL) {
+				j->deleted_cap = UINT32_MAX;
+				return 0;
+			}
+			j->deleted = d;
+			j->deleted_cap = cap;
+		}
+		j->deleted[j->ndeleted].id = id;
+		j->deleted[j->ndeleted++].rank = rank;
+	}
+	return 0;
+}
+
+/* The delta's rules that the installed snapshot holds (sequence below seq) leave it. */
+static bool
+delta_prune(struct nc_trie *t, uint64_t seq)
+{
+	for (uint32_t id = 0; id < t->max_rules && t->ndelta > 0; id++) {
+		const struct rule_slot *sl = &t->rules[id];
+
+		if (sl->used && sl->delta && rank_seq(sl->rank) < seq && delta_remove(t, id) != 0)
+			return false;
+	}
+	return true;
+}
+
+/* ---- the writer's side: start, install, retire ------------------------------ */
+
+static bool
+snap_wanted(const struct nc_trie *t)
+{
+	if (t->ntrie_rules < SNAP_MIN_RULES)
+		return false;
+	return t->snap == NULL || t->ndelta > 0 || t->stale > 0;
+}
+
+/*
+ * Copy the rules and start a builder; adds go to the delta from now on. The
+ * front stage's rules are copied too when they are fewer than the trie's:
+ * then a lookup skips the front stage, whose passes would cost more than
+ * rte_acl's share of them.
+ */
+static int
+snap_start(struct nc_trie *t)
+{
+	struct snap_job *j = calloc(1, sizeof(*j));
+	const uint32_t total = t->max_rules - t->nfree_ids;
+	const bool all = total - t->ntrie_rules <= t->ntrie_rules;
+	const uint32_t want = all ? total : t->ntrie_rules;
+	uint32_t n = 0;
+
+	if (j == NULL || delta_create(t) != 0)
+		goto nomem;
+	j->rules = malloc((want ? want : 1) * sizeof(*j->rules));
+	if (j->rules == NULL)
+		goto nomem;
+	for (uint32_t id = 0; id < t->max_rules && n < want; id++) {
+		const struct rule_slot *sl = &t->rules[id];
+
+		if (!sl->used || (!all && sl->tuple != IN_TRIE))
+			continue;
+		j->rules[n] = (struct job_rule){ .rank = sl->rank, .id = id };
+		rule_of(t, id, &j->rules[n++].r);
+	}
+	j->n = n;
+	j->all = all;
+	j->seq = t->seq;
+	j->socket_id = t->socket_id;
+	j->start_ns = now_ns();
+	if (pthread_create(&j->th, NULL, builder, j) != 0)
+		goto nomem;
+	t->job = j;
+	t->delta_on = true;
+	return 0;
+nomem:
+	if (j != NULL)
+		free(j->rules);
+	free(j);
+	t->failures++;
+	return -ENOMEM;
+}
+
+/* Free the replaced snapshot and prune the delta, once the readers of it are gone. */
+static void
+snap_retire(struct nc_trie *t, bool wait)
+{
+	if (!t->retire_pending)
+		return;
+	if (t->qsbr != NULL && rte_rcu_qsbr_check(t->qsbr, t->retire_token, wait) != 1)
+		return;
+	if (!delta_prune(t, t->prune_seq))
+		return; /* no memory for a delete's bookkeeping: next time */
+	snap_free(t->retired);
+	t->retired = NULL;
+	t->retire_pending = false;
+}
+
+/* Publish s (or none) in place of the installed snapshot, which retires. */
+static void
+snap_publish(struct nc_trie *t, struct nct_snap *s, uint64_t prune_seq)
+{
+	if (t->retire_pending)
+		snap_retire(t, true);
+	t->retired = t->snap;
+	__atomic_store_n(&t->snap, s, __ATOMIC_RELEASE);
+	t->prune_seq = prune_seq;
+	t->retire_pending = true;
+	if (t->qsbr != NULL)
+		t->retire_token = rte_rcu_qsbr_start(t->qsbr);
+	snap_retire(t, false);
+}
+
+/* Take a finished (or, with wait, a running) build and install what it made. */
+static int
+snap_finish(struct nc_trie *t, bool wait)
+{
+	struct snap_job *j = t->job;
+	uint64_t took;
+	int err;
+
+	if (j == NULL || (!wait && !__atomic_load_n(&j->done, __ATOMIC_ACQUIRE)))
+		return 0;
+	pthread_join(j->th, NULL);
+	t->job = NULL;
+	err = j->err;
+	took = now_ns() - j->start_ns;
+	/* At most half of the time compiling, whatever the churn. */
+	t->next_build_ns = now_ns() + took;
+	if (err == 0 && j->deleted_cap == UINT32_MAX) {
+		err = -ENOMEM;
+		snap_free(j->out);
+	}
+	if (err == 0) {
+		/* The deletes since the copy, before any reader can see it. */
+		t->stale = 0;
+		for (uint32_t i = 0; i < j->ndeleted; i++)
+			t->stale += snap_kill(j->out, j->deleted[i].id, j->deleted[i].rank);
+		t->builds++;
+		snap_publish(t, j->out, j->seq);
+	} else {
+		t->failures++;
+	}
+	free(j->deleted);
+	free(j->rules);
+	free(j);
+	return err;
+}
+
+void
+nct_snap_maintain(struct nc_trie *t, bool wait, bool start)
+{
+	snap_finish(t, wait);
+	snap_retire(t, wait);
+	if (!start || t->job != NULL || !snap_enabled(t) || now_ns() < t->next_build_ns)
+		return;
+	if (t->snap != NULL && t->ntrie_rules < SNAP_MIN_RULES) {
+		/* Too few rules to be worth it: back to the trie alone, the delta emptied. */
+		snap_publish(t, NULL, t->seq);
+		t->delta_on = false;
+		t->stale = 0;
+		return;
+	}
+	if (snap_wanted(t))
+		snap_start(t);
+}
+
+int
+nc_trie_snapshot_sync(struct nc_trie *t)
+{
+	int ret;
+
+	if (t == NULL)
+		return -EINVAL;
+	if (!snap_enabled(t))
+		return -ENOTSUP;
+	snap_finish(t, true);
+	t->next_build_ns = 0;
+	nct_snap_maintain(t, false, true);
+	ret = snap_finish(t, true);
+	snap_retire(t, true);
+	return ret;
+}
+
+void
+nct_snap_free_all(struct nc_trie *t)
+{
+	if (t->job != NULL) {
+		pthread_join(t->job->th, NULL);
+		snap_free(t->job->out);
+		free(t->job->deleted);
+		free(t->job->rules);
+		free(t->job);
+	}
+	snap_free(t->retired);
+	snap_free(t->snap);
+	nc_trie_free(t->delta);
+}
+
+void
+nct_snap_stats(const struct nc_trie *t, struct nc_trie_stats *s)
+{
+	struct nc_trie_stats d;
+
+	s->snapshot_state = !snap_enabled(t) ? NC_TRIE_SNAPSHOT_OFF :
+			    t->snap != NULL ? NC_TRIE_SNAPSHOT_READY :
+			    t->job != NULL ? NC_TRIE_SNAPSHOT_BUILDING : NC_TRIE_SNAPSHOT_NONE;
+	s->delta_rules = t->ndelta;
+	s->stale_rules = t->stale;
+	s->snapshot_builds = t->builds;
+	s->snapshot_failures = t->failures;
+	if (t->snap != NULL) {
+		s->snapshot_rules = t->snap->n;
+		s->snapshot_build_us = t->snap->build_us;
+		s->snapshot_bytes = t->snap->bytes;
+		s->bytes += t->snap->bytes;
+	}
+	if (t->delta != NULL && nc_trie_get_stats(t->delta, &d) == 0)
+		s->bytes += d.bytes;
+}
