@@ -111,7 +111,7 @@ struct nc_trie_config {
 	const char *name;   /**< for logs and dumps; at most NC_TRIE_NAMESIZE - 1 chars */
 	int socket_id;      /**< NUMA node for the table's memory, or -1 for any */
 	uint32_t max_rules; /**< capacity: rule ids are 0..max_rules-1 */
-	uint32_t flags;     /**< NC_TRIE_F_* */
+	uint32_t flags;     /**< NC_TRIE_F_*; other bits are refused (EINVAL) */
 };
 
 /**
@@ -153,7 +153,8 @@ struct nc_trie_stats {
  *   Name, NUMA socket and capacity. Passing NULL is an error.
  * @return
  *   The table, or NULL with errno set: EINVAL (bad parameter: NULL, empty or
- *   too long name, max_rules 0 or above 2^24), ENOMEM (out of memory).
+ *   too long name, max_rules 0 or above 2^24, an unknown flag), ENOMEM (out of
+ *   memory).
  */
 struct nc_trie *nc_trie_create(const struct nc_trie_config *cfg);
 

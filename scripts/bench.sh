@@ -4,7 +4,10 @@
 #
 #   scripts/bench.sh classifier [--quick]
 #       nctrie, rte_acl and a linear scan (nctrie-bench perf) on the shipped
-#       ClassBench sets (1k and 10k) and on socket:10000 and socket:100000.
+#       ClassBench sets (1k and 10k), on sets generated in their shape with
+#       seed 7 (nctrie-bench gen-rules: acl-s7_10k, fw-s7_10k, ipc-s7_10k),
+#       and on socket:10000 and socket:100000. Prints each target of
+#       lib/trie/README.md with its verdict.
 #       Writes bench/results/classifier.jsonl (one object per classifier and
 #       burst), bench/results/classifier.png (ns/packet at burst 32, log
 #       scale) and prints a table with the ratios to rte_acl.
@@ -52,15 +55,24 @@ classifier() {
 	local bench=build/app/bench/nctrie-bench json=$out/classifier.jsonl
 	[ "$quick" = --report ] && { report "$json"; return; }
 	local updates=10000 packets=262144
-	local -a workloads=(acl1_1k fw1_1k ipc1_1k acl1_10k fw1_10k ipc1_10k socket:10000 socket:100000)
+	local -a workloads=(acl1_1k fw1_1k ipc1_1k acl1_10k fw1_10k ipc1_10k
+			    acl-s7_10k fw-s7_10k ipc-s7_10k socket:10000 socket:100000)
 	if [ "$quick" = --quick ]; then
-		updates=2000 packets=65536 workloads=(acl1_1k fw1_10k socket:10000)
+		updates=2000 packets=65536 workloads=(acl1_1k fw1_10k acl-s7_10k socket:10000)
 	fi
 	mkdir -p "$out"
+	# Sets the classifier was not tuned on: each family's shape, other addresses.
+	local gen
+	gen=$(mktemp -d)
+	trap 'rm -rf "$gen"' RETURN
+	for f in acl fw ipc; do
+		"$bench" gen-rules --like "$cb/${f}1_10k" --count 10000 --seed 7 --out "$gen/$f-s7_10k"
+	done
 	: > "$json.tmp"
 	for w in "${workloads[@]}"; do
 		local src=(--rules "$cb/$w")
 		[[ $w == socket:* ]] && src=(--synthetic "$w")
+		[[ $w == *-s7_* ]] && src=(--rules "$gen/$w")
 		echo "bench: $w" >&2
 		"$bench" perf "${src[@]}" --packets "$packets" --updates "$updates" --json >> "$json.tmp"
 	done

@@ -25,6 +25,7 @@ usage(FILE *f)
 	fprintf(f,
 		"usage: nctrie-bench classify --rules FILE --trace FILE [--out FILE] [--algo trie|linear]\n"
 		"       nctrie-bench gen-trace --rules FILE [--count N] [--seed S] [--out FILE]\n"
+		"       nctrie-bench gen-rules --like FILE [--count N] [--seed S] [--out FILE]\n"
 		"       nctrie-bench perf [--rules FILE | --synthetic socket:N] [--trace FILE | --packets N]\n"
 		"                         [--burst 1|32|64] [--updates N] [--acl-rebuilds N] [--seed S] [--json]\n"
 		"                         [--classifiers nctrie,rte_acl,linear]\n"
@@ -33,6 +34,9 @@ usage(FILE *f)
 		"classify: one line per trace line, the 0-based index of the matching rule\n"
 		"          (ClassBench priority: first line highest), or -1.\n"
 		"gen-trace: SA DA SP DP PROTO lines, half inside random rules, half uniform.\n"
+		"gen-rules: a ClassBench-style rule set of the family of the --like set: each\n"
+		"           rule's prefix lengths, ports, protocol and networks drawn from\n"
+		"           different rules of it; other seeds, other sets (default 10000 rules).\n"
 		"perf: lookup ns/packet, build time, update latency, memory and mismatches of\n"
 		"      nctrie, rte_acl (its fastest SIMD path here) and a linear scan.\n"
 		"      Exit 3 if nctrie or rte_acl disagrees with the linear scan.\n");
@@ -226,6 +230,55 @@ cmd_gen_trace(int argc, char **argv)
 	return ret;
 }
 
+static int
+cmd_gen_rules(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "like", required_argument, NULL, 'l' },
+		{ "count", required_argument, NULL, 'n' },
+		{ "seed", required_argument, NULL, 's' },
+		{ "out", required_argument, NULL, 'o' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *like_path = NULL, *out_path = NULL;
+	unsigned long count = 10000, seed = 1;
+	struct nc_trie_rule *like, *rules;
+	uint32_t nlike;
+	FILE *out;
+	int c, ret;
+
+	while ((c = getopt_long(argc, argv, "l:n:s:o:", opts, NULL)) != -1) {
+		switch (c) {
+		case 'l': like_path = optarg; break;
+		case 'n': count = strtoul(optarg, NULL, 0); break;
+		case 's': seed = strtoul(optarg, NULL, 0); break;
+		case 'o': out_path = optarg; break;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (like_path == NULL || count == 0 || count > NC_TRIE_PRIO_MAX + 1ul) {
+		usage(stderr);
+		return 2;
+	}
+	if (bench_load_rules(like_path, &like, &nlike))
+		return 1;
+	rules = malloc(count * sizeof(*rules));
+	if (rules == NULL)
+		fprintf(stderr, "nctrie-bench: gen-rules: no memory for %lu rules\n", count);
+	out = rules ? open_out(out_path) : NULL;
+	if (out == NULL) {
+		free(rules);
+		free(like);
+		return 1;
+	}
+	nc_classbench_generate(like, nlike, rules, (uint32_t)count, seed);
+	ret = nc_classbench_write(out, rules, (uint32_t)count) ? 1 : 0;
+	ret |= close_out(out, out_path);
+	free(rules);
+	free(like);
+	return ret;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -237,6 +290,8 @@ main(int argc, char **argv)
 		return cmd_classify(argc - 1, argv + 1);
 	if (strcmp(argv[1], "gen-trace") == 0)
 		return cmd_gen_trace(argc - 1, argv + 1);
+	if (strcmp(argv[1], "gen-rules") == 0)
+		return cmd_gen_rules(argc - 1, argv + 1);
 	if (strcmp(argv[1], "perf") == 0)
 		return bench_perf(argc - 1, argv + 1);
 	if (strcmp(argv[1], "--version") == 0) {

@@ -393,7 +393,7 @@ run_acl(const struct workload *w, struct result *r, uint32_t *answers, unsigned 
 	for (uint32_t i = 0; i < w->nrules; i++)
 		acl_rule(&w->rules[i], i, w->nrules - i, &rules[i]);
 	for (uint32_t i = 0; i < w->nkeys; i++) {
-		keys[i] = nct_acl_key4(&w->keys[i]);
+		nct_acl_key4(&w->keys[i], &keys[i]);
 		data[i] = (const uint8_t *)&keys[i];
 	}
 	heap0 = nct_heap_bytes();

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* ClassBench rule files and 5-tuple traces. */
+/* ClassBench rule files and 5-tuple traces, and rule sets generated in their shape. */
 #include <ctype.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -319,4 +320,80 @@ nc_trace_generate(const struct nc_trie_rule *rules, uint32_t nrules, struct nc_t
 		k->dport = (uint16_t)nc_rand(&s);
 		k->proto = (uint8_t)nc_rand(&s);
 	}
+}
+
+/* An address of prefix length len in the network of a seed prefix (net, nlen). */
+static void
+gen_prefix(const union nc_trie_addr *net, unsigned int nlen, unsigned int len,
+	   union nc_trie_addr *a, uint64_t *s)
+{
+	unsigned int keep = len < nlen ? len : nlen;
+
+	if (keep > 8)
+		keep = 8 + (unsigned int)(nc_rand(s) % (keep - 7));
+	memset(a, 0, sizeof(*a));
+	memcpy(a->a, net->a, 4);
+	rand_prefix_fill(a->a, 4, keep, s);
+	a->v4 &= len ? htonl(~0u << (32 - len)) : 0;
+}
+
+/* A seed rule whose prefix (src or dst) is at least min(len, 8) long, if a few tries find one. */
+static const struct nc_trie_rule *
+pick_net(const struct nc_trie_rule *like, uint32_t nlike, bool src, unsigned int len, uint64_t *s)
+{
+	const unsigned int want = len < 8 ? len : 8;
+	const struct nc_trie_rule *r = &like[nc_rand(s) % nlike];
+
+	for (int i = 0; i < 8 && (src ? r->src_len : r->dst_len) < want; i++)
+		r = &like[nc_rand(s) % nlike];
+	return r;
+}
+
+void
+nc_classbench_generate(const struct nc_trie_rule *like, uint32_t nlike, struct nc_trie_rule *out,
+		       uint32_t n, uint64_t seed)
+{
+	uint64_t s = seed | 1;
+
+	for (uint32_t i = 0; i < n; i++) {
+		struct nc_trie_rule *r = &out[i];
+		const struct nc_trie_rule *shape, *ports, *proto, *sn, *dn;
+
+		memset(r, 0, sizeof(*r));
+		r->family = NC_TRIE_AF_INET;
+		r->priority = n - 1 - i;
+		if (nlike == 0)
+			continue;
+		shape = &like[nc_rand(&s) % nlike];
+		ports = &like[nc_rand(&s) % nlike];
+		proto = &like[nc_rand(&s) % nlike];
+		sn = pick_net(like, nlike, true, shape->src_len, &s);
+		dn = pick_net(like, nlike, false, shape->dst_len, &s);
+		r->src_len = shape->src_len;
+		r->dst_len = shape->dst_len;
+		gen_prefix(&sn->src, sn->src_len, r->src_len, &r->src, &s);
+		gen_prefix(&dn->dst, dn->dst_len, r->dst_len, &r->dst, &s);
+		r->sport = ports->sport;
+		r->dport = ports->dport;
+		r->proto = proto->proto;
+		r->proto_mask = proto->proto_mask;
+	}
+}
+
+int
+nc_classbench_write(FILE *f, const struct nc_trie_rule *rules, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		const struct nc_trie_rule *r = &rules[i];
+		const uint8_t *sa = r->src.a, *da = r->dst.a;
+		uint16_t slo, shi, dlo, dhi;
+
+		nc_trie_port_range(&r->sport, &slo, &shi);
+		nc_trie_port_range(&r->dport, &dlo, &dhi);
+		if (fprintf(f, "@%u.%u.%u.%u/%u\t%u.%u.%u.%u/%u\t%u : %u\t%u : %u\t0x%02X/0x%02X\n",
+			    sa[0], sa[1], sa[2], sa[3], r->src_len, da[0], da[1], da[2], da[3],
+			    r->dst_len, slo, shi, dlo, dhi, r->proto, r->proto_mask) < 0)
+			return -EIO;
+	}
+	return ferror(f) ? -EIO : 0;
 }

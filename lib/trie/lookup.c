@@ -357,12 +357,14 @@ snap_take(const struct nct_snap *s, struct chunk *c, bool slow[], const uint8_t 
 }
 
 /*
- * The snapshot's answers for a chunk, after the front stage. slow[i]: key i
- * must search the trie (no ports, or its snapshot answer was deleted since);
- * otherwise the delta (from droot) is all that is left to search.
+ * The snapshot's answers for a chunk, after the front stage (or, with init,
+ * in its place: the keys' family and best are set here, in the same pass).
+ * slow[i]: key i must search the trie (no ports, or its snapshot answer was
+ * deleted since); otherwise the delta (from droot) is all that is left.
  */
-static void
-snap_stage(const struct nct_snap *s, struct chunk *c, bool slow[], const uint32_t droot[2])
+static __rte_always_inline void
+snap_stage(const struct nct_snap *s, struct chunk *c, bool slow[], const uint32_t droot[2],
+	   const bool init)
 {
 	struct nct_acl_key4 k4[BULK_CHUNK];
 	struct nct_acl_key6 k6[BULK_CHUNK];
@@ -373,13 +375,18 @@ snap_stage(const struct nct_snap *s, struct chunk *c, bool slow[], const uint32_
 
 	for (unsigned int i = 0; i < c->m; i++) {
 		const struct nc_trie_key *k = &c->k[i];
-		const unsigned int f = c->fam[i];
+		unsigned int f;
 
+		if (init) {
+			c->ok[i] = key_family(k, &c->fam[i]);
+			c->b[i] = (struct best){ 0, NC_TRIE_NOMATCH };
+		}
+		f = c->fam[i];
 		slow[i] = c->ok[i] && (k->flags & NC_TRIE_KEY_F_NOPORTS);
 		if (!c->ok[i] || slow[i] || s->nacl[f] == 0)
 			continue;
 		if (f == 0) {
-			k4[n[0]] = nct_acl_key4(k);
+			nct_acl_key4(k, &k4[n[0]]);
 			data[0][n[0]] = (const uint8_t *)&k4[n[0]];
 		} else {
 			k6[n[1]].proto = k->proto;
@@ -400,13 +407,91 @@ snap_stage(const struct nct_snap *s, struct chunk *c, bool slow[], const uint32_
 		}
 }
 
+/* A key the snapshot holds no answer for, from scratch: front stage and trie. */
+static uint32_t
+full_one(const struct nc_trie *t, const struct nc_trie_key *k, unsigned int fam,
+	 const uint32_t root[2])
+{
+	struct best b = { 0, NC_TRIE_NOMATCH };
+	struct kaddr a;
+
+	addr_bits(&k->dst, k->family, &a.dhi, &a.dlo);
+	addr_bits(&k->src, k->family, &a.shi, &a.slo);
+	front_one(t, k, fam, &a, &b);
+	trie_search(t, k, root[fam], &b);
+	return b.rule;
+}
+
+/*
+ * The common case of a snapshot of every rule, checked by the caller: one
+ * IPv4 context and an empty IPv4 delta. For a chunk of IPv4 keys with ports,
+ * rte_acl's answers are the results, but for dead ones; false if the chunk
+ * has another key. Without the general path's bookkeeping per key (a third
+ * of a lookup's time at 1,000 rules, where rte_acl takes 15 ns a key).
+ */
+static __rte_always_inline bool
+snap_fast4(const struct nc_trie *t, const struct nct_snap *s, const struct nc_trie_key *keys,
+	   unsigned int m, uint32_t *results, const uint32_t root[2], unsigned int *hits)
+{
+	struct nct_acl_key4 k4[BULK_CHUNK];
+	const uint8_t *data[BULK_CHUNK];
+	unsigned int ok = 1;
+
+	for (unsigned int i = 0; i < m; i++) {
+		ok &= (keys[i].family == NC_TRIE_AF_INET) & !(keys[i].flags & NC_TRIE_KEY_F_NOPORTS);
+		nct_acl_key4(&keys[i], &k4[i]);
+		data[i] = (const uint8_t *)&k4[i];
+	}
+	if (!ok)
+		return false;
+	rte_acl_classify(s->acl[0][0], data, results, m, 1);
+	for (unsigned int i = 0; i < m; i++) {
+		/* userdata is id + 1, 0 for none: minus one, NC_TRIE_NOMATCH. */
+		results[i]--;
+		if (unlikely(results[i] != NC_TRIE_NOMATCH && snap_dead(s, results[i])))
+			results[i] = full_one(t, &keys[i], 0, root);
+		*hits += results[i] != NC_TRIE_NOMATCH;
+	}
+	return true;
+}
+
+/*
+ * After the front stage and the snapshot: the delta for the keys the
+ * snapshot answered, the trie (and, when the snapshot holds every rule so
+ * that the front stage was skipped, the front stage) for the others.
+ */
+static __rte_always_inline unsigned int
+chunk_finish(const struct nc_trie *t, const struct nct_snap *s, struct chunk *c,
+	     const bool slow[], const uint32_t root[2], const uint32_t droot[2], uint32_t *results)
+{
+	unsigned int hits = 0;
+
+	for (unsigned int i = 0; i < c->m; i++) {
+		const struct nc_trie_key *k = &c->k[i];
+
+		if (!c->ok[i]) {
+			;
+		} else if (s != NULL && !slow[i]) {
+			trie_search(t->delta, k, droot[c->fam[i]], &c->b[i]);
+		} else if (s != NULL && s->all) {
+			c->b[i].rule = full_one(t, k, c->fam[i], root);
+		} else {
+			trie_search(t, k, root[c->fam[i]], &c->b[i]);
+		}
+		results[i] = c->b[i].rule;
+		hits += c->b[i].rule != NC_TRIE_NOMATCH;
+	}
+	return hits;
+}
+
 /*
  * Bulk lookup, a chunk of keys at a time: the front stage (the table of
  * the highest maxrank first, and a later table only for the keys whose
  * best so far it can still beat: where connected sockets outrank
  * listeners, as in a stack and in the socket workload, a connected hit
- * never touches the listener table), then the trie, with each key's best as
- * its pruning bound.
+ * never touches the listener table), then the snapshot and the delta, or
+ * the trie, with each key's best as its pruning bound. A snapshot of every
+ * rule takes the front stage's place.
  */
 unsigned int
 nc_trie_lookup_bulk(const struct nc_trie *t, const struct nc_trie_key *keys, uint32_t *results,
@@ -421,11 +506,22 @@ nc_trie_lookup_bulk(const struct nc_trie *t, const struct nc_trie_key *keys, uin
 	const uint32_t root[2] = { link_load(&t->root[0]), link_load(&t->root[1]) };
 	/* The delta after the snapshot: it holds whatever that snapshot lacks. */
 	const struct nct_snap *s = snap_load(t);
-	const struct nc_trie *dt = s != NULL ? t->delta : NULL;
-	const uint32_t droot[2] = { dt != NULL ? link_load(&dt->root[0]) : NIL,
-				    dt != NULL ? link_load(&dt->root[1]) : NIL };
-	const bool skip_front = s != NULL && s->all;
+	const uint32_t droot[2] = { s != NULL ? link_load(&t->delta->root[0]) : NIL,
+				    s != NULL ? link_load(&t->delta->root[1]) : NIL };
 
+	if (s != NULL && s->all) {
+		const bool fast4 = s->nacl[0] == 1 && droot[0] == NIL;
+
+		for (unsigned int base = 0; base < n; base += BULK_CHUNK) {
+			c.k = &keys[base];
+			c.m = n - base < BULK_CHUNK ? n - base : BULK_CHUNK;
+			if (fast4 && snap_fast4(t, s, c.k, c.m, &results[base], root, &hits))
+				continue;
+			snap_stage(s, &c, slow, droot, true);
+			hits += chunk_finish(t, s, &c, slow, root, droot, &results[base]);
+		}
+		return hits;
+	}
 	pass_order(t, pt);
 	for (unsigned int base = 0; base < n; base += BULK_CHUNK) {
 		bool v4 = true;
@@ -440,38 +536,18 @@ nc_trie_lookup_bulk(const struct nc_trie *t, const struct nc_trie_key *keys, uin
 			c.front[i] = c.ok[i] && !(k->flags & NC_TRIE_KEY_F_NOPORTS);
 			v4 &= c.front[i] && c.fam[i] == 0;
 			c.b[i] = (struct best){ 0, NC_TRIE_NOMATCH };
-			if (c.ok[i] && !skip_front) {
+			if (c.ok[i]) {
 				addr_bits(&k->dst, k->family, &c.a[i].dhi, &c.a[i].dlo);
 				addr_bits(&k->src, k->family, &c.a[i].shi, &c.a[i].slo);
 			}
 		}
-		/* A snapshot of every rule leaves the front stage to keys it sends to the trie. */
-		if (skip_front)
-			;
-		else if (v4)
+		if (v4)
 			front_stage(t, pt, &c, true);
 		else
 			front_stage(t, pt, &c, false);
 		if (s != NULL)
-			snap_stage(s, &c, slow, droot);
-		for (unsigned int i = 0; i < c.m; i++) {
-			if (!c.ok[i]) {
-				;
-			} else if (s != NULL && !slow[i]) {
-				trie_search(dt, &c.k[i], droot[c.fam[i]], &c.b[i]);
-			} else {
-				if (skip_front) {
-					const struct nc_trie_key *k = &c.k[i];
-
-					addr_bits(&k->dst, k->family, &c.a[i].dhi, &c.a[i].dlo);
-					addr_bits(&k->src, k->family, &c.a[i].shi, &c.a[i].slo);
-					front_one(t, k, c.fam[i], &c.a[i], &c.b[i]);
-				}
-				trie_search(t, &c.k[i], root[c.fam[i]], &c.b[i]);
-			}
-			results[base + i] = c.b[i].rule;
-			hits += c.b[i].rule != NC_TRIE_NOMATCH;
-		}
+			snap_stage(s, &c, slow, droot, false);
+		hits += chunk_finish(t, s, &c, slow, root, droot, &results[base]);
 	}
 	return hits;
 }

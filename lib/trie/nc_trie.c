@@ -8,6 +8,17 @@
 struct nc_trie *
 nc_trie_create(const struct nc_trie_config *cfg)
 {
+	if (cfg != NULL && (cfg->flags & ~NC_TRIE_F_NO_SNAPSHOT) != 0) {
+		errno = EINVAL;
+		return NULL;
+	}
+	return nct_create(cfg, 0);
+}
+
+/* nc_trie_create(), with internal flags (NCT_F_*) added to the config's. */
+struct nc_trie *
+nct_create(const struct nc_trie_config *cfg, uint32_t internal)
+{
 	struct nc_trie *t;
 	uint64_t cap;
 
@@ -23,15 +34,17 @@ nc_trie_create(const struct nc_trie_config *cfg)
 	snprintf(t->name, sizeof(t->name), "%s", cfg->name);
 	t->socket_id = cfg->socket_id;
 	t->max_rules = cfg->max_rules;
-	t->flags = cfg->flags;
-	t->rules = calloc(cfg->max_rules, sizeof(*t->rules));
-	t->free_ids = malloc(cfg->max_rules * sizeof(*t->free_ids));
-	if (t->rules == NULL || t->free_ids == NULL)
-		goto out_free_tables;
-	/* Lowest ids first: the stack pops its top. */
-	for (uint32_t i = 0; i < cfg->max_rules; i++)
-		t->free_ids[i] = cfg->max_rules - 1 - i;
-	t->nfree_ids = cfg->max_rules;
+	t->flags = cfg->flags | internal;
+	if (!(t->flags & NCT_F_DELTA)) {
+		t->rules = calloc(cfg->max_rules, sizeof(*t->rules));
+		t->free_ids = malloc(cfg->max_rules * sizeof(*t->free_ids));
+		if (t->rules == NULL || t->free_ids == NULL)
+			goto out_free_tables;
+		/* Lowest ids first: the stack pops its top. */
+		for (uint32_t i = 0; i < cfg->max_rules; i++)
+			t->free_ids[i] = cfg->max_rules - 1 - i;
+		t->nfree_ids = cfg->max_rules;
+	}
 	cap = (uint64_t)cfg->max_rules * NODES_PER_RULE + 4096;
 	if (nct_pool_init(&t->pool, (uint32_t)cap, cfg->socket_id) != 0)
 		goto out_free_tables;
@@ -65,7 +78,7 @@ nc_trie_free(struct nc_trie *t)
 	nct_snap_free_all(t);
 	for (unsigned int i = 0; i < NTABLES; i++)
 		free(t->tuples[i].buckets);
-	for (uint32_t i = 0; i < t->max_rules; i++)
+	for (uint32_t i = 0; t->rules != NULL && i < t->max_rules; i++)
 		if (t->rules[i].used && t->rules[i].tuple == IN_TRIE)
 			free(t->rules[i].u.full);
 	munmap(t->entries, t->entries_map_size);
@@ -222,7 +235,8 @@ nc_trie_get_stats(const struct nc_trie *t, struct nc_trie_stats *s)
 	s->bytes = sizeof(*t) + (uint64_t)t->pool.hwm * sizeof(struct node) +
 		   (uint64_t)t->ent_hwm * sizeof(struct tentry) +
 		   (uint64_t)t->ntrie_rules * sizeof(struct nc_trie_rule) +
-		   (uint64_t)t->max_rules * (sizeof(*t->rules) + sizeof(*t->free_ids)) +
+		   (t->rules != NULL ? (uint64_t)t->max_rules * (sizeof(*t->rules) +
+								 sizeof(*t->free_ids)) : 0) +
 		   (uint64_t)t->dq_cap * sizeof(*t->dq) + (uint64_t)t->scratch_cap * sizeof(uint32_t);
 	for (unsigned int i = 0; i < NTABLES; i++)
 		if (t->tuples[i].buckets != NULL) {

@@ -43,12 +43,20 @@ nct_acl_ports(const struct nc_trie_key *k)
 	return (uint32_t)htons(k->sport) | (uint32_t)htons(k->dport) << 16;
 }
 
-/* An IPv4 key as rte_acl reads it. */
-static inline struct nct_acl_key4
-nct_acl_key4(const struct nc_trie_key *k)
+/*
+ * An IPv4 key as rte_acl reads it, in four 32-bit stores: built in a
+ * temporary and copied, its byte and word stores stalled the 16-byte load of
+ * the copy (no store forwarding), half of a snapshot lookup's own time.
+ */
+static inline void
+nct_acl_key4(const struct nc_trie_key *k, struct nct_acl_key4 *a)
 {
-	return (struct nct_acl_key4){ .proto = k->proto, .src = k->src.v4, .dst = k->dst.v4,
-				      .ports = nct_acl_ports(k) };
+	const uint32_t proto = k->proto; /* the padding zero */
+
+	memcpy(a, &proto, sizeof(proto));
+	a->src = k->src.v4;
+	a->dst = k->dst.v4;
+	a->ports = nct_acl_ports(k);
 }
 
 /* The field definitions of family fam (0 IPv4, 1 IPv6): NCT_ACL_V4/V6_FIELDS of them. */

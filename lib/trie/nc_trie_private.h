@@ -156,6 +156,12 @@ struct nct_snap {
 
 struct snap_job;
 
+/*
+ * nc_trie.flags, internal: a snapshot's delta, a trie whose entries name
+ * another table's rule ids. It has no rule slots or ids of its own.
+ */
+#define NCT_F_DELTA 0x80000000u
+
 
 
 
@@ -365,6 +371,9 @@ words_eq(const uint64_t a[5], const uint64_t b[5], const bool v4)
 	return (v4 ? d : d | (a[1] ^ b[1]) | (a[3] ^ b[3])) == 0;
 }
 
+
+/* nc_trie.c */
+struct nc_trie *nct_create(const struct nc_trie_config *cfg, uint32_t internal);
 
 /* rule.c */
 void nct_rule_normalize(struct nc_trie_rule *out, const struct nc_trie_rule *r);

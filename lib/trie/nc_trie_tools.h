@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "nc_trie.h"
 
@@ -86,5 +87,31 @@ void nc_trace_generate(const struct nc_trie_rule *rules, uint32_t nrules, struct
 
 /** A random key inside rule r's box (for family ANY, the key's family is random). */
 void nc_key_inside(const struct nc_trie_rule *r, struct nc_trie_key *k, uint64_t *seed);
+
+/**
+ * A ClassBench-style IPv4 rule set shaped like a seed set (its family: acl,
+ * fw, ipc), so that the classifier is measured on sets it was not tuned on.
+ * As ClassBench draws from a seed file's statistics, each rule draws its parts
+ * from different seed rules picked at random: the prefix lengths (the pair,
+ * as the seed has them), the port ranges (the pair), the protocol, and the
+ * networks of its addresses: the top bits of another seed rule's prefixes (at
+ * least 8, then a random share of the rest), the bits below at random.
+ *
+ * @param like   the seed rules (IPv4)
+ * @param nlike  how many; 0 gives n rules matching everything
+ * @param out    receives n rules, priorities n-1 (the first) down to 0
+ * @param n      rules to make
+ * @param seed   the generator's seed: other seeds, other sets
+ */
+void nc_classbench_generate(const struct nc_trie_rule *like, uint32_t nlike,
+			    struct nc_trie_rule *out, uint32_t n, uint64_t seed);
+
+/**
+ * Write IPv4 rules in ClassBench's format, one a line, in their order (the
+ * reader gives the first line the highest priority).
+ *
+ * @return 0, or -EIO if a write failed
+ */
+int nc_classbench_write(FILE *f, const struct nc_trie_rule *rules, uint32_t n);
 
 #endif /* NC_TRIE_TOOLS_H */

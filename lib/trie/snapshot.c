@@ -259,7 +259,7 @@ delta_create(struct nc_trie *t)
 
 	if (t->delta != NULL)
 		return 0;
-	t->delta = nc_trie_create(&c);
+	t->delta = nct_create(&c, NCT_F_DELTA);
 	if (t->delta == NULL)
 		return -ENOMEM;
 	t->delta->qsbr = t->qsbr;

@@ -4,6 +4,7 @@
  * against a linear first-match scan, in-process and through nctrie-bench.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -220,6 +221,99 @@ START_TEST(shipped_sets)
 }
 END_TEST
 
+/* Whether some rule of like has the same value of part (see generated_sets). */
+static bool
+like_has(const struct nc_trie_rule *like, uint32_t n, const struct nc_trie_rule *r, int part)
+{
+	for (uint32_t j = 0; j < n; j++) {
+		const struct nc_trie_rule *x = &like[j];
+
+		if ((part == 0 && x->src_len == r->src_len && x->dst_len == r->dst_len) ||
+		    (part == 1 && !memcmp(&x->sport, &r->sport, sizeof(r->sport)) &&
+		     !memcmp(&x->dport, &r->dport, sizeof(r->dport))) ||
+		    (part == 2 && x->proto == r->proto && x->proto_mask == r->proto_mask))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * nc_classbench_generate(): a set in the family's shape (every rule's prefix
+ * lengths, ports and protocol are some seed rule's), not the seed set itself,
+ * another with another seed; it survives ClassBench's format; and the trie
+ * agrees with the first-match scan on it.
+ */
+START_TEST(generated_sets)
+{
+	static const char *const like_sets[] = { "acl1_10k", "fw1_10k", "ipc1_10k" };
+	const uint32_t n = 2000, nkeys = 50000;
+	struct nc_trie_rule *like, *gen = malloc(n * sizeof(*gen)), *gen2 = malloc(n * sizeof(*gen2));
+	struct nc_trie_rule *back;
+	struct nc_trie_config cfg = { .name = "gen", .socket_id = -1, .max_rules = n };
+	struct nc_trie_key *keys = malloc(nkeys * sizeof(*keys));
+	uint32_t nlike, nback, *res = malloc(nkeys * sizeof(*res)), same_addr = 0, bad = 0;
+	char path[512], out[600], err[512];
+	struct nc_trie *t;
+	FILE *f;
+
+	set_path(path, sizeof(path), like_sets[_i]);
+	ck_assert_msg(nc_classbench_read(path, &like, &nlike, err, sizeof(err)) == 0, "%s", err);
+	nc_classbench_generate(like, nlike, gen, n, 7);
+	nc_classbench_generate(like, nlike, gen2, n, 8);
+	ck_assert_int_ne(memcmp(gen, gen2, n * sizeof(*gen)), 0);
+	for (uint32_t i = 0; i < n; i++) {
+		ck_assert_int_eq(nc_trie_rule_validate(&gen[i]), 0);
+		ck_assert_uint_eq(gen[i].priority, n - 1 - i);
+		for (int part = 0; part < 3; part++)
+			ck_assert_msg(like_has(like, nlike, &gen[i], part), "rule %u part %d", i, part);
+		for (uint32_t j = 0; j < nlike; j++)
+			if (like[j].src.v4 == gen[i].src.v4 && like[j].dst.v4 == gen[i].dst.v4 &&
+			    like[j].src_len == gen[i].src_len && like[j].dst_len == gen[i].dst_len) {
+				same_addr++;
+				break;
+			}
+	}
+	/* Catch-alls and /8s may repeat; the set as a whole is new. */
+	ck_assert_msg(same_addr < n / 10, "%u of %u rules have a seed rule's addresses", same_addr, n);
+	snprintf(out, sizeof(out), "%s/gen_%s", tmpdir, like_sets[_i]);
+	f = fopen(out, "w");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(nc_classbench_write(f, gen, n), 0);
+	ck_assert_int_eq(fclose(f), 0);
+	ck_assert_msg(nc_classbench_read(out, &back, &nback, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_uint_eq(nback, n);
+	for (uint32_t i = 0; i < n; i++) {
+		char a[256], b[256];
+
+		nc_trie_rule_format(&gen[i], a, sizeof(a));
+		nc_trie_rule_format(&back[i], b, sizeof(b));
+		ck_assert_str_eq(a, b);
+	}
+	t = nc_trie_create(&cfg);
+	ck_assert_ptr_nonnull(t);
+	for (uint32_t i = 0; i < n; i++)
+		ck_assert_int_eq(nc_trie_add(t, &gen[i]), (int)i);
+	nc_trace_generate(gen, n, keys, nkeys, 0x6001 + (uint64_t)_i);
+	nc_trie_lookup_bulk(t, keys, res, nkeys);
+	for (uint32_t i = 0; i < nkeys; i++) {
+		uint32_t want = NC_TRIE_NOMATCH;
+
+		for (uint32_t j = 0; j < n && want == NC_TRIE_NOMATCH; j++)
+			if (nc_trie_rule_matches(&gen[j], &keys[i]))
+				want = j;
+		bad += res[i] != want;
+	}
+	ck_assert_uint_eq(bad, 0);
+	nc_trie_free(t);
+	free(back);
+	free(res);
+	free(keys);
+	free(gen2);
+	free(gen);
+	free(like);
+}
+END_TEST
+
 static int
 run(const char *cmd)
 {
@@ -255,6 +349,16 @@ START_TEST(bench_classify)
 	snprintf(cmd, sizeof(cmd), "'%s' classify --rules /nonexistent --trace %s/t 2>/dev/null",
 		 bench, tmpdir);
 	ck_assert_int_eq(run(cmd), 1);
+	/* gen-rules: a set of the count asked, which classify reads and agrees on. */
+	snprintf(cmd, sizeof(cmd),
+		 "cd %s && '%s' gen-rules --like '%s' --count 700 --seed 3 --out g && "
+		 "test $(wc -l < g) -eq 700 && '%s' gen-trace --rules g --count 5000 --out gt && "
+		 "'%s' classify --rules g --trace gt --out a && "
+		 "'%s' classify --rules g --trace gt --algo linear --out b && cmp a b",
+		 tmpdir, bench, path, bench, bench, bench);
+	ck_assert_int_eq(run(cmd), 0);
+	snprintf(cmd, sizeof(cmd), "'%s' gen-rules --count 5 2>/dev/null", bench);
+	ck_assert_int_eq(run(cmd), 2);
 }
 END_TEST
 
@@ -305,6 +409,7 @@ main(void)
 	tc = tcase_create("sets");
 	tcase_set_timeout(tc, 600);
 	tcase_add_loop_test(tc, shipped_sets, 0, 12);
+	tcase_add_loop_test(tc, generated_sets, 0, 3);
 	tcase_add_loop_test(tc, bench_classify, 0, 6);
 	tcase_add_test(tc, bench_perf_smoke);
 	suite_add_tcase(s, tc);

@@ -493,6 +493,18 @@ START_TEST(create_errors)
 	ck_assert_ptr_null(nc_trie_create(&cfg));
 	ck_assert_int_eq(errno, EINVAL);
 	cfg.name = "ok";
+	/* Only the documented flags: an internal one is not the caller's to set. */
+	for (uint32_t bit = 1; bit != 0; bit <<= 1) {
+		cfg.flags = bit;
+		errno = 0;
+		if (bit == NC_TRIE_F_NO_SNAPSHOT) {
+			nc_trie_free(nc_trie_create(&cfg));
+			continue;
+		}
+		ck_assert_ptr_null(nc_trie_create(&cfg));
+		ck_assert_int_eq(errno, EINVAL);
+	}
+	cfg.flags = 0;
 	cfg.socket_id = 0;
 	struct nc_trie *t = nc_trie_create(&cfg);
 	ck_assert_ptr_nonnull(t);
