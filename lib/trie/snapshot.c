@@ -152,6 +152,76 @@ build_range(struct nct_snap *s, const uint8_t *rules, uint32_t lo, uint32_t hi, 
 	return ret ? ret : build_range(s, rules, mid, hi, rsz, fam, socket_id);
 }
 
+/*
+ * rte_acl's fastest classify method for s's contexts of fam on this CPU, by
+ * measurement (as the benchmark picks its reference's): bursts of 32 keys
+ * made from the rules' first addresses and ports, the best of five passes.
+ */
+static void
+pick_alg(struct nct_snap *s, const struct snap_job *j, unsigned int fam)
+{
+	static const enum rte_acl_classify_alg algs[] = {
+		RTE_ACL_CLASSIFY_AVX512X32, RTE_ACL_CLASSIFY_AVX512X16, RTE_ACL_CLASSIFY_AVX2,
+		RTE_ACL_CLASSIFY_SSE,
+	};
+	enum { NKEYS = 256 };
+	struct nc_trie_key keys[NKEYS];
+	union {
+		struct nct_acl_key4 v4;
+		struct nct_acl_key6 v6;
+	} in[NKEYS];
+	const uint8_t *data[NKEYS];
+	uint32_t res[32], n = 0;
+
+	for (uint32_t i = 0; i < j->n && n < NKEYS; i += 1 + j->n / NKEYS) {
+		const struct nc_trie_rule *r = &j->rules[i].r;
+		uint16_t hi;
+
+		if (!in_family(r, fam))
+			continue;
+		memset(&keys[n], 0, sizeof(keys[n]));
+		keys[n].src = r->src;
+		keys[n].dst = r->dst;
+		keys[n].proto = r->proto;
+		nc_trie_port_range(&r->sport, &keys[n].sport, &hi);
+		nc_trie_port_range(&r->dport, &keys[n].dport, &hi);
+		if (fam) {
+			in[n].v6.proto = r->proto;
+			memcpy(in[n].v6.src, r->src.a, 16);
+			memcpy(in[n].v6.dst, r->dst.a, 16);
+			in[n].v6.ports = nct_acl_ports(&keys[n]);
+		} else {
+			nct_acl_key4(&keys[n], &in[n].v4);
+		}
+		data[n] = (const uint8_t *)&in[n];
+		n++;
+	}
+	if (n < 32)
+		return;
+	for (unsigned int x = 0; x < s->nacl[fam]; x++) {
+		uint64_t best = UINT64_MAX;
+		enum rte_acl_classify_alg pick = RTE_ACL_CLASSIFY_DEFAULT;
+
+		for (unsigned int a = 0; a < RTE_DIM(algs); a++) {
+			if (rte_acl_set_ctx_classify(s->acl[fam][x], algs[a]) != 0)
+				continue;
+			for (int pass = 0; pass < 5; pass++) {
+				uint64_t t0 = now_ns(), el;
+
+				for (int rep = 0; rep < 8; rep++)
+					for (uint32_t k = 0; k + 32 <= n; k += 32)
+						rte_acl_classify(s->acl[fam][x], &data[k], res, 32, 1);
+				el = now_ns() - t0;
+				if (el < best) {
+					best = el;
+					pick = algs[a];
+				}
+			}
+		}
+		rte_acl_set_ctx_classify(s->acl[fam][x], pick);
+	}
+}
+
 /* One family's contexts of the job's rules; none when it has no rule. */
 static int
 build_family(const struct snap_job *j, unsigned int fam, struct nct_snap *s)
@@ -168,8 +238,12 @@ build_family(const struct snap_job *j, unsigned int fam, struct nct_snap *s)
 	rules = calloc(cnt, rsz);
 	if (rules == NULL)
 		return -ENOMEM;
+	/*
+	 * Best first: rte_acl's tries come out faster so (fw1_1k: 26.0 ns a key
+	 * against 29.7 with the same rules worst first).
+	 */
 	cnt = 0;
-	for (uint32_t i = 0; i < j->n; i++)
+	for (uint32_t i = j->n; i-- > 0;)
 		if (in_family(&j->rules[i].r, fam)) {
 			struct rte_acl_rule *a = (struct rte_acl_rule *)(rules + rsz * cnt++);
 
@@ -177,6 +251,8 @@ build_family(const struct snap_job *j, unsigned int fam, struct nct_snap *s)
 		}
 	ret = build_range(s, rules, 0, cnt, rsz, fam, j->socket_id);
 	free(rules);
+	if (ret == 0)
+		pick_alg(s, j, fam);
 	return ret;
 }
 
