@@ -25,6 +25,7 @@
 
 #include <check.h>
 #include <rte_eal.h>
+#include <rte_malloc.h>
 #include <rte_rcu_qsbr.h>
 
 #include "nc_trie.h"
@@ -1034,6 +1035,53 @@ START_TEST(diff_updates)
 }
 END_TEST
 
+#ifdef NC_TEST_SNAPSHOT
+/*
+ * A fault: DPDK's heap taken, so that rte_acl cannot build. The build fails,
+ * is counted, the table keeps answering from the trie; with the memory back,
+ * the next one is installed.
+ */
+START_TEST(snapshot_without_memory)
+{
+	const uint32_t n = 1000;
+	struct nc_trie *t = mk(n);
+	struct nc_linear *l = nc_linear_create(n);
+	struct nc_trie_rule *rules = calloc(n, sizeof(*rules));
+	uint32_t *live = calloc(n, sizeof(*live)), nlive = 0, nhog = 0;
+	void *hog[4096];
+	struct nc_trie_stats st;
+	struct world w;
+	uint64_t s = 0x7001;
+
+	world_init(&w, &s);
+	while (nlive < n)
+		add_random(t, l, &w, rules, live, &nlive, &s, false);
+	for (size_t sz = 64u << 20; sz >= 4096 && nhog < RTE_DIM(hog); )
+		if ((hog[nhog] = rte_malloc(NULL, sz, 0)) != NULL)
+			nhog++;
+		else
+			sz /= 2;
+	ck_assert_int_eq(nc_trie_snapshot_sync(t), -ENOMEM);
+	ck_assert_int_eq(nc_trie_get_stats(t, &st), 0);
+	ck_assert_uint_eq(st.snapshot_state, NC_TRIE_SNAPSHOT_NONE);
+	ck_assert_uint_eq(st.snapshot_failures, 1);
+	ck_assert_uint_eq(differential_once(t, l, &w, rules, live, nlive, 20000, &s), 0);
+	while (nhog > 0)
+		rte_free(hog[--nhog]);
+	ck_assert_int_eq(nc_trie_snapshot_sync(t), 0);
+	ck_assert_int_eq(nc_trie_get_stats(t, &st), 0);
+	ck_assert_uint_eq(st.snapshot_state, NC_TRIE_SNAPSHOT_READY);
+	ck_assert_uint_eq(st.snapshot_failures, 1);
+	ck_assert_uint_eq(st.snapshot_builds, 1);
+	ck_assert_uint_eq(differential_once(t, l, &w, rules, live, nlive, 20000, &s), 0);
+	free(live);
+	free(rules);
+	nc_linear_free(l);
+	nc_trie_free(t);
+}
+END_TEST
+#endif
+
 /* ---- lock-free readers under a writer ----------------------------------- */
 
 #define STABLE_RULES 300
@@ -1319,6 +1367,9 @@ trie_suite(void)
 	tcase_add_test(tc, diff_front_stage);
 	tcase_add_test(tc, diff_front_heavy);
 	tcase_add_test(tc, diff_updates);
+#ifdef NC_TEST_SNAPSHOT
+	tcase_add_test(tc, snapshot_without_memory);
+#endif
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("rcu");
