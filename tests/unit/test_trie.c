@@ -1080,6 +1080,49 @@ START_TEST(snapshot_without_memory)
 	nc_trie_free(t);
 }
 END_TEST
+
+/*
+ * Deletes only, after a snapshot: nothing in the delta, so IPv4 chunks take
+ * the snapshot's answers as they are (its fast path), and a deleted rule's
+ * answer must still go to the trie. Then a fresh snapshot leaves them out.
+ */
+START_TEST(snapshot_dead_answers)
+{
+	const uint32_t n = 3000;
+	struct nc_trie *t = mk(n);
+	struct nc_linear *l = nc_linear_create(n);
+	struct nc_trie_rule *rules = calloc(n, sizeof(*rules));
+	uint32_t *live = calloc(n, sizeof(*live)), nlive = 0;
+	struct nc_trie_stats st;
+	struct world w;
+	uint64_t s = 0x7002;
+
+	world_init(&w, &s);
+	while (nlive < n)
+		add_random(t, l, &w, rules, live, &nlive, &s, false);
+	ck_assert_int_eq(nc_trie_snapshot_sync(t), 0);
+	for (int i = 0; i < 1000; i++) {
+		uint32_t j = (uint32_t)(nc_rand(&s) % nlive), id = live[j];
+
+		ck_assert_int_eq(nc_trie_delete(t, id), 0);
+		ck_assert_int_eq(nc_linear_delete(l, id), 0);
+		live[j] = live[--nlive];
+	}
+	ck_assert_int_eq(nc_trie_get_stats(t, &st), 0);
+	ck_assert_uint_eq(st.delta_rules, 0);
+	ck_assert_uint_ge(st.stale_rules, 600);
+	ck_assert_uint_eq(differential_once(t, l, &w, rules, live, nlive, 100000, &s), 0);
+	ck_assert_int_eq(nc_trie_snapshot_sync(t), 0);
+	ck_assert_int_eq(nc_trie_get_stats(t, &st), 0);
+	ck_assert_uint_eq(st.stale_rules, 0);
+	ck_assert_uint_eq(st.snapshot_rules, nlive);
+	ck_assert_uint_eq(differential_once(t, l, &w, rules, live, nlive, 100000, &s), 0);
+	free(live);
+	free(rules);
+	nc_linear_free(l);
+	nc_trie_free(t);
+}
+END_TEST
 #endif
 
 /* ---- lock-free readers under a writer ----------------------------------- */
@@ -1369,6 +1412,7 @@ trie_suite(void)
 	tcase_add_test(tc, diff_updates);
 #ifdef NC_TEST_SNAPSHOT
 	tcase_add_test(tc, snapshot_without_memory);
+	tcase_add_test(tc, snapshot_dead_answers);
 #endif
 	suite_add_tcase(s, tc);
 
