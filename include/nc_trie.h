@@ -12,7 +12,10 @@
  * The structure is the netchannels patch's chain of per-field tries
  * (daddr, saddr, dport, sport, proto) joined through wildcard points, with a
  * backtracking search pruned by the best priority found so far, plus an
- * exact-match front stage for fully specified rules.
+ * exact-match front stage for fully specified rules and, for rule sets the
+ * front stage does not hold (firewall shapes), a snapshot of the rules that
+ * rte_acl compiles in the background (nc_trie_snapshot_sync()). The trie is
+ * the authority: every answer is the one it gives.
  *
  * Concurrency: one writer (add, delete, reclaim) and any number of readers
  * (lookup) that take no lock. Readers are tracked with rte_rcu_qsbr; memory
@@ -21,7 +24,8 @@
  * single-threaded use and memory is reused at once.
  *
  * The core has no EAL dependency: it can be used (and unit tested) in a
- * process that never calls rte_eal_init().
+ * process that never calls rte_eal_init(); it then has no snapshot, which
+ * needs DPDK's memory.
  */
 #ifndef NC_TRIE_H
 #define NC_TRIE_H
@@ -331,10 +335,12 @@ int nc_trie_reclaim(struct nc_trie *t, int wait);
  * current rules if the table wants one (see nc_trie_reclaim()), install it,
  * and wait for the readers before freeing the one it replaces. Writer side.
  *
- * The snapshot is rte_acl compiled from the rules outside the front stage.
- * A lookup asks it first, then searches the rules added since its copy (a
- * second trie, the delta); a key whose snapshot answer was deleted since,
- * or that has no ports, is searched in the trie. Answers are the trie's.
+ * The snapshot is rte_acl compiled from the rules outside the front stage,
+ * and the front stage's too when they are fewer (lookups then skip the
+ * front stage). A lookup asks it, then searches the rules added since its
+ * copy (a second trie, the delta); a key whose snapshot answer was deleted
+ * since, or that has no ports, is searched in the trie. Answers are the
+ * trie's.
  *
  * @param t
  *   The table.

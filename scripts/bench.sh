@@ -11,7 +11,7 @@
 #       Writes bench/results/classifier.jsonl (one object per classifier and
 #       burst), bench/results/classifier.png (ns/packet at burst 32, log
 #       scale) and prints a table with the ratios to rte_acl.
-#       --quick: three workloads, shorter; --report: table and chart of the
+#       --quick: four workloads, shorter; --report: table and chart of the
 #       last results, without running anything.
 #
 #   scripts/bench.sh testbed [--quick]
