@@ -389,10 +389,7 @@ snap_stage(const struct nct_snap *s, struct chunk *c, bool slow[], const uint32_
 			nct_acl_key4(k, &k4[n[0]]);
 			data[0][n[0]] = (const uint8_t *)&k4[n[0]];
 		} else {
-			k6[n[1]].proto = k->proto;
-			memcpy(k6[n[1]].src, k->src.a, 16);
-			memcpy(k6[n[1]].dst, k->dst.a, 16);
-			k6[n[1]].ports = nct_acl_ports(k);
+			nct_acl_key6(k, &k6[n[1]]);
 			data[1][n[1]] = (const uint8_t *)&k6[n[1]];
 		}
 		idx[f][n[f]++] = (uint8_t)i;

@@ -59,6 +59,16 @@ nct_acl_key4(const struct nc_trie_key *k, struct nct_acl_key4 *a)
 	a->ports = nct_acl_ports(k);
 }
 
+/* An IPv6 key as rte_acl reads it. */
+static inline void
+nct_acl_key6(const struct nc_trie_key *k, struct nct_acl_key6 *a)
+{
+	a->proto = k->proto;
+	memcpy(a->src, k->src.a, sizeof(a->src));
+	memcpy(a->dst, k->dst.a, sizeof(a->dst));
+	a->ports = nct_acl_ports(k);
+}
+
 /* The field definitions of family fam (0 IPv4, 1 IPv6): NCT_ACL_V4/V6_FIELDS of them. */
 static inline void
 nct_acl_defs(unsigned int fam, struct rte_acl_field_def *d)

@@ -148,7 +148,6 @@ struct nct_snap {
 	uint64_t *dead;               /* deleted since (atomic bits) */
 	uint32_t nids;
 	uint32_t n;
-	uint64_t seq;                 /* it holds the rules of sequence below this, as they were */
 	bool all;                     /* front-stage rules too: lookups skip the front stage */
 	uint64_t bytes;
 	uint64_t build_us;
@@ -428,7 +427,7 @@ snap_dead(const struct nct_snap *s, uint32_t id)
 	return (__atomic_load_n(&s->dead[id / 64], __ATOMIC_RELAXED) >> (id % 64)) & 1;
 }
 
-int nct_delta_add(struct nc_trie *t, const struct nc_trie_rule *r, uint32_t id, uint64_t rank);
+void nct_delta_add(struct nc_trie *t, const struct nc_trie_rule *r, uint32_t id, uint64_t rank);
 int nct_delta_reserve(struct nc_trie *t, const struct nc_trie_rule *r);
 int nct_delta_delete(struct nc_trie *t, uint32_t id);
 void nct_snap_maintain(struct nc_trie *t, bool wait, bool start);

@@ -185,14 +185,10 @@ pick_alg(struct nct_snap *s, const struct snap_job *j, unsigned int fam)
 		keys[n].proto = r->proto;
 		nc_trie_port_range(&r->sport, &keys[n].sport, &hi);
 		nc_trie_port_range(&r->dport, &keys[n].dport, &hi);
-		if (fam) {
-			in[n].v6.proto = r->proto;
-			memcpy(in[n].v6.src, r->src.a, 16);
-			memcpy(in[n].v6.dst, r->dst.a, 16);
-			in[n].v6.ports = nct_acl_ports(&keys[n]);
-		} else {
+		if (fam)
+			nct_acl_key6(&keys[n], &in[n].v6);
+		else
 			nct_acl_key4(&keys[n], &in[n].v4);
-		}
 		data[n] = (const uint8_t *)&in[n];
 		n++;
 	}
@@ -306,7 +302,6 @@ builder(void *arg)
 	for (uint32_t i = 0; i < j->n; i++)
 		s->rank[j->rules[i].id] = j->rules[i].rank;
 	s->n = j->n;
-	s->seq = j->seq;
 	s->all = j->all;
 	for (unsigned int fam = 0; fam < 2 && ret == 0; fam++)
 		ret = build_family(j, fam, s);
@@ -353,17 +348,16 @@ nct_delta_reserve(struct nc_trie *t, const struct nc_trie_rule *r)
 }
 
 /* A rule just added, when a copy has been taken since the delta was last emptied. */
-int
+void
 nct_delta_add(struct nc_trie *t, const struct nc_trie_rule *r, uint32_t id, uint64_t rank)
 {
 	struct add_ctx a = { t->delta, r, id, rank };
 
 	if (!t->delta_on)
-		return 0;
+		return;
 	nct_rule_foreach_entry(r, nct_entry_insert, &a);
 	t->rules[id].delta = 1;
 	t->ndelta++;
-	return 0;
 }
 
 /* A rule as it was added, wherever it lives. */

@@ -882,30 +882,64 @@ add_random(struct nc_trie *t, struct nc_linear *l, const struct world *w,
 	return true;
 }
 
-/* front_pct of the rules of the front stage's shapes only, the rest of any shape. */
+/* A table of random rules with the scan beside it, as the differential tests use them. */
+struct rset {
+	struct nc_trie *t;
+	struct nc_linear *l;
+	struct nc_trie_rule *rules;   /* by id */
+	uint32_t *live, nlive;        /* ids in use */
+	struct world w;
+	uint64_t s;
+};
+
+/* n rules, front_pct of them of the front stage's shapes only, the rest of any shape. */
+static void
+rset_init(struct rset *r, uint32_t n, uint64_t seed, unsigned int front_pct)
+{
+	r->t = mk(n);
+	r->l = nc_linear_create(n);
+	r->rules = calloc(n, sizeof(*r->rules));
+	r->live = calloc(n, sizeof(*r->live));
+	r->nlive = 0;
+	r->s = seed;
+	ck_assert_ptr_nonnull(r->l);
+	ck_assert_ptr_nonnull(r->rules);
+	ck_assert_ptr_nonnull(r->live);
+	world_init(&r->w, &r->s);
+	while (r->nlive < n)
+		add_random(r->t, r->l, &r->w, r->rules, r->live, &r->nlive, &r->s,
+			   nc_rand(&r->s) % 100 < front_pct);
+}
+
+#ifdef NC_TEST_SNAPSHOT
+/* The differential check against the table as it is (its snapshot left as the updates left it). */
+static unsigned int
+rset_check(struct rset *r, uint32_t nkeys)
+{
+	return differential_once(r->t, r->l, &r->w, r->rules, r->live, r->nlive, nkeys, &r->s);
+}
+#endif
+
+static void
+rset_free(struct rset *r)
+{
+	free(r->live);
+	free(r->rules);
+	nc_linear_free(r->l);
+	nc_trie_free(r->t);
+}
+
 static void
 random_set_of(uint32_t nrules, uint32_t nkeys, uint64_t seed, unsigned int front_pct)
 {
-	struct nc_trie *t = mk(nrules);
-	struct nc_linear *l = nc_linear_create(nrules);
-	struct nc_trie_rule *rules = calloc(nrules, sizeof(*rules));
-	uint32_t *live = calloc(nrules, sizeof(*live)), nlive = 0;
-	struct world w;
-	uint64_t s = seed;
+	struct rset r;
 	unsigned int bad;
 
-	ck_assert_ptr_nonnull(l);
-	ck_assert_ptr_nonnull(rules);
-	world_init(&w, &s);
-	while (nlive < nrules)
-		add_random(t, l, &w, rules, live, &nlive, &s, nc_rand(&s) % 100 < front_pct);
-	bad = differential(t, l, &w, rules, live, nlive, nkeys, &s);
+	rset_init(&r, nrules, seed, front_pct);
+	bad = differential(r.t, r.l, &r.w, r.rules, r.live, r.nlive, nkeys, &r.s);
 	ck_assert_msg(bad == 0, "%u of %u keys differ (rules %u, seed %#lx)", bad, nkeys, nrules,
 		      (unsigned long)seed);
-	free(live);
-	free(rules);
-	nc_linear_free(l);
-	nc_trie_free(t);
+	rset_free(&r);
 }
 
 static void
@@ -1043,41 +1077,31 @@ END_TEST
  */
 START_TEST(snapshot_without_memory)
 {
-	const uint32_t n = 1000;
-	struct nc_trie *t = mk(n);
-	struct nc_linear *l = nc_linear_create(n);
-	struct nc_trie_rule *rules = calloc(n, sizeof(*rules));
-	uint32_t *live = calloc(n, sizeof(*live)), nlive = 0, nhog = 0;
-	void *hog[4096];
 	struct nc_trie_stats st;
-	struct world w;
-	uint64_t s = 0x7001;
+	struct rset r;
+	void *hog[4096];
+	uint32_t nhog = 0;
 
-	world_init(&w, &s);
-	while (nlive < n)
-		add_random(t, l, &w, rules, live, &nlive, &s, false);
+	rset_init(&r, 1000, 0x7001, 0);
 	for (size_t sz = 64u << 20; sz >= 4096 && nhog < RTE_DIM(hog); )
 		if ((hog[nhog] = rte_malloc(NULL, sz, 0)) != NULL)
 			nhog++;
 		else
 			sz /= 2;
-	ck_assert_int_eq(nc_trie_snapshot_sync(t), -ENOMEM);
-	ck_assert_int_eq(nc_trie_get_stats(t, &st), 0);
+	ck_assert_int_eq(nc_trie_snapshot_sync(r.t), -ENOMEM);
+	ck_assert_int_eq(nc_trie_get_stats(r.t, &st), 0);
 	ck_assert_uint_eq(st.snapshot_state, NC_TRIE_SNAPSHOT_NONE);
 	ck_assert_uint_eq(st.snapshot_failures, 1);
-	ck_assert_uint_eq(differential_once(t, l, &w, rules, live, nlive, 20000, &s), 0);
+	ck_assert_uint_eq(rset_check(&r, 20000), 0);
 	while (nhog > 0)
 		rte_free(hog[--nhog]);
-	ck_assert_int_eq(nc_trie_snapshot_sync(t), 0);
-	ck_assert_int_eq(nc_trie_get_stats(t, &st), 0);
+	ck_assert_int_eq(nc_trie_snapshot_sync(r.t), 0);
+	ck_assert_int_eq(nc_trie_get_stats(r.t, &st), 0);
 	ck_assert_uint_eq(st.snapshot_state, NC_TRIE_SNAPSHOT_READY);
 	ck_assert_uint_eq(st.snapshot_failures, 1);
 	ck_assert_uint_eq(st.snapshot_builds, 1);
-	ck_assert_uint_eq(differential_once(t, l, &w, rules, live, nlive, 20000, &s), 0);
-	free(live);
-	free(rules);
-	nc_linear_free(l);
-	nc_trie_free(t);
+	ck_assert_uint_eq(rset_check(&r, 20000), 0);
+	rset_free(&r);
 }
 END_TEST
 
@@ -1088,39 +1112,28 @@ END_TEST
  */
 START_TEST(snapshot_dead_answers)
 {
-	const uint32_t n = 3000;
-	struct nc_trie *t = mk(n);
-	struct nc_linear *l = nc_linear_create(n);
-	struct nc_trie_rule *rules = calloc(n, sizeof(*rules));
-	uint32_t *live = calloc(n, sizeof(*live)), nlive = 0;
 	struct nc_trie_stats st;
-	struct world w;
-	uint64_t s = 0x7002;
+	struct rset r;
 
-	world_init(&w, &s);
-	while (nlive < n)
-		add_random(t, l, &w, rules, live, &nlive, &s, false);
-	ck_assert_int_eq(nc_trie_snapshot_sync(t), 0);
+	rset_init(&r, 3000, 0x7002, 0);
+	ck_assert_int_eq(nc_trie_snapshot_sync(r.t), 0);
 	for (int i = 0; i < 1000; i++) {
-		uint32_t j = (uint32_t)(nc_rand(&s) % nlive), id = live[j];
+		uint32_t j = (uint32_t)(nc_rand(&r.s) % r.nlive), id = r.live[j];
 
-		ck_assert_int_eq(nc_trie_delete(t, id), 0);
-		ck_assert_int_eq(nc_linear_delete(l, id), 0);
-		live[j] = live[--nlive];
+		ck_assert_int_eq(nc_trie_delete(r.t, id), 0);
+		ck_assert_int_eq(nc_linear_delete(r.l, id), 0);
+		r.live[j] = r.live[--r.nlive];
 	}
-	ck_assert_int_eq(nc_trie_get_stats(t, &st), 0);
+	ck_assert_int_eq(nc_trie_get_stats(r.t, &st), 0);
 	ck_assert_uint_eq(st.delta_rules, 0);
 	ck_assert_uint_ge(st.stale_rules, 600);
-	ck_assert_uint_eq(differential_once(t, l, &w, rules, live, nlive, 100000, &s), 0);
-	ck_assert_int_eq(nc_trie_snapshot_sync(t), 0);
-	ck_assert_int_eq(nc_trie_get_stats(t, &st), 0);
+	ck_assert_uint_eq(rset_check(&r, 100000), 0);
+	ck_assert_int_eq(nc_trie_snapshot_sync(r.t), 0);
+	ck_assert_int_eq(nc_trie_get_stats(r.t, &st), 0);
 	ck_assert_uint_eq(st.stale_rules, 0);
-	ck_assert_uint_eq(st.snapshot_rules, nlive);
-	ck_assert_uint_eq(differential_once(t, l, &w, rules, live, nlive, 100000, &s), 0);
-	free(live);
-	free(rules);
-	nc_linear_free(l);
-	nc_trie_free(t);
+	ck_assert_uint_eq(st.snapshot_rules, r.nlive);
+	ck_assert_uint_eq(rset_check(&r, 100000), 0);
+	rset_free(&r);
 }
 END_TEST
 #endif
