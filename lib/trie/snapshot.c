@@ -22,9 +22,8 @@
  *
  * rte_acl needs DPDK's memory: without EAL the table has no snapshot.
  */
-#define _GNU_SOURCE /* SCHED_IDLE */
+#define _GNU_SOURCE /* pthread_setname_np */
 #include <pthread.h>
-#include <sched.h>
 #include <time.h>
 
 #include <rte_acl.h>
@@ -278,13 +277,18 @@ static void *
 builder(void *arg)
 {
 	struct snap_job *j = arg;
-	struct sched_param sp = { 0 };
 	struct nct_snap *s;
 	uint64_t heap0 = nct_heap_bytes(), t0 = now_ns(), heap1;
 	int ret = 0;
 
-	/* Compiling takes seconds at 10^5 rules: only what the other threads leave. */
-	pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp);
+	/*
+	 * At the writer's priority, not SCHED_IDLE: rte_acl takes DPDK's heap and
+	 * tailq locks, which spin, and a builder starved while it held one left
+	 * the writer spinning behind it (netchanneld's control thread stalled
+	 * 0.7 s under a client's channel churn). Its share of the CPU is bounded
+	 * by the rate of builds instead (snap_finish()).
+	 */
+	pthread_setname_np(pthread_self(), "nc-snapshot");
 	s = calloc(1, sizeof(*s));
 	if (s != NULL) {
 		for (uint32_t i = 0; i < j->n; i++)

@@ -1255,7 +1255,7 @@ START_TEST(rcu_readers_and_writer)
 		}
 		/*
 		 * The control thread's idle call, and its idle time, which the
-		 * builder (SCHED_IDLE) uses: with EAL, snapshots come and go meanwhile.
+		 * builder uses: with EAL, snapshots come and go meanwhile.
 		 */
 		nc_trie_reclaim(rt->t, 0);
 		usleep(100);
