@@ -14,12 +14,16 @@
  *   nc_iso_client SOCK hostile-one-ring PORT SECRET   the same with one ring for all
  *   nc_iso_client SOCK onering BASE N        one ring for all: N channels, see one_ring()
  *   nc_iso_client SOCK rings BASE N          a ring each: create N channels, say where it stops
+ *   nc_iso_client SOCK churn BASE SECONDS    firewall-shaped channels replaced without pause,
+ *                                            every packet checked against the rules in force
  */
 #define _GNU_SOURCE /* memmem, F_ADD_SEALS */
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -607,6 +611,270 @@ rings(const char *sock, long base, long n)
 	return 0;
 }
 
+/*
+ * What a client with every rule in hand expects of the classifier: each flow
+ * (source, UDP port) seen goes to the live channel of the highest priority
+ * whose rule matches it (the churner's priorities are all different). A
+ * packet is checked against its flow's last CHURN_STATES answers: one
+ * classified just before a change may arrive after it.
+ */
+#define CHURN_N 120
+#define CHURN_FLOWS 4096
+#define CHURN_STATES 4
+#define NONE UINT32_MAX
+
+struct churn {
+	struct nc_trie_rule rule[CHURN_N + 1]; /* by slot; slot 0 is keep */
+	uint32_t id[CHURN_N + 1];              /* the slot's channel id, NONE when between */
+	struct flow {
+		uint32_t src;                  /* host order; 0: an empty entry */
+		uint16_t dport;
+		uint32_t best;                 /* slot, or NONE */
+		uint32_t state[CHURN_STATES];  /* channel ids of the last answers */
+		uint32_t heard;                /* packets received */
+		bool moved;                    /* its channel just went */
+	} flow[CHURN_FLOWS];
+	uint32_t nflows, changes;
+};
+
+static bool
+churn_match(const struct nc_trie_rule *r, uint32_t src, long dport)
+{
+	return dport >= r->dport.lo && dport <= r->dport.hi &&
+	       (r->src_len == 0 || ((src ^ ntohl(r->src.v4)) >> (32 - r->src_len)) == 0);
+}
+
+static uint32_t
+churn_best(const struct churn *w, uint32_t src, long dport)
+{
+	uint32_t best = NONE;
+
+	for (uint32_t i = 0; i <= CHURN_N; i++)
+		if (w->id[i] != NONE && churn_match(&w->rule[i], src, dport) &&
+		    (best == NONE || w->rule[i].priority > w->rule[best].priority))
+			best = i;
+	return best;
+}
+
+/* After a change of slot i (gone, or new): every flow's answer, and its history. */
+static void
+churn_changed(struct churn *w, uint32_t i)
+{
+	const uint32_t g = ++w->changes % CHURN_STATES;
+
+	for (uint32_t f = 0; f < CHURN_FLOWS; f++) {
+		struct flow *fl = &w->flow[f];
+
+		if (fl->src == 0)
+			continue;
+		if (w->id[i] == NONE && fl->best == i)
+			fl->best = churn_best(w, fl->src, fl->dport);
+		else if (w->id[i] != NONE && churn_match(&w->rule[i], fl->src, fl->dport) &&
+			 (fl->best == NONE || w->rule[i].priority > w->rule[fl->best].priority))
+			fl->best = i;
+		fl->state[g] = fl->best == NONE ? NONE : w->id[fl->best];
+	}
+}
+
+/*
+ * Is a packet on channel `id` what the table said of its flow lately? A flow
+ * not seen before is learnt (only before the churn starts, when the table
+ * stands still, is it also checked).
+ */
+static bool
+churn_check(struct churn *w, const struct nc_buf *b, bool learning)
+{
+	const uint8_t *f = b->data;
+	uint32_t src, h;
+	long dport = udp_dport(b);
+
+	if (b->len < 38 || f[23] != 17)
+		return false;
+	memcpy(&src, f + 26, 4);
+	src = ntohl(src);
+	for (h = (src * 2654435761u ^ (uint32_t)dport) % CHURN_FLOWS;; h = (h + 1) % CHURN_FLOWS) {
+		struct flow *fl = &w->flow[h];
+
+		if (fl->src == src && fl->dport == dport) {
+			fl->heard++;
+			for (int k = 0; k < CHURN_STATES; k++)
+				if (fl->state[k] == b->channel)
+					return true;
+			return false;
+		}
+		if (fl->src == 0) {
+			if (w->nflows + 1 >= CHURN_FLOWS)
+				return true; /* not a test's traffic: too many flows to follow */
+			w->nflows++;
+			fl->src = src;
+			fl->dport = (uint16_t)dport;
+			fl->best = churn_best(w, src, dport);
+			for (int k = 0; k < CHURN_STATES; k++)
+				fl->state[k] = fl->best == NONE ? NONE : w->id[fl->best];
+			return !learning || fl->state[0] == b->channel;
+		}
+	}
+}
+
+/* A packet on keep: the longest wait between two is what an honest flow felt. */
+static void
+keep_heard(long *keep, double *last, double *gap)
+{
+	const double now = now_s();
+
+	if (now - *last > *gap)
+		*gap = now - *last;
+	*last = now;
+	(*keep)++;
+}
+
+/* Everything waiting on the ring, checked. */
+static void
+churn_drain(struct nc_client *c, struct churn *w, bool learning, long *got, long *wrong,
+	    long *keep, double *last_keep, double *gap)
+{
+	struct nc_buf b[32];
+	uint16_t n;
+
+	while ((n = nc_client_rx_bufs(c, b, 32)) > 0) {
+		for (uint16_t k = 0; k < n; k++) {
+			if (!churn_check(w, &b[k], learning))
+				(*wrong)++;
+			if (b[k].channel == w->id[0])
+				keep_heard(keep, last_keep, gap);
+		}
+		*got += n;
+		nc_bufs_release(c, b, n);
+	}
+}
+
+/* A firewall-shaped rule: UDP from a prefix of 10/8 (/8 to /28) to a range in lo..hi. */
+static void
+fw_rule(struct nc_trie_rule *r, long lo, long hi, uint32_t priority)
+{
+	const uint32_t len = 8 + rnd() % 21, a = (10u << 24 | (rnd() & 0xffffff)) &
+						  ~(uint32_t)((1ull << (32 - len)) - 1);
+	const long p = lo + (long)(rnd() % (uint32_t)(hi - lo + 1));
+	const long q = p + (long)(rnd() % (uint32_t)(hi - p + 1));
+
+	memset(r, 0, sizeof(*r));
+	r->family = NC_TRIE_AF_INET;
+	r->proto = 17;
+	r->proto_mask = 0xff;
+	r->src_len = (uint8_t)len;
+	r->src.v4 = htonl(a);
+	r->dport = (struct nc_trie_port){ (uint16_t)p, (uint16_t)q, NC_TRIE_PORT_RANGE };
+	r->priority = priority;
+}
+
+/*
+ * A client as an attacker of the classifier's compiler: one ring for all, a
+ * channel "keep" for UDP port BASE from 10/8, and CHURN_N firewall-shaped
+ * channels for BASE+1 .. BASE+63, each of its own priority. For SECONDS one
+ * is destroyed and another created without pause (each change a rebuild of
+ * the daemon's snapshot), and every packet received must be on the channel
+ * that the rules in force gave its flow. Prints what it did, what came, what
+ * was wrong, and keep's longest wait for a packet; a line on stdin then
+ * destroys half of the channels, one every 20 ms, checked the same way, and
+ * counts the flows whose channel went that did not come to their next one
+ * within those 20 ms (silent); its last channels stay until stdin closes.
+ */
+static int
+churn(const char *sock, long base, double seconds)
+{
+	struct nc_client *c = nc_connect(sock, NC_CONNECT_ONE_RING);
+	static struct nc_channel *ch[CHURN_N + 1];
+	static struct churn w;
+	long ops = 0, got = 0, wrong = 0, keep = 0, silent = 0;
+	double end, last_keep, gap = 0;
+	uint32_t serial = 0;
+	char line[64];
+
+	if (c == NULL) {
+		printf("connect: %s\n", nc_strerror(errno));
+		return 2;
+	}
+	srandom((unsigned int)getpid());
+	for (uint32_t i = 0; i <= CHURN_N; i++) {
+		/* Different priorities, in no order: an odd multiplier is a bijection mod 2^24. */
+		fw_rule(&w.rule[i], base + (i > 0), base + (i > 0 ? 63 : 0),
+			(serial * 2654435761u) & NC_TRIE_PRIO_MAX);
+		if (i == 0) {
+			w.rule[0].src_len = 8;
+			w.rule[0].src.v4 = htonl(10u << 24);
+		}
+		snprintf(line, sizeof(line), i == 0 ? "keep" : "fw%u", serial++);
+		ch[i] = nc_channel_create(c, line, &w.rule[i], NULL);
+		if (ch[i] == NULL) {
+			printf("create %s: %s (%s)\n", line, nc_strerror(errno), nc_last_reason());
+			return 2;
+		}
+		w.id[i] = nc_channel_id(ch[i]);
+	}
+	/* What came while the table was being filled, unchecked; then the flows, learnt. */
+	for (end = now_s() + 0.2; now_s() < end;) {
+		struct nc_buf b[32];
+		uint16_t n = nc_client_rx_bufs(c, b, 32);
+
+		nc_bufs_release(c, b, n);
+	}
+	last_keep = now_s();
+	for (end = now_s() + 0.5; now_s() < end;)
+		churn_drain(c, &w, true, &got, &wrong, &keep, &last_keep, &gap);
+	printf("ready %d flows %u wrong %ld\n", CHURN_N + 1, w.nflows, wrong);
+	for (end = now_s() + seconds, last_keep = now_s(); now_s() < end; ops++) {
+		const uint32_t i = 1 + rnd() % CHURN_N;
+
+		/* A channel goes, another comes: its rule may take any other's flows. */
+		w.id[i] = NONE;
+		if (nc_channel_destroy(ch[i]) != 0) {
+			printf("destroy: %s\n", nc_strerror(errno));
+			return 1;
+		}
+		churn_changed(&w, i);
+		fw_rule(&w.rule[i], base + 1, base + 63, (serial * 2654435761u) & NC_TRIE_PRIO_MAX);
+		snprintf(line, sizeof(line), "fw%u", serial++);
+		ch[i] = nc_channel_create(c, line, &w.rule[i], NULL);
+		if (ch[i] == NULL) {
+			printf("create %s: %s (%s)\n", line, nc_strerror(errno), nc_last_reason());
+			return 1;
+		}
+		w.id[i] = nc_channel_id(ch[i]);
+		churn_changed(&w, i);
+		churn_drain(c, &w, false, &got, &wrong, &keep, &last_keep, &gap);
+	}
+	printf("churned %ld got %ld wrong %ld keep %ld keep_gap_ms %.0f\n", ops, got, wrong, keep,
+	       1e3 * (now_s() - last_keep > gap ? now_s() - last_keep : gap));
+	if (fgets(line, sizeof(line), stdin) != NULL) {
+		/* Deletes alone: the snapshot's answers for them are dead ones. */
+		got = wrong = 0;
+		for (uint32_t i = 1; i <= CHURN_N / 2; i++) {
+			for (uint32_t f = 0; f < CHURN_FLOWS; f++) {
+				w.flow[f].moved = w.flow[f].src != 0 && w.flow[f].best == i;
+				w.flow[f].heard = 0;
+			}
+			w.id[i] = NONE;
+			if (nc_channel_destroy(ch[i]) != 0) {
+				printf("destroy: %s\n", nc_strerror(errno));
+				return 1;
+			}
+			churn_changed(&w, i);
+			for (end = now_s() + 0.02; now_s() < end;)
+				churn_drain(c, &w, false, &got, &wrong, &keep, &last_keep, &gap);
+			/* A flow whose channel went reaches the next one at once (some 80 came). */
+			for (uint32_t f = 0; f < CHURN_FLOWS; f++)
+				silent += w.flow[f].moved && w.flow[f].best != NONE &&
+					  w.flow[f].heard == 0;
+		}
+		printf("destroyed %d got %ld wrong %ld silent %ld\n", CHURN_N / 2, got, wrong,
+		       silent);
+		while (fgets(line, sizeof(line), stdin) != NULL)
+			;
+	}
+	nc_disconnect(c);
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -629,8 +897,10 @@ main(int argc, char **argv)
 		return one_ring(argv[1], strtol(argv[3], NULL, 0), strtol(argv[4], NULL, 0));
 	if (argc == 5 && strcmp(argv[2], "rings") == 0)
 		return rings(argv[1], strtol(argv[3], NULL, 0), strtol(argv[4], NULL, 0));
+	if (argc == 5 && strcmp(argv[2], "churn") == 0)
+		return churn(argv[1], strtol(argv[3], NULL, 0), strtod(argv[4], NULL));
 	fprintf(stderr, "usage: nc_iso_client SOCK honest PORT SECONDS | copy PORT COUNT | "
 		"attach NAME COUNT | frames PORT HEX... | follow NAME WORD | hostile[-one-ring] PORT SECRET |\n"
-		"       onering BASE N | rings BASE N\n");
+		"       onering BASE N | rings BASE N | churn BASE SECONDS\n");
 	return 2;
 }

@@ -8,6 +8,7 @@ import os
 import random
 import re
 import secrets
+import select
 import shutil
 import signal
 import subprocess
@@ -98,11 +99,11 @@ class Isolated(T.DaemonCase):
                       s.IP(src=src, dst="192.0.2.1") / s.UDP(sport=sport, dport=dport) /
                       s.Raw(payload.encode())) for src, sport, dport in flows]
 
-    def nobody(self, *args):
+    def nobody(self, *args, stdin=None):
         env = dict(os.environ, LD_LIBRARY_PATH=self.w)
         p = subprocess.Popen(NOBODY + [os.path.join(self.w, args[0])] + list(args[1:]),
-                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                             env=env)
+                             stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             text=True, env=env)
         self.procs.append(p)
         return p
 
@@ -380,6 +381,10 @@ class Isolated(T.DaemonCase):
         p.wait()
         time.sleep(0.5)
         self.assertNotIn(p.pid, self.clients(c))
+        self.assert_killed_left_nothing(c, base)
+
+    def assert_killed_left_nothing(self, c, base):
+        """A killed client's channels and mbufs are gone; the daemon stops cleanly."""
         channels = json.loads(c.cli("show channel all", CLI_F_JSON)[1])
         self.assertEqual([x["name"] for x in channels], ["hi"])
         self.assertLessEqual(self.in_use(c), base + 32, "no mbuf went with the killed client")
@@ -397,6 +402,121 @@ class Isolated(T.DaemonCase):
     def test_hostile_one_ring_client(self):
         """The same attack from a client with one ring for all its channels."""
         self.hostile("hostile-one-ring")
+
+    def assert_honest(self, honest):
+        """The honest client beside an attacker received, and what it did not is counted."""
+        out = self.finish(honest)
+        self.assertEqual(honest.returncode, 0, out)
+        m = re.search(r"received (\d+) hits (\d+) delivered (\d+) ring_full (\d+) no_buf (\d+)",
+                      out)
+        self.assertTrue(m, out)
+        got, hits, delivered, ring_full, no_buf = map(int, m.groups())
+        self.assertGreater(got, 1000, out)
+        # What it did not receive is counted: in its ring (a ring, a burst), or dropped.
+        self.assertLessEqual(got, delivered)
+        self.assertLessEqual(delivered - got, 512 + 32)
+        self.assertLessEqual(abs(hits - (delivered + ring_full + no_buf)), 32, out)
+
+    def test_hostile_churn(self):
+        """A uid 65534 client replaces its 120 firewall-shaped channels (each of its own
+        priority) without pause, each change a rebuild of the classifier's compiled snapshot:
+        every packet it receives is on the channel that the rules in force gave its flow, its
+        steady channel hears its flow throughout, an honest client beside it loses nothing
+        uncounted, the control socket answers, and the snapshot catches up once it stops; then
+        deletes alone (the snapshot's dead answers) are as exact; killed with -9 while
+        churning, it leaves no channel and no mbuf behind, and the snapshot goes with its
+        rules."""
+        rnd = random.Random(7)
+        flows = [(f"10.{rnd.randrange(256)}.{rnd.randrange(256)}.{rnd.randrange(1, 255)}",
+                  2000 + i, 5100 + i % 64) for i in range(512)]
+        self.start(self.frames(flows, "churn") +
+                   self.frames([("203.0.113.2", 2002, 5001)] * 64, "honest"),
+                   region={"rx_buffers": 2048, "rx_ring_size": 512},
+                   control={"allow": [{"uid": 0}, {"uid": 65534, "dport": "5001-5199"}],
+                            "limits": {"channels": 200}})
+        c = Ctl(self.sock)
+        c.hello(flags=W.HELLO_F_CONTROL)
+
+        def classifier():
+            t0 = time.monotonic()
+            status, body = c.cli("show classifier", CLI_F_JSON)
+            self.assertEqual(status, 0, body)
+            return json.loads(body), time.monotonic() - t0
+
+        def churner_says(p, want):
+            """The churner's line, the control socket asked meanwhile: its slowest answer."""
+            slowest = 0
+            while True:
+                slowest = max(slowest, classifier()[1])
+                if select.select([p.stdout], [], [], 0.2)[0]:
+                    line = p.stdout.readline()
+                    if want in line:
+                        return line, slowest
+                    self.assertTrue(line, f"no line with {want!r}: {p.wait()}")
+
+        time.sleep(0.3)
+        base = self.in_use(c)
+        honest = self.nobody("nc_iso_client", self.sock, "honest", "5001", "8")
+        self.wait_line(honest, "ready")
+        churn = self.nobody("nc_iso_client", self.sock, "churn", "5100", "5",
+                            stdin=subprocess.PIPE)
+        m = re.match(r"ready 121 flows (\d+) wrong (\d+)", self.wait_line(churn, "ready"))
+        self.assertTrue(m)
+        self.assertGreater(int(m[1]), 100, m[0])
+        self.assertEqual(int(m[2]), 0, m[0])
+        first = classifier()[0]["snapshot"]
+        out, slowest = churner_says(churn, "churned")
+        m = re.match(r"churned (\d+) got (\d+) wrong (\d+) keep (\d+) keep_gap_ms (\d+)", out)
+        self.assertTrue(m, out)
+        ops, got, wrong, keep, gap = map(int, m.groups())
+        self.assertEqual(wrong, 0, out)
+        self.assertGreater(ops, 500, out)
+        self.assertGreater(got, 10000, out)
+        self.assertGreater(keep, 1000, out)
+        self.assertLess(gap, 500, out)
+        self.assertLess(slowest, 0.5, "the control socket kept answering")
+        # The snapshot was rebuilt while the rules changed, and catches up once they stop.
+        deadline = time.time() + 10
+        while True:
+            cl = classifier()[0]
+            s = cl["snapshot"]
+            if (s["state"], s["rules"], s["delta_rules"], s["stale_rules"]) == \
+                    ("ready", cl["rules"], 0, 0) or time.time() > deadline:
+                break
+            time.sleep(0.1)
+        # Its 121, hi, and the honest client's while it runs.
+        status, body = c.cli("show channel brief", CLI_F_JSON)
+        self.assertEqual(status, 0, body)
+        live = len(json.loads(body))
+        self.assertGreaterEqual(live, 122)
+        self.assertEqual(cl["rules"], live, cl)
+        self.assertEqual((s["state"], s["rules"], s["delta_rules"], s["stale_rules"],
+                          s["failures"]), ("ready", live, 0, 0, 0), cl)
+        self.assertGreaterEqual(s["builds"], first["builds"] + 2, (first, s))
+        # Deletes alone, against that snapshot: its answers for them are dead ones.
+        churn.stdin.write("destroy\n")
+        churn.stdin.flush()
+        m = re.match(r"destroyed 60 got (\d+) wrong (\d+) silent (\d+)",
+                     self.wait_line(churn, "destroyed"))
+        self.assertTrue(m)
+        self.assertGreater(int(m[1]), 10000, m[0])
+        self.assertEqual((int(m[2]), int(m[3])), (0, 0), m[0])
+        self.assertEqual(self.finish(churn), "")  # its stdin closed: it disconnects
+        self.assertEqual(churn.returncode, 0)
+        self.assert_honest(honest)
+        # Killed with -9 while churning: its channels, their rules and the snapshot go.
+        churn = self.nobody("nc_iso_client", self.sock, "churn", "5100", "30",
+                            stdin=subprocess.PIPE)
+        self.wait_line(churn, "ready")
+        time.sleep(1.5)
+        churn.send_signal(signal.SIGKILL)
+        churn.wait()
+        deadline = time.time() + 10
+        while classifier()[0]["snapshot"]["state"] != "none" and time.time() < deadline:
+            time.sleep(0.1)
+        cl = classifier()[0]
+        self.assertEqual((cl["rules"], cl["snapshot"]["state"]), (1, "none"), cl)
+        self.assert_killed_left_nothing(c, base)
 
     def hostile(self, mode):
         flows = [("203.0.113.1", 2001, 5000), ("203.0.113.2", 2002, 5001),
@@ -425,17 +545,7 @@ class Isolated(T.DaemonCase):
             self.assertGreater(region[counter], 0, region)
         bad.send_signal(signal.SIGKILL)
         bad.wait()
-        out = self.finish(honest)
-        self.assertEqual(honest.returncode, 0, out)
-        m = re.search(r"received (\d+) hits (\d+) delivered (\d+) ring_full (\d+) no_buf (\d+)",
-                      out)
-        self.assertTrue(m, out)
-        got, hits, delivered, ring_full, no_buf = map(int, m.groups())
-        self.assertGreater(got, 1000, out)
-        # What it did not receive is counted: in its ring (a ring, a burst), or dropped.
-        self.assertLessEqual(got, delivered)
-        self.assertLessEqual(delivered - got, 512 + 32)
-        self.assertLessEqual(abs(hits - (delivered + ring_full + no_buf)), 32, out)
+        self.assert_honest(honest)
         time.sleep(0.3)
         self.assertLessEqual(self.in_use(c), base + 32, "no mbuf went with the killed client")
         self.assertNotIn(bad.pid, self.clients(c))
