@@ -6,12 +6,13 @@
 #       nctrie, rte_acl and a linear scan (nctrie-bench perf) on the shipped
 #       ClassBench sets (1k and 10k), on sets generated in their shape with
 #       seed 7 (nctrie-bench gen-rules: acl-s7_10k, fw-s7_10k, ipc-s7_10k),
+#       on acl1_1k and the 10k sets in IPv6 (-v6: nctrie-bench perf --ipv6),
 #       and on socket:10000 and socket:100000. Prints each target of
 #       lib/trie/README.md with its verdict.
 #       Writes bench/results/classifier.jsonl (one object per classifier and
 #       burst), bench/results/classifier.png (ns/packet at burst 32, log
 #       scale) and prints a table with the ratios to rte_acl.
-#       --quick: four workloads, shorter; --report: table and chart of the
+#       --quick: five workloads, shorter; --report: table and chart of the
 #       last results, without running anything.
 #
 #   scripts/bench.sh testbed [--quick]
@@ -56,9 +57,10 @@ classifier() {
 	[ "$quick" = --report ] && { report "$json"; return; }
 	local updates=10000 packets=262144
 	local -a workloads=(acl1_1k fw1_1k ipc1_1k acl1_10k fw1_10k ipc1_10k
-			    acl-s7_10k fw-s7_10k ipc-s7_10k socket:10000 socket:100000)
+			    acl-s7_10k fw-s7_10k ipc-s7_10k acl1_1k-v6 acl1_10k-v6 fw1_10k-v6
+			    ipc1_10k-v6 socket:10000 socket:100000)
 	if [ "$quick" = --quick ]; then
-		updates=2000 packets=65536 workloads=(acl1_1k fw1_10k acl-s7_10k socket:10000)
+		updates=2000 packets=65536 workloads=(acl1_1k fw1_10k acl-s7_10k acl1_1k-v6 socket:10000)
 	fi
 	mkdir -p "$out"
 	# Sets the classifier was not tuned on: each family's shape, other addresses.
@@ -73,6 +75,8 @@ classifier() {
 		local src=(--rules "$cb/$w")
 		[[ $w == socket:* ]] && src=(--synthetic "$w")
 		[[ $w == *-s7_* ]] && src=(--rules "$gen/$w")
+		# The same set in IPv6 (nctrie-bench perf --ipv6: 2001:db8::/32 and the IPv4 bits).
+		[[ $w == *-v6 ]] && src=(--rules "$cb/${w%-v6}" --ipv6)
 		echo "bench: $w" >&2
 		"$bench" perf "${src[@]}" --packets "$packets" --updates "$updates" --json >> "$json.tmp"
 	done

@@ -28,7 +28,7 @@ usage(FILE *f)
 		"       nctrie-bench gen-rules --like FILE [--count N] [--seed S] [--out FILE]\n"
 		"       nctrie-bench perf [--rules FILE | --synthetic socket:N] [--trace FILE | --packets N]\n"
 		"                         [--burst 1|32|64] [--updates N] [--acl-rebuilds N] [--seed S] [--json]\n"
-		"                         [--classifiers nctrie,rte_acl,linear]\n"
+		"                         [--classifiers nctrie,rte_acl,linear] [--ipv6]\n"
 		"       nctrie-bench --version\n"
 		"\n"
 		"classify: one line per trace line, the 0-based index of the matching rule\n"
@@ -39,6 +39,8 @@ usage(FILE *f)
 		"           different rules of it; other seeds, other sets (default 10000 rules).\n"
 		"perf: lookup ns/packet, build time, update latency, memory and mismatches of\n"
 		"      nctrie, rte_acl (its fastest SIMD path here) and a linear scan.\n"
+		"      --ipv6: the workload in IPv6, each prefix a/l as 2001:db8:a::/(32+l),\n"
+		"      each key's address 2001:db8:a: and 64 random bits.\n"
 		"      Exit 3 if nctrie or rte_acl disagrees with the linear scan.\n");
 }
 

@@ -50,6 +50,7 @@ struct workload {
 	struct nc_trie_key *keys;
 	uint32_t nkeys;
 	uint64_t seed;
+	unsigned int fam; /* the rte_acl layout: 0 IPv4, 1 IPv6 */
 };
 
 struct result {
@@ -150,13 +151,64 @@ gen_socket(struct workload *w, uint32_t n, uint32_t npkts)
 	return 0;
 }
 
+/*
+ * The workload in IPv6 (--ipv6): each IPv4 prefix a of length l becomes
+ * 2001:db8:a::/(32 + l) (a site's /48s and /64s where IPv4 has /16s and
+ * /32s), a wildcard stays one; each key's address 2001:db8:a: and 64 random
+ * bits, which no rule looks at and the classifiers must still read.
+ */
+static void
+addr_to_v6(union nc_trie_addr *a, uint8_t *len, bool key, uint64_t *s)
+{
+	const uint32_t v4 = a->v4;
+	const uint64_t low = key ? nc_rand(s) : 0;
+
+	if (!key && *len == 0)
+		return;
+	memset(a, 0, sizeof(*a));
+	a->a[0] = 0x20, a->a[1] = 0x01, a->a[2] = 0x0d, a->a[3] = 0xb8;
+	memcpy(a->a + 4, &v4, 4);
+	memcpy(a->a + 8, &low, 8);
+	if (!key)
+		*len = (uint8_t)(32 + *len);
+}
+
+static void
+workload_to_v6(struct workload *w)
+{
+	uint64_t s = w->seed ^ 0x66;
+	uint8_t unused = 0;
+
+	for (uint32_t i = 0; i < w->nrules; i++) {
+		struct nc_trie_rule *r = &w->rules[i];
+
+		if (r->family == NC_TRIE_AF_ANY && r->src_len == 0 && r->dst_len == 0)
+			continue;
+		r->family = NC_TRIE_AF_INET6;
+		addr_to_v6(&r->src, &r->src_len, false, &s);
+		addr_to_v6(&r->dst, &r->dst_len, false, &s);
+	}
+	for (uint32_t i = 0; i < w->nkeys; i++) {
+		w->keys[i].family = NC_TRIE_AF_INET6;
+		addr_to_v6(&w->keys[i].src, &unused, true, &s);
+		addr_to_v6(&w->keys[i].dst, &unused, true, &s);
+	}
+	w->fam = 1;
+	strncat(w->name, "-v6", sizeof(w->name) - strlen(w->name) - 1);
+}
+
 /* A rule of the workload's shape for the update test, at a priority no other rule has. */
 static void
 update_rule(const struct workload *w, struct nc_trie_rule *r, uint64_t *s, uint32_t i)
 {
+	const unsigned int host = w->fam ? 64 : 32, at = w->fam ? 4 : 0;
+
 	*r = w->rules[nc_rand(s) % w->nrules];
-	if (r->src_len == 32)
-		r->src.v4 = (uint32_t)nc_rand(s);
+	if (r->src_len == host) {
+		const uint32_t a = (uint32_t)nc_rand(s);
+
+		memcpy(r->src.a + at, &a, 4);
+	}
 	r->priority = w->nrules + i % (NC_TRIE_PRIO_MAX - w->nrules);
 }
 
@@ -308,43 +360,58 @@ run_nctrie(const struct workload *w, struct result *r, uint32_t *answers, unsign
 
 /* ---- rte_acl ------------------------------------------------------------ */
 
-/* The snapshot's IPv4 layout (nc_trie_acl.h): both compile the same rules from the same fields. */
-RTE_ACL_RULE_DEF(acl5_rule, NCT_ACL_V4_FIELDS);
+/*
+ * The snapshot's layouts (nc_trie_acl.h): both compile the same rules from
+ * the same fields, IPv4's 5 or IPv6's 11.
+ */
+static unsigned int
+acl_fields(const struct workload *w)
+{
+	return w->fam ? NCT_ACL_V6_FIELDS : NCT_ACL_V4_FIELDS;
+}
+
+/* Rule i of an array of the workload's rte_acl rules. */
+static struct rte_acl_rule *
+acl_at(const struct workload *w, void *rules, uint32_t i)
+{
+	return (struct rte_acl_rule *)((uint8_t *)rules + (size_t)i * RTE_ACL_RULE_SZ(acl_fields(w)));
+}
 
 static void
-acl_rule(const struct nc_trie_rule *r, uint32_t idx, uint32_t prio, struct acl5_rule *a)
+acl_rule(const struct workload *w, const struct nc_trie_rule *r, uint32_t idx, uint32_t prio,
+	 struct rte_acl_rule *a)
 {
-	memset(a, 0, sizeof(*a));
+	memset(a, 0, RTE_ACL_RULE_SZ(acl_fields(w)));
 	a->data.category_mask = 1;
 	a->data.priority = (int32_t)prio;
 	a->data.userdata = idx + 1;
-	nct_acl_fields(r, 0, a->field);
+	nct_acl_fields(r, w->fam, a->field);
 }
 
 /* Build a context of the workload's rules (plus an optional extra one). */
 static struct rte_acl_ctx *
-acl_build(const struct workload *w, const struct acl5_rule *rules, const struct acl5_rule *extra,
+acl_build(const struct workload *w, const void *rules, const struct rte_acl_rule *extra,
 	  unsigned int gen)
 {
 	char name[RTE_ACL_NAMESIZE];
 	struct rte_acl_param prm = {
-		.name = name, .socket_id = SOCKET_ID_ANY, .rule_size = RTE_ACL_RULE_SZ(NCT_ACL_V4_FIELDS),
+		.name = name, .socket_id = SOCKET_ID_ANY, .rule_size = RTE_ACL_RULE_SZ(acl_fields(w)),
 		.max_rule_num = w->nrules + 1,
 	};
-	struct rte_acl_config cfg = { .num_categories = 1, .num_fields = NCT_ACL_V4_FIELDS };
+	struct rte_acl_config cfg = { .num_categories = 1, .num_fields = acl_fields(w) };
 	struct rte_acl_ctx *ctx;
 	int ret;
 
 	snprintf(name, sizeof(name), "bench%u", gen);
-	nct_acl_defs(0, cfg.defs);
+	nct_acl_defs(w->fam, cfg.defs);
 	ctx = rte_acl_create(&prm);
 	if (ctx == NULL) {
 		fprintf(stderr, "nctrie-bench: rte_acl_create: %s\n", rte_strerror(rte_errno));
 		return NULL;
 	}
-	ret = rte_acl_add_rules(ctx, (const struct rte_acl_rule *)rules, w->nrules);
+	ret = rte_acl_add_rules(ctx, rules, w->nrules);
 	if (ret == 0 && extra != NULL)
-		ret = rte_acl_add_rules(ctx, (const struct rte_acl_rule *)extra, 1);
+		ret = rte_acl_add_rules(ctx, extra, 1);
 	if (ret == 0)
 		ret = rte_acl_build(ctx, &cfg);
 	if (ret != 0) {
@@ -379,8 +446,9 @@ run_acl(const struct workload *w, struct result *r, uint32_t *answers, unsigned 
 		{ RTE_ACL_CLASSIFY_AVX2, "avx2" }, { RTE_ACL_CLASSIFY_SSE, "sse" },
 		{ RTE_ACL_CLASSIFY_SCALAR, "scalar" },
 	};
-	struct acl5_rule *rules = malloc(w->nrules * sizeof(*rules));
-	struct nct_acl_key4 *keys = malloc(w->nkeys * sizeof(*keys));
+	const size_t key_sz = w->fam ? sizeof(struct nct_acl_key6) : sizeof(struct nct_acl_key4);
+	void *rules = malloc((size_t)w->nrules * RTE_ACL_RULE_SZ(acl_fields(w)));
+	uint8_t *keys = malloc(w->nkeys * key_sz);
 	const uint8_t **data = malloc(w->nkeys * sizeof(*data));
 	double t0, best = 0, *lat;
 	struct rte_acl_ctx *ctx;
@@ -391,10 +459,13 @@ run_acl(const struct workload *w, struct result *r, uint32_t *answers, unsigned 
 	if (rules == NULL || keys == NULL || data == NULL)
 		goto out;
 	for (uint32_t i = 0; i < w->nrules; i++)
-		acl_rule(&w->rules[i], i, w->nrules - i, &rules[i]);
+		acl_rule(w, &w->rules[i], i, w->nrules - i, acl_at(w, rules, i));
 	for (uint32_t i = 0; i < w->nkeys; i++) {
-		nct_acl_key4(&w->keys[i], &keys[i]);
-		data[i] = (const uint8_t *)&keys[i];
+		if (w->fam)
+			nct_acl_key6(&w->keys[i], (struct nct_acl_key6 *)(keys + i * key_sz));
+		else
+			nct_acl_key4(&w->keys[i], (struct nct_acl_key4 *)(keys + i * key_sz));
+		data[i] = keys + i * key_sz;
 	}
 	heap0 = nct_heap_bytes();
 	t0 = now_ns();
@@ -435,13 +506,13 @@ run_acl(const struct workload *w, struct result *r, uint32_t *answers, unsigned 
 	/* An update is a rebuild of every rule plus the new one. */
 	lat = malloc((rebuilds ? rebuilds : 1) * sizeof(*lat));
 	for (unsigned int i = 0; lat != NULL && i < rebuilds; i++) {
+		RTE_ACL_RULE_DEF(, NCT_ACL_V6_FIELDS) extra; /* room for either layout */
 		struct nc_trie_rule nr;
-		struct acl5_rule extra;
 
 		update_rule(w, &nr, &s, i);
-		acl_rule(&nr, w->nrules, w->nrules + 1, &extra);
+		acl_rule(w, &nr, w->nrules, w->nrules + 1, (struct rte_acl_rule *)&extra);
 		t0 = now_ns();
-		ctx = acl_build(w, rules, &extra, i + 1);
+		ctx = acl_build(w, rules, (struct rte_acl_rule *)&extra, i + 1);
 		lat[i] = now_ns() - t0;
 		rte_acl_free(ctx);
 	}
@@ -628,6 +699,7 @@ bench_perf(int argc, char **argv)
 		{ "seed", required_argument, NULL, 's' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "classifiers", required_argument, NULL, 'c' },
+		{ "ipv6", no_argument, NULL, '6' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *rules_path = NULL, *synthetic = NULL, *trace = NULL;
@@ -637,11 +709,11 @@ bench_perf(int argc, char **argv)
 	struct result res[3] = { 0 };
 	uint32_t *ref, *ans;
 	uint32_t nref;
-	bool json = false;
+	bool json = false, ipv6 = false;
 	char err[512];
 	int c;
 
-	while ((c = getopt_long(argc, argv, "r:S:t:p:b:u:a:s:jc:", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "r:S:t:p:b:u:a:s:jc:6", opts, NULL)) != -1) {
 		switch (c) {
 		case 'r': rules_path = optarg; break;
 		case 'S': synthetic = optarg; break;
@@ -653,6 +725,7 @@ bench_perf(int argc, char **argv)
 		case 's': w.seed = strtoul(optarg, NULL, 0); break;
 		case 'j': json = true; break;
 		case 'c': which = optarg; break;
+		case '6': ipv6 = true; break;
 		default: return 2;
 		}
 	}
@@ -691,6 +764,8 @@ bench_perf(int argc, char **argv)
 			nc_trace_generate(w.rules, w.nrules, w.keys, w.nkeys, w.seed);
 		}
 	}
+	if (ipv6)
+		workload_to_v6(&w);
 	if (w.nkeys < 64) {
 		fprintf(stderr, "nctrie-bench perf: need at least 64 packets\n");
 		return 2;

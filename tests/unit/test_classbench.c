@@ -362,7 +362,10 @@ START_TEST(bench_classify)
 }
 END_TEST
 
-/* nctrie-bench perf runs, agrees with the scan, and prints the contract's fields (no timing). */
+/*
+ * nctrie-bench perf runs, in IPv6 too, agrees with the scan, and prints the
+ * contract's fields (no timing).
+ */
 START_TEST(bench_perf_smoke)
 {
 	const char *bench = getenv("NCTRIE_BENCH");
@@ -373,14 +376,17 @@ START_TEST(bench_perf_smoke)
 	snprintf(cmd, sizeof(cmd),
 		 "cd %s && '%s' perf --synthetic socket:2000 --packets 4096 --updates 200 --burst 32 "
 		 "--json > perf.json && '%s' perf --rules '%s' --packets 4096 --updates 200 "
-		 "--acl-rebuilds 1 --burst 1 --json >> perf.json && test $(wc -l < perf.json) -eq 6 && "
+		 "--acl-rebuilds 1 --burst 1 --json >> perf.json && '%s' perf --rules '%s' --ipv6 "
+		 "--packets 4096 --updates 200 --acl-rebuilds 1 --burst 32 --json >> perf.json && "
+		 "test $(wc -l < perf.json) -eq 9 && "
 		 "! grep -v '\"mismatches\": 0,' perf.json && "
 		 "for f in classifier variant workload rules burst lookup_ns build_ms update_median_ns "
 		 "update_p99_ns memory_bytes mismatches; do "
-		 "test $(grep -c \"\\\"$f\\\": \" perf.json) -eq 6 || exit 1; done && "
+		 "test $(grep -c \"\\\"$f\\\": \" perf.json) -eq 9 || exit 1; done && "
 		 "grep -q '\"classifier\": \"rte_acl\"' perf.json && "
-		 "grep -q '\"classifier\": \"linear\"' perf.json",
-		 tmpdir, bench, bench, path);
+		 "grep -q '\"classifier\": \"linear\"' perf.json && "
+		 "test $(grep -c '\"workload\": \"fw1_1k-v6\"' perf.json) -eq 3",
+		 tmpdir, bench, bench, path, bench, path);
 	ck_assert_int_eq(run(cmd), 0);
 	snprintf(cmd, sizeof(cmd), "'%s' perf --synthetic bogus:3 2>/dev/null", bench);
 	ck_assert_int_eq(run(cmd), 2);
