@@ -247,18 +247,26 @@ reader_main(void *p)
 /* Classify keys [i, i + burst) of a classifier's input. */
 typedef void (*burst_fn)(const void *ctx, uint32_t i, unsigned int burst, uint32_t *res);
 
+/* Every whole burst of the keys once: how many keys that was. */
+static uint32_t
+sweep(burst_fn fn, const void *ctx, uint32_t n, unsigned int burst)
+{
+	uint32_t res[64];
+
+	for (uint32_t i = 0; i + burst <= n; i += burst)
+		fn(ctx, i, burst, res);
+	return n / burst * burst;
+}
+
 /* One pass over the keys, again until MIN_PASS_NS: its ns/packet. */
 static double
 time_pass(burst_fn fn, const void *ctx, uint32_t n, unsigned int burst)
 {
 	double t0 = now_ns(), el;
 	uint64_t cnt = 0;
-	uint32_t res[64];
 
 	do {
-		for (uint32_t i = 0; i + burst <= n; i += burst)
-			fn(ctx, i, burst, res);
-		cnt += n / burst * burst;
+		cnt += sweep(fn, ctx, n, burst);
 		el = now_ns() - t0;
 	} while (el < MIN_PASS_NS);
 	return el / (double)cnt;
@@ -288,11 +296,9 @@ time_interleaved(const struct timed *c, unsigned int n, uint32_t nkeys)
 		for (unsigned int p = 0; p < MEASURE_PASSES; p++)
 			for (unsigned int j = 0; j < n; j++) {
 				const unsigned int k = (j + p) % n;
-				uint32_t res[64];
 
 				/* Untimed, one sweep: the caches hold the other's structures. */
-				for (uint32_t i = 0; i + bursts[b] <= nkeys; i += bursts[b])
-					c[k].fn(c[k].ctx, i, bursts[b], res);
+				sweep(c[k].fn, c[k].ctx, nkeys, bursts[b]);
 				pass[k][p] = time_pass(c[k].fn, c[k].ctx, nkeys, bursts[b]);
 			}
 		for (unsigned int k = 0; k < n; k++)
@@ -402,24 +408,20 @@ nctrie_updates(const struct workload *w, struct result *r, struct nc_trie *t,
  * The snapshot's layouts (nc_trie_acl.h): both compile the same rules from
  * the same fields, IPv4's 5 or IPv6's 11.
  */
-static unsigned int
-acl_fields(const struct workload *w)
-{
-	return w->fam ? NCT_ACL_V6_FIELDS : NCT_ACL_V4_FIELDS;
-}
-
 /* Rule i of an array of the workload's rte_acl rules. */
 static struct rte_acl_rule *
 acl_at(const struct workload *w, void *rules, uint32_t i)
 {
-	return (struct rte_acl_rule *)((uint8_t *)rules + (size_t)i * RTE_ACL_RULE_SZ(acl_fields(w)));
+	const size_t sz = RTE_ACL_RULE_SZ(nct_acl_nfields(w->fam));
+
+	return (struct rte_acl_rule *)((uint8_t *)rules + (size_t)i * sz);
 }
 
 static void
 acl_rule(const struct workload *w, const struct nc_trie_rule *r, uint32_t idx, uint32_t prio,
 	 struct rte_acl_rule *a)
 {
-	memset(a, 0, RTE_ACL_RULE_SZ(acl_fields(w)));
+	memset(a, 0, RTE_ACL_RULE_SZ(nct_acl_nfields(w->fam)));
 	a->data.category_mask = 1;
 	a->data.priority = (int32_t)prio;
 	a->data.userdata = idx + 1;
@@ -433,10 +435,10 @@ acl_build(const struct workload *w, const void *rules, const struct rte_acl_rule
 {
 	char name[RTE_ACL_NAMESIZE];
 	struct rte_acl_param prm = {
-		.name = name, .socket_id = SOCKET_ID_ANY, .rule_size = RTE_ACL_RULE_SZ(acl_fields(w)),
+		.name = name, .socket_id = SOCKET_ID_ANY, .rule_size = RTE_ACL_RULE_SZ(nct_acl_nfields(w->fam)),
 		.max_rule_num = w->nrules + 1,
 	};
-	struct rte_acl_config cfg = { .num_categories = 1, .num_fields = acl_fields(w) };
+	struct rte_acl_config cfg = { .num_categories = 1, .num_fields = nct_acl_nfields(w->fam) };
 	struct rte_acl_ctx *ctx;
 	int ret;
 
@@ -498,20 +500,15 @@ acl_prepare(const struct workload *w, struct result *r, uint32_t *answers, struc
 	uint64_t heap0;
 
 	r->classifier = "rte_acl";
-	st->rules = malloc((size_t)w->nrules * RTE_ACL_RULE_SZ(acl_fields(w)));
+	st->rules = malloc((size_t)w->nrules * RTE_ACL_RULE_SZ(nct_acl_nfields(w->fam)));
 	st->keys = malloc(w->nkeys * key_sz);
 	st->data = malloc(w->nkeys * sizeof(*st->data));
 	if (st->rules == NULL || st->keys == NULL || st->data == NULL)
 		return -1;
 	for (uint32_t i = 0; i < w->nrules; i++)
 		acl_rule(w, &w->rules[i], i, w->nrules - i, acl_at(w, st->rules, i));
-	for (uint32_t i = 0; i < w->nkeys; i++) {
-		if (w->fam)
-			nct_acl_key6(&w->keys[i], (struct nct_acl_key6 *)(st->keys + i * key_sz));
-		else
-			nct_acl_key4(&w->keys[i], (struct nct_acl_key4 *)(st->keys + i * key_sz));
-		st->data[i] = st->keys + i * key_sz;
-	}
+	for (uint32_t i = 0; i < w->nkeys; i++)
+		st->data[i] = nct_acl_key(w->fam, &w->keys[i], st->keys + i * key_sz);
 	heap0 = nct_heap_bytes();
 	t0 = now_ns();
 	st->ctx = acl_build(w, st->rules, NULL, 0);

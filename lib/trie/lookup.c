@@ -442,13 +442,7 @@ snap_fast(const struct nc_trie *t, const struct nct_snap *s, const unsigned int 
 
 	for (unsigned int i = 0; i < m; i++) {
 		ok &= (keys[i].family == family) & !(keys[i].flags & NC_TRIE_KEY_F_NOPORTS);
-		if (f) {
-			nct_acl_key6(&keys[i], &a.k6[i]);
-			data[i] = (const uint8_t *)&a.k6[i];
-		} else {
-			nct_acl_key4(&keys[i], &a.k4[i]);
-			data[i] = (const uint8_t *)&a.k4[i];
-		}
+		data[i] = nct_acl_key(f, &keys[i], f ? (void *)&a.k6[i] : (void *)&a.k4[i]);
 	}
 	if (!ok)
 		return false;

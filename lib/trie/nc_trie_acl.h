@@ -69,7 +69,25 @@ nct_acl_key6(const struct nc_trie_key *k, struct nct_acl_key6 *a)
 	a->ports = nct_acl_ports(k);
 }
 
-/* The field definitions of family fam (0 IPv4, 1 IPv6): NCT_ACL_V4/V6_FIELDS of them. */
+/* How many fields family fam's layout has (0 IPv4, 1 IPv6). */
+static inline unsigned int
+nct_acl_nfields(unsigned int fam)
+{
+	return fam ? NCT_ACL_V6_FIELDS : NCT_ACL_V4_FIELDS;
+}
+
+/* Key k laid out for family fam into a (an nct_acl_key4 or _key6): what rte_acl reads. */
+static inline const uint8_t *
+nct_acl_key(unsigned int fam, const struct nc_trie_key *k, void *a)
+{
+	if (fam)
+		nct_acl_key6(k, a);
+	else
+		nct_acl_key4(k, a);
+	return a;
+}
+
+/* The field definitions of family fam (0 IPv4, 1 IPv6): nct_acl_nfields(fam) of them. */
 static inline void
 nct_acl_defs(unsigned int fam, struct rte_acl_field_def *d)
 {

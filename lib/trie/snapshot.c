@@ -36,9 +36,6 @@
 /* Below this many trie rules the trie alone is about as fast and needs no thread. */
 #define SNAP_MIN_RULES 64
 
-#define V4_FIELDS NCT_ACL_V4_FIELDS
-#define V6_FIELDS NCT_ACL_V6_FIELDS
-
 /* A copied rule, sorted by rank before compiling. */
 struct job_rule {
 	struct nc_trie_rule r;
@@ -100,7 +97,7 @@ build_ctx(const uint8_t *rules, uint32_t cnt, size_t rsz, unsigned int fam, int 
 	  struct rte_acl_ctx **out)
 {
 	static uint32_t serial;
-	const unsigned int nf = fam ? V6_FIELDS : V4_FIELDS;
+	const unsigned int nf = nct_acl_nfields(fam);
 	char name[RTE_ACL_NAMESIZE];
 	struct rte_acl_param prm = {
 		.name = name, .socket_id = socket_id < 0 ? SOCKET_ID_ANY : socket_id,
@@ -184,11 +181,7 @@ pick_alg(struct nct_snap *s, const struct snap_job *j, unsigned int fam)
 		keys[n].proto = r->proto;
 		nc_trie_port_range(&r->sport, &keys[n].sport, &hi);
 		nc_trie_port_range(&r->dport, &keys[n].dport, &hi);
-		if (fam)
-			nct_acl_key6(&keys[n], &in[n].v6);
-		else
-			nct_acl_key4(&keys[n], &in[n].v4);
-		data[n] = (const uint8_t *)&in[n];
+		data[n] = nct_acl_key(fam, &keys[n], &in[n]);
 		n++;
 	}
 	if (n < 32)
@@ -221,7 +214,7 @@ pick_alg(struct nct_snap *s, const struct snap_job *j, unsigned int fam)
 static int
 build_family(const struct snap_job *j, unsigned int fam, struct nct_snap *s)
 {
-	const size_t rsz = RTE_ACL_RULE_SZ(fam ? V6_FIELDS : V4_FIELDS);
+	const size_t rsz = RTE_ACL_RULE_SZ(nct_acl_nfields(fam));
 	uint8_t *rules;
 	uint32_t cnt = 0;
 	int ret;
