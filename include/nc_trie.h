@@ -132,6 +132,9 @@ enum nc_trie_snapshot_state {
 	NC_TRIE_SNAPSHOT_OFF = 3,      /**< disabled: NC_TRIE_F_NO_SNAPSHOT, or no EAL */
 };
 
+/** Size of nc_trie_stats.snapshot_layout's strings, with their NUL. */
+#define NC_TRIE_LAYOUT_SIZE 24
+
 /** Counters of a table (nc_trie_get_stats()). */
 struct nc_trie_stats {
 	uint32_t rules;        /**< rules in the table */
@@ -148,6 +151,15 @@ struct nc_trie_stats {
 	uint32_t snapshot_failures; /**< builds that failed (the trie answers meanwhile) */
 	uint64_t snapshot_build_us; /**< how long the installed one took to build */
 	uint64_t snapshot_bytes;    /**< its memory: the DPDK heap's growth over its build */
+	uint64_t snapshot_build_total_us; /**< every build's wall time (failed ones too), summed */
+	/**
+	 * The order the installed snapshot's rte_acl reads its IPv4 ([0]) and
+	 * IPv6 ([1]) fields in, such as "proto,src,ports,dst" (empty: no rule of
+	 * the family). Each build keeps the last order unless the family's rule
+	 * count has moved by a quarter; then it times every order and keeps the
+	 * fastest that takes no more memory than "proto,src,dst,ports".
+	 */
+	char snapshot_layout[2][NC_TRIE_LAYOUT_SIZE];
 };
 
 /**

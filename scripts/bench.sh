@@ -116,6 +116,9 @@ def merged(rs):
         m[k] = statistics.median(r[k] for r in rs)
     m["update_p99_ns"] = max(r["update_p99_ns"] for r in rs)
     m["mismatches"] = sum(r["mismatches"] for r in rs)
+    m["snapshot_ms"] = statistics.median(r.get("snapshot_ms", 0) for r in rs)
+    # The field order nctrie's snapshot picked (each run picks its own).
+    m["layout"] = "/".join(sorted({r.get("layout", "").removeprefix("proto,") for r in rs})) or "-"
     return m
 by = {w: {cl: {b: merged(rs) for b, rs in bs.items()} for cl, bs in c.items()}
       for w, c in runs.items()}
@@ -123,7 +126,8 @@ order = list(dict.fromkeys(r["workload"] for r in rows))
 if nruns > 1:
     print(f"median of {nruns} runs; ratio: the median of the runs' ratios; p99: the worst run's")
 print(f'{"workload":<14} {"rules":>7} {"burst":>5} {"nctrie ns":>10} {"rte_acl ns":>10} {"acl/nctrie":>10}'
-      f' {"nc upd med/p99 ns":>18} {"acl rebuild ms":>14} {"nc B/rule":>9} {"acl B/rule":>10} {"mism":>5}')
+      f' {"nc upd med/p99 ns":>18} {"acl rebuild ms":>14} {"nc B/rule":>9} {"acl B/rule":>10} {"mism":>5}'
+      f' {"nc compile ms":>13}  nc snapshot reads')
 with open(sys.argv[2], "w") as dat:
     for w in order:
         c = by[w]
@@ -134,7 +138,8 @@ with open(sys.argv[2], "w") as dat:
                   f' {ratio[(w, b)]:>9.2f}x'
                   f' {n["update_median_ns"]:>8.0f}/{n["update_p99_ns"]:<9.0f}'
                   f' {a["update_median_ns"] / 1e6:>14.1f} {n["memory_bytes"] / n["rules"]:>9.1f}'
-                  f' {a["memory_bytes"] / a["rules"]:>10.1f} {n["mismatches"] + a["mismatches"]:>5}')
+                  f' {a["memory_bytes"] / a["rules"]:>10.1f} {n["mismatches"] + a["mismatches"]:>5}'
+                  f' {n["snapshot_ms"]:>13.0f}  {n["layout"]}')
         lin = c.get("linear", {}).get(32, {}).get("lookup_ns", "NaN")
         dat.write(f'{w} {nc[32]["lookup_ns"]} {acl[32]["lookup_ns"]} {lin}\n')
     print("rte_acl variant:", ", ".join(sorted({r["variant"] for r in rows if r["classifier"] == "rte_acl"})))

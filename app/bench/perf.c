@@ -51,6 +51,7 @@ struct workload {
 	uint32_t nkeys;
 	uint64_t seed;
 	unsigned int fam; /* the rte_acl layout: 0 IPv4, 1 IPv6 */
+	unsigned int acl_order; /* the order the reference reads fields in (nct_acl_defs()) */
 };
 
 struct result {
@@ -62,6 +63,8 @@ struct result {
 	unsigned int updates;
 	uint64_t memory_bytes;
 	uint64_t mismatches, checked;
+	char layout[NC_TRIE_LAYOUT_SIZE]; /* the order rte_acl reads fields in */
+	double snapshot_ms;                /* nctrie: its snapshots' compiles, order search included */
 	bool ran;
 };
 
@@ -338,6 +341,8 @@ nctrie_prepare(const struct workload *w, struct result *r, uint32_t *answers)
 	nc_trie_snapshot_sync(t);
 	nc_trie_get_stats(t, &st);
 	r->memory_bytes = st.bytes;
+	r->snapshot_ms = st.snapshot_build_total_us / 1e3;
+	memcpy(r->layout, st.snapshot_layout[w->fam], sizeof(r->layout));
 	nc_trie_lookup_bulk(t, w->keys, answers, w->nkeys);
 	return t;
 }
@@ -443,7 +448,7 @@ acl_build(const struct workload *w, const void *rules, const struct rte_acl_rule
 	int ret;
 
 	snprintf(name, sizeof(name), "bench%u", gen);
-	nct_acl_defs(w->fam, cfg.defs);
+	nct_acl_defs(w->fam, w->acl_order, cfg.defs);
 	ctx = rte_acl_create(&prm);
 	if (ctx == NULL) {
 		fprintf(stderr, "nctrie-bench: rte_acl_create: %s\n", rte_strerror(rte_errno));
@@ -500,6 +505,7 @@ acl_prepare(const struct workload *w, struct result *r, uint32_t *answers, struc
 	uint64_t heap0;
 
 	r->classifier = "rte_acl";
+	snprintf(r->layout, sizeof(r->layout), "%s", nct_acl_order_name(w->acl_order));
 	st->rules = malloc((size_t)w->nrules * RTE_ACL_RULE_SZ(nct_acl_nfields(w->fam)));
 	st->keys = malloc(w->nkeys * key_sz);
 	st->data = malloc(w->nkeys * sizeof(*st->data));
@@ -649,9 +655,9 @@ print_results(const struct workload *w, const struct result *res, unsigned int n
 {
 	if (!json) {
 		printf("workload %s: %u rules, %u packets\n", w->name, w->nrules, w->nkeys);
-		printf("  %-8s %-10s %9s %9s %9s %10s %12s %12s %12s %9s %10s\n", "", "variant",
+		printf("  %-8s %-10s %9s %9s %9s %10s %12s %12s %12s %9s %11s  %s\n", "", "variant",
 		       "ns/pkt@1", "ns/pkt@32", "ns/pkt@64", "build ms", "upd med ns",
-		       "upd p99 ns", "memory B", "B/rule", "mismatch");
+		       "upd p99 ns", "memory B", "B/rule", "mismatch", "rte_acl reads");
 	}
 	for (unsigned int i = 0; i < n; i++) {
 		const struct result *r = &res[i];
@@ -665,11 +671,11 @@ print_results(const struct workload *w, const struct result *res, unsigned int n
 				snprintf(ns[b], sizeof(ns[b]), burst_on[b] ? "%.1f" : "-",
 					 r->lookup_ns[b]);
 			printf("  %-8s %-10s %9s %9s %9s %10.1f %12.0f %12.0f %12" PRIu64
-			       " %9.1f %5" PRIu64 "/%-5" PRIu64 "\n",
+			       " %9.1f %5" PRIu64 "/%-5" PRIu64 "  %s\n",
 			       r->classifier, r->variant, ns[0], ns[1], ns[2], r->build_ms,
 			       r->update_median_ns, r->update_p99_ns,
 			       r->memory_bytes, (double)r->memory_bytes / w->nrules, r->mismatches,
-			       r->checked);
+			       r->checked, r->layout[0] ? r->layout : "-");
 			continue;
 		}
 		for (unsigned int b = 0; b < 3; b++)
@@ -678,10 +684,12 @@ print_results(const struct workload *w, const struct result *res, unsigned int n
 			       "\"rules\": %u, \"packets\": %u, \"burst\": %u, \"lookup_ns\": %.2f, "
 			       "\"build_ms\": %.2f, \"update_median_ns\": %.0f, "
 			       "\"update_p99_ns\": %.0f, \"updates\": %u, \"memory_bytes\": %" PRIu64
-			       ", \"mismatches\": %" PRIu64 ", \"checked\": %" PRIu64 "}\n",
+			       ", \"mismatches\": %" PRIu64 ", \"checked\": %" PRIu64 ", \"layout\": \"%s\""
+			       ", \"snapshot_ms\": %.1f}\n",
 			       r->classifier, r->variant, w->name, w->nrules, w->nkeys, bursts[b],
 			       r->lookup_ns[b], r->build_ms, r->update_median_ns, r->update_p99_ns,
-			       r->updates, r->memory_bytes, r->mismatches, r->checked);
+			       r->updates, r->memory_bytes, r->mismatches, r->checked, r->layout,
+			       r->snapshot_ms);
 	}
 	fflush(stdout);
 }
@@ -755,6 +763,7 @@ bench_perf(int argc, char **argv)
 		{ "json", no_argument, NULL, 'j' },
 		{ "classifiers", required_argument, NULL, 'c' },
 		{ "ipv6", no_argument, NULL, '6' },
+		{ "acl-order", required_argument, NULL, 'o' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *rules_path = NULL, *synthetic = NULL, *trace = NULL;
@@ -774,7 +783,7 @@ bench_perf(int argc, char **argv)
 	char err[512];
 	int c;
 
-	while ((c = getopt_long(argc, argv, "r:S:t:p:b:u:a:s:jc:6", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "r:S:t:p:b:u:a:s:jc:6o:", opts, NULL)) != -1) {
 		switch (c) {
 		case 'r': rules_path = optarg; break;
 		case 'S': synthetic = optarg; break;
@@ -787,13 +796,15 @@ bench_perf(int argc, char **argv)
 		case 'j': json = true; break;
 		case 'c': which = optarg; break;
 		case '6': ipv6 = true; break;
+		case 'o': w.acl_order = (unsigned int)strtoul(optarg, NULL, 0); break;
 		default: return 2;
 		}
 	}
 	if ((rules_path == NULL) == (synthetic == NULL) || packets == 0 || packets > 1u << 26 ||
+	    w.acl_order >= NCT_ACL_ORDERS ||
 	    (only_burst && only_burst != 1 && only_burst != 32 && only_burst != 64)) {
 		fprintf(stderr, "nctrie-bench perf: give --rules FILE or --synthetic socket:N, "
-				"--packets 1..2^26, --burst 1|32|64\n");
+				"--packets 1..2^26, --burst 1|32|64, --acl-order 0..%d\n", NCT_ACL_ORDERS - 1);
 		return 2;
 	}
 	if (synthetic != NULL) {

@@ -35,6 +35,7 @@ nct_create(const struct nc_trie_config *cfg, uint32_t internal)
 	t->socket_id = cfg->socket_id;
 	t->max_rules = cfg->max_rules;
 	t->flags = cfg->flags | internal;
+	t->force_order = -1;
 	if (!(t->flags & NCT_F_DELTA)) {
 		t->rules = calloc(cfg->max_rules, sizeof(*t->rules));
 		t->free_ids = malloc(cfg->max_rules * sizeof(*t->free_ids));

@@ -22,6 +22,14 @@ nc_rand(uint64_t *s)
 	return *s * UINT64_C(2685821657736338717);
 }
 
+/**
+ * Test and benchmark hook: from the next build on, compile t's snapshots with
+ * rte_acl reading fields in order o (0..5, the strings of
+ * nc_trie_stats.snapshot_layout in lib/trie/nc_trie_acl.h's order), or let
+ * each build pick one as it does by default (-1).
+ */
+void nct_snap_force_order(struct nc_trie *t, int o);
+
 /** Linear-scan classifier: rules kept sorted best first; the first match is the answer. */
 struct nc_linear;
 

@@ -56,6 +56,9 @@ struct snap_job {
 	int done;                     /* builder -> writer, release/acquire */
 	uint64_t start_ns;
 	bool all;
+	uint8_t order[2];             /* the installed snapshot's orders (build_orders()) */
+	uint32_t order_rules[2];
+	int force_order;
 };
 
 static uint64_t
@@ -91,10 +94,19 @@ in_family(const struct nc_trie_rule *r, unsigned int fam)
 	return r->family == NC_TRIE_AF_ANY || r->family == (fam ? NC_TRIE_AF_INET6 : NC_TRIE_AF_INET);
 }
 
-/* A context of cnt rte_acl rules of family fam (each rsz bytes). */
+/* A family's contexts in one field order: the snapshot's, or a candidate for it. */
+struct acl_set {
+	struct rte_acl_ctx *acl[SNAP_MAX_CTX];
+	unsigned int n;
+	unsigned int order;
+	uint64_t bytes; /* the DPDK heap's growth over its build */
+	uint64_t ns;    /* the sample's classify time, each context on its fastest method */
+};
+
+/* A context of cnt rte_acl rules of family fam (each rsz bytes) read in order o. */
 static int
-build_ctx(const uint8_t *rules, uint32_t cnt, size_t rsz, unsigned int fam, int socket_id,
-	  struct rte_acl_ctx **out)
+build_ctx(const uint8_t *rules, uint32_t cnt, size_t rsz, unsigned int fam, unsigned int o,
+	  int socket_id, struct rte_acl_ctx **out)
 {
 	static uint32_t serial;
 	const unsigned int nf = nct_acl_nfields(fam);
@@ -113,7 +125,7 @@ build_ctx(const uint8_t *rules, uint32_t cnt, size_t rsz, unsigned int fam, int 
 	ctx = rte_acl_create(&prm);
 	if (ctx == NULL)
 		return rte_errno ? -rte_errno : -ENOMEM;
-	nct_acl_defs(fam, cfg.defs);
+	nct_acl_defs(fam, o, cfg.defs);
 	ret = rte_acl_add_rules(ctx, (const struct rte_acl_rule *)rules, cnt);
 	if (ret == 0)
 		ret = rte_acl_build(ctx, &cfg);
@@ -127,87 +139,243 @@ build_ctx(const uint8_t *rules, uint32_t cnt, size_t rsz, unsigned int fam, int 
 	return 0;
 }
 
-/* Rules lo..hi-1 into s's contexts of fam: in one, or in halves while there is room. */
+/* Rules lo..hi-1 into set's contexts of fam: in one, or in halves while there is room. */
 static int
-build_range(struct nct_snap *s, const uint8_t *rules, uint32_t lo, uint32_t hi, size_t rsz,
+build_range(struct acl_set *set, const uint8_t *rules, uint32_t lo, uint32_t hi, size_t rsz,
 	    unsigned int fam, int socket_id)
 {
 	uint32_t mid = lo + (hi - lo) / 2;
 	int ret;
 
-	ret = build_ctx(rules + rsz * lo, hi - lo, rsz, fam, socket_id,
-			&s->acl[fam][s->nacl[fam]]);
+	ret = build_ctx(rules + rsz * lo, hi - lo, rsz, fam, set->order, socket_id,
+			&set->acl[set->n]);
 	if (ret == 0) {
-		s->nacl[fam]++;
+		set->n++;
 		return 0;
 	}
 	/* Typically "Exceeded max number of tries" (-ENOMEM): fewer rules need fewer. */
-	if (hi - lo < 2 || s->nacl[fam] + 2 > SNAP_MAX_CTX)
+	if (hi - lo < 2 || set->n + 2 > SNAP_MAX_CTX)
 		return ret;
-	ret = build_range(s, rules, lo, mid, rsz, fam, socket_id);
-	return ret ? ret : build_range(s, rules, mid, hi, rsz, fam, socket_id);
+	ret = build_range(set, rules, lo, mid, rsz, fam, socket_id);
+	return ret ? ret : build_range(set, rules, mid, hi, rsz, fam, socket_id);
+}
+
+static void
+set_free(struct acl_set *set)
+{
+	for (unsigned int i = 0; i < set->n; i++)
+		rte_acl_free(set->acl[i]);
+	set->n = 0;
+}
+
+/* Keys to time a family's contexts with, laid out for rte_acl. */
+#define SAMPLE_KEYS 8192
+
+struct sample {
+	union {
+		struct nct_acl_key4 v4;
+		struct nct_acl_key6 v6;
+	} in[SAMPLE_KEYS];
+	const uint8_t *data[SAMPLE_KEYS];
+};
+
+static uint64_t
+splitmix(uint64_t *x)
+{
+	uint64_t z = (*x += UINT64_C(0x9e3779b97f4a7c15));
+
+	z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+	z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+	return z ^ (z >> 31);
+}
+
+/* A random address inside prefix p/len (anywhere when len is 0). */
+static void
+point_in(const union nc_trie_addr *p, unsigned int len, uint64_t *seed, union nc_trie_addr *a)
+{
+	for (unsigned int i = 0; i < 16; i++) {
+		const unsigned int bits = len >= 8 * (i + 1) ? 8 : len > 8 * i ? len - 8 * i : 0;
+		const uint8_t m = (uint8_t)(0xff00u >> bits);
+
+		a->a[i] = (uint8_t)((p->a[i] & m) | (splitmix(seed) & ~m));
+	}
 }
 
 /*
- * rte_acl's fastest classify method for s's contexts of fam on this CPU, by
- * measurement (as the benchmark picks its reference's): bursts of 32 keys
- * made from the rules' first addresses and ports, the best of five passes.
+ * The sample, in ClassBench's trace model: half of the keys inside rules of
+ * the family (random rules, random points of them), half anywhere (any
+ * protocol too). The same for every build (a fixed seed), so that two orders
+ * and two builds are timed on the same keys.
  */
 static void
-pick_alg(struct nct_snap *s, const struct snap_job *j, unsigned int fam)
+sample_keys(const struct snap_job *j, unsigned int fam, struct sample *sm)
+{
+	static const union nc_trie_addr anywhere;
+	uint64_t seed = 1;
+
+	for (unsigned int n = 0; n < SAMPLE_KEYS; n++) {
+		const struct nc_trie_rule *r = NULL;
+		struct nc_trie_key k = { .family = fam ? NC_TRIE_AF_INET6 : NC_TRIE_AF_INET };
+		uint16_t lo, hi;
+
+		for (unsigned int tries = 0; n % 2 == 0 && r == NULL && tries < 16; tries++) {
+			r = &j->rules[splitmix(&seed) % j->n].r;
+			if (!in_family(r, fam))
+				r = NULL;
+		}
+		point_in(r ? &r->src : &anywhere, r && r->family != NC_TRIE_AF_ANY ? r->src_len : 0,
+			 &seed, &k.src);
+		point_in(r ? &r->dst : &anywhere, r && r->family != NC_TRIE_AF_ANY ? r->dst_len : 0,
+			 &seed, &k.dst);
+		k.proto = (uint8_t)(splitmix(&seed) & (r ? (uint8_t)~r->proto_mask : 0xff));
+		if (r != NULL)
+			k.proto |= r->proto & r->proto_mask;
+		lo = 0;
+		hi = UINT16_MAX;
+		if (r != NULL)
+			nc_trie_port_range(&r->sport, &lo, &hi);
+		k.sport = (uint16_t)(lo + splitmix(&seed) % ((uint32_t)hi - lo + 1));
+		lo = 0;
+		hi = UINT16_MAX;
+		if (r != NULL)
+			nc_trie_port_range(&r->dport, &lo, &hi);
+		k.dport = (uint16_t)(lo + splitmix(&seed) % ((uint32_t)hi - lo + 1));
+		sm->data[n] = nct_acl_key(fam, &k, &sm->in[n]);
+	}
+}
+
+/* One sweep of the sample through ctx, in bursts of 32: its time. */
+static uint64_t
+sweep(const struct rte_acl_ctx *ctx, struct sample *sm)
+{
+	uint64_t t0 = now_ns();
+	uint32_t res[32];
+
+	for (uint32_t k = 0; k + 32 <= SAMPLE_KEYS; k += 32)
+		rte_acl_classify(ctx, &sm->data[k], res, 32, 1);
+	return now_ns() - t0;
+}
+
+/*
+ * Context ctx on rte_acl's fastest classify method for it on this CPU, by
+ * measurement (as the benchmark picks its reference's): after an untimed
+ * sweep of the sample, the methods' sweeps in turn, the best of three each
+ * (a freshly built context's first sweeps are up to 3.5 times slower, its
+ * lines not yet in cache, and would count against whichever went first).
+ * Returns the pick's time.
+ */
+static uint64_t
+pick_alg(struct rte_acl_ctx *ctx, struct sample *sm)
 {
 	static const enum rte_acl_classify_alg algs[] = {
 		RTE_ACL_CLASSIFY_AVX512X32, RTE_ACL_CLASSIFY_AVX512X16, RTE_ACL_CLASSIFY_AVX2,
 		RTE_ACL_CLASSIFY_SSE,
 	};
-	enum { NKEYS = 256 };
-	struct nc_trie_key keys[NKEYS];
-	union {
-		struct nct_acl_key4 v4;
-		struct nct_acl_key6 v6;
-	} in[NKEYS];
-	const uint8_t *data[NKEYS];
-	uint32_t res[32], n = 0;
+	uint64_t best[RTE_DIM(algs)];
+	unsigned int pick = 0;
+	bool ok[RTE_DIM(algs)];
 
-	for (uint32_t i = 0; i < j->n && n < NKEYS; i += 1 + j->n / NKEYS) {
-		const struct nc_trie_rule *r = &j->rules[i].r;
-		uint16_t hi;
-
-		if (!in_family(r, fam))
-			continue;
-		memset(&keys[n], 0, sizeof(keys[n]));
-		keys[n].src = r->src;
-		keys[n].dst = r->dst;
-		keys[n].proto = r->proto;
-		nc_trie_port_range(&r->sport, &keys[n].sport, &hi);
-		nc_trie_port_range(&r->dport, &keys[n].dport, &hi);
-		data[n] = nct_acl_key(fam, &keys[n], &in[n]);
-		n++;
+	sweep(ctx, sm);
+	for (unsigned int a = 0; a < RTE_DIM(algs); a++) {
+		best[a] = UINT64_MAX;
+		ok[a] = rte_acl_set_ctx_classify(ctx, algs[a]) == 0;
 	}
-	if (n < 32)
-		return;
-	for (unsigned int x = 0; x < s->nacl[fam]; x++) {
-		uint64_t best = UINT64_MAX;
-		enum rte_acl_classify_alg pick = RTE_ACL_CLASSIFY_DEFAULT;
-
+	for (int pass = 0; pass < 3; pass++)
 		for (unsigned int a = 0; a < RTE_DIM(algs); a++) {
-			if (rte_acl_set_ctx_classify(s->acl[fam][x], algs[a]) != 0)
-				continue;
-			for (int pass = 0; pass < 5; pass++) {
-				uint64_t t0 = now_ns(), el;
+			uint64_t el;
 
-				for (int rep = 0; rep < 8; rep++)
-					for (uint32_t k = 0; k + 32 <= n; k += 32)
-						rte_acl_classify(s->acl[fam][x], &data[k], res, 32, 1);
-				el = now_ns() - t0;
-				if (el < best) {
-					best = el;
-					pick = algs[a];
-				}
-			}
+			if (!ok[a] || rte_acl_set_ctx_classify(ctx, algs[a]) != 0)
+				continue;
+			el = sweep(ctx, sm);
+			if (el < best[a])
+				best[a] = el;
 		}
-		rte_acl_set_ctx_classify(s->acl[fam][x], pick);
+	for (unsigned int a = 1; a < RTE_DIM(algs); a++)
+		if (best[a] < best[pick])
+			pick = a;
+	if (best[pick] == UINT64_MAX) {
+		rte_acl_set_ctx_classify(ctx, RTE_ACL_CLASSIFY_DEFAULT);
+		return sweep(ctx, sm);
 	}
+	rte_acl_set_ctx_classify(ctx, algs[pick]);
+	return best[pick];
+}
+
+/* Compile the family's rules into set in its order, and time it on the sample. */
+static int
+build_set(struct acl_set *set, const uint8_t *rules, uint32_t cnt, size_t rsz, unsigned int fam,
+	  int socket_id, struct sample *sm)
+{
+	const uint64_t heap0 = nct_heap_bytes();
+	uint64_t heap1;
+	int ret = build_range(set, rules, 0, cnt, rsz, fam, socket_id);
+
+	if (ret != 0) {
+		set_free(set);
+		return ret;
+	}
+	heap1 = nct_heap_bytes();
+	set->bytes = heap1 > heap0 ? heap1 - heap0 : 0;
+	set->ns = 0;
+	for (unsigned int i = 0; i < set->n; i++)
+		set->ns += pick_alg(set->acl[i], sm);
+	return 0;
+}
+
+/*
+ * The family's contexts in the order that classifies the sample fastest,
+ * without more memory than DPDK's layout (order 0) takes; an order within 5%
+ * of an earlier one's time does not replace it. All orders are tried when
+ * the family's rule count has moved by a quarter since they last were (or
+ * the last order no longer builds); otherwise the last one is kept, so that
+ * a build under churn costs one compile.
+ */
+static int
+build_orders(const struct snap_job *j, unsigned int fam, const uint8_t *rules, uint32_t cnt,
+	     size_t rsz, struct nct_snap *s)
+{
+	const uint32_t last = j->order_rules[fam];
+	bool search = last == 0 || cnt < last - last / 4 || cnt > last + last / 4;
+	struct acl_set best = { .n = 0 }, cand;
+	uint64_t limit = UINT64_MAX;
+	bool have = false;
+	struct sample *sm = malloc(sizeof(*sm));
+	int ret = 0;
+
+	if (sm == NULL)
+		return -ENOMEM;
+	sample_keys(j, fam, sm);
+	if (j->force_order >= 0 || !search) {
+		cand = (struct acl_set){ .order = j->force_order >= 0 ? (unsigned int)j->force_order :
+							       j->order[fam] };
+		ret = build_set(&cand, rules, cnt, rsz, fam, j->socket_id, sm);
+		have = ret == 0;
+		best = cand;
+		search = !have && j->force_order < 0;
+	}
+	for (unsigned int o = 0; search && o < NCT_ACL_ORDERS; o++) {
+		cand = (struct acl_set){ .order = o };
+		ret = build_set(&cand, rules, cnt, rsz, fam, j->socket_id, sm);
+		if (ret != 0)
+			continue;
+		if (o == 0)
+			limit = cand.bytes;
+		if (!have || (cand.bytes <= limit && cand.ns * 20 < best.ns * 19)) {
+			set_free(&best);
+			best = cand;
+			have = true;
+		} else {
+			set_free(&cand);
+		}
+	}
+	free(sm);
+	if (!have)
+		return ret ? ret : -ENOMEM;
+	memcpy(s->acl[fam], best.acl, sizeof(best.acl));
+	s->nacl[fam] = best.n;
+	s->order[fam] = (uint8_t)best.order;
+	s->order_rules[fam] = search ? cnt : last;
+	return 0;
 }
 
 /* One family's contexts of the job's rules; none when it has no rule. */
@@ -237,10 +405,8 @@ build_family(const struct snap_job *j, unsigned int fam, struct nct_snap *s)
 
 			acl_rule(&j->rules[i], i, fam, &a->data, a->field);
 		}
-	ret = build_range(s, rules, 0, cnt, rsz, fam, j->socket_id);
+	ret = build_orders(j, fam, rules, cnt, rsz, s);
 	free(rules);
-	if (ret == 0)
-		pick_alg(s, j, fam);
 	return ret;
 }
 
@@ -482,6 +648,9 @@ snap_start(struct nc_trie *t)
 	j->all = all;
 	j->seq = t->seq;
 	j->socket_id = t->socket_id;
+	memcpy(j->order, t->order, sizeof(j->order));
+	memcpy(j->order_rules, t->order_rules, sizeof(j->order_rules));
+	j->force_order = t->force_order;
 	j->start_ns = now_ns();
 	if (pthread_create(&j->th, NULL, builder, j) != 0)
 		goto nomem;
@@ -540,6 +709,7 @@ snap_finish(struct nc_trie *t, bool wait)
 	t->job = NULL;
 	err = j->err;
 	took = now_ns() - j->start_ns;
+	t->build_total_us += took / 1000;
 	/* At most half of the time compiling, whatever the churn. */
 	t->next_build_ns = now_ns() + took;
 	if (err == 0 && j->deleted_cap == UINT32_MAX) {
@@ -552,6 +722,11 @@ snap_finish(struct nc_trie *t, bool wait)
 		for (uint32_t i = 0; i < j->ndeleted; i++)
 			t->stale += snap_kill(j->out, j->deleted[i].id, j->deleted[i].rank);
 		t->builds++;
+		for (unsigned int f = 0; f < 2; f++)
+			if (j->out->nacl[f] > 0) {
+				t->order[f] = j->out->order[f];
+				t->order_rules[f] = j->out->order_rules[f];
+			}
 		snap_publish(t, j->out, j->seq);
 	} else {
 		t->failures++;
@@ -612,6 +787,14 @@ nct_snap_free_all(struct nc_trie *t)
 	nc_trie_free(t->delta);
 }
 
+/* Test and benchmark hook: every snapshot from the next on in order o (-1: pick one). */
+void
+nct_snap_force_order(struct nc_trie *t, int o)
+{
+	t->force_order = o >= 0 && o < NCT_ACL_ORDERS ? o : -1;
+	memset(t->order_rules, 0, sizeof(t->order_rules));
+}
+
 void
 nct_snap_stats(const struct nc_trie *t, struct nc_trie_stats *s)
 {
@@ -624,7 +807,11 @@ nct_snap_stats(const struct nc_trie *t, struct nc_trie_stats *s)
 	s->stale_rules = t->stale;
 	s->snapshot_builds = t->builds;
 	s->snapshot_failures = t->failures;
+	s->snapshot_build_total_us = t->build_total_us;
 	if (t->snap != NULL) {
+		for (unsigned int f = 0; f < 2; f++)
+			snprintf(s->snapshot_layout[f], sizeof(s->snapshot_layout[f]), "%s",
+				 t->snap->nacl[f] ? nct_acl_order_name(t->snap->order[f]) : "");
 		s->snapshot_rules = t->snap->n;
 		s->snapshot_build_us = t->snap->build_us;
 		s->snapshot_bytes = t->snap->bytes;

@@ -3,6 +3,7 @@
 """Operators' tools: ncctl and netchanneld -i (the same commands, text and JSON), DPDK
 telemetry (dpdk-telemetry.py), packet capture (dpdk-dumpcap), and meson install."""
 import errno
+import itertools
 import json
 import os
 import re
@@ -419,6 +420,11 @@ class Cli(T.DaemonCase):
                          (n + 1, 0, 0, 0))
         self.assertGreater(c["snapshot"]["bytes"], 0)
         self.assertGreaterEqual(c["snapshot"]["builds"], 1)
+        self.assertGreaterEqual(c["snapshot"]["build_total_us"], c["snapshot"]["build_us"])
+        # The order its rte_acl reads the IPv4 fields in, picked by timing them all.
+        self.assertIn(c["snapshot"]["layout"]["ipv4"],
+                      [f"proto,{a},{b},{x}" for a, b, x in itertools.permutations(
+                          ("src", "dst", "ports"))])
         self.assertIn("snapshot:\n  state: ready\n", self.ncctl("show classifier").stdout)
 
         def hits():

@@ -1138,6 +1138,51 @@ START_TEST(snapshot_dead_answers)
 	rset_free(&r);
 }
 END_TEST
+
+/*
+ * Every order the snapshot's rte_acl may read fields in gives the trie's
+ * answers, in both families, before and after deletes and adds; and the
+ * order a build picks by itself is one of them.
+ */
+START_TEST(snapshot_orders)
+{
+	static const char *const names[] = {
+		"proto,src,dst,ports", "proto,dst,src,ports", "proto,src,ports,dst",
+		"proto,dst,ports,src", "proto,ports,src,dst", "proto,ports,dst,src",
+	};
+	struct nc_trie_stats st;
+	struct rset r;
+
+	rset_init(&r, 1500, 0x7003, 0);
+	for (int o = -1; o < (int)RTE_DIM(names); o++) {
+		nct_snap_force_order(r.t, o);
+		ck_assert_int_eq(nc_trie_snapshot_sync(r.t), 0);
+		ck_assert_int_eq(nc_trie_get_stats(r.t, &st), 0);
+		for (unsigned int f = 0; f < 2; f++) {
+			bool known = false;
+
+			for (unsigned int i = 0; i < RTE_DIM(names); i++)
+				known |= strcmp(st.snapshot_layout[f], names[i]) == 0;
+			ck_assert_msg(o < 0 ? known : strcmp(st.snapshot_layout[f], names[o]) == 0,
+				      "family %u: layout \"%s\" in order %d", f,
+				      st.snapshot_layout[f], o);
+		}
+		ck_assert_uint_eq(rset_check(&r, 50000), 0);
+		/* Deletes (dead answers) and adds (the delta) on top of this order's snapshot. */
+		for (int i = 0; i < 100; i++) {
+			uint32_t j = (uint32_t)(nc_rand(&r.s) % r.nlive), id = r.live[j];
+
+			ck_assert_int_eq(nc_trie_delete(r.t, id), 0);
+			ck_assert_int_eq(nc_linear_delete(r.l, id), 0);
+			r.live[j] = r.live[--r.nlive];
+		}
+		while (r.nlive < 1500)
+			add_random(r.t, r.l, &r.w, r.rules, r.live, &r.nlive, &r.s, false);
+		ck_assert_uint_eq(rset_check(&r, 50000), 0);
+	}
+	rset_free(&r);
+}
+END_TEST
 #endif
 
 /* ---- lock-free readers under a writer ----------------------------------- */
@@ -1428,6 +1473,7 @@ trie_suite(void)
 #ifdef NC_TEST_SNAPSHOT
 	tcase_add_test(tc, snapshot_without_memory);
 	tcase_add_test(tc, snapshot_dead_answers);
+	tcase_add_test(tc, snapshot_orders);
 #endif
 	suite_add_tcase(s, tc);
 

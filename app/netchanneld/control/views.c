@@ -322,7 +322,7 @@ ncd_view_classifier(const struct ncd *d)
 		return json_object();
 	/* snapshot: the rte_acl compiled in front of the trie (lib/trie/README.md). */
 	return json_pack("{s:i, s:i, s:i, s:i, s:i, s:I, s:i, s:{s:s, s:i, s:i, s:i, s:i, s:i, "
-			 "s:I, s:I}}", "rules", (int)s.rules,
+			 "s:I, s:I, s:I, s:{s:s, s:s}}}", "rules", (int)s.rules,
 			 "exact_rules", (int)s.exact_rules, "tuples", (int)s.tuples, "nodes",
 			 (int)s.nodes, "deferred", (int)s.deferred, "bytes", (json_int_t)s.bytes,
 			 "max_rules", (int)d->cfg.max_channels, "snapshot",
@@ -330,7 +330,9 @@ ncd_view_classifier(const struct ncd *d)
 			 "rules", (int)s.snapshot_rules, "delta_rules", (int)s.delta_rules,
 			 "stale_rules", (int)s.stale_rules, "builds", (int)s.snapshot_builds,
 			 "failures", (int)s.snapshot_failures, "build_us",
-			 (json_int_t)s.snapshot_build_us, "bytes", (json_int_t)s.snapshot_bytes);
+			 (json_int_t)s.snapshot_build_us, "bytes", (json_int_t)s.snapshot_bytes,
+			 "build_total_us", (json_int_t)s.snapshot_build_total_us, "layout", "ipv4",
+			 s.snapshot_layout[0], "ipv6", s.snapshot_layout[1]);
 }
 
 json_t *
