@@ -28,7 +28,7 @@ usage(FILE *f)
 		"       nctrie-bench gen-rules --like FILE [--count N] [--seed S] [--out FILE]\n"
 		"       nctrie-bench perf [--rules FILE | --synthetic socket:N] [--trace FILE | --packets N]\n"
 		"                         [--burst 1|32|64] [--updates N] [--acl-rebuilds N] [--seed S] [--json]\n"
-		"                         [--classifiers nctrie,rte_acl,linear] [--ipv6]\n"
+		"                         [--classifiers nctrie,rte_acl,linear] [--ipv6] [--acl-order 0..5]\n"
 		"       nctrie-bench --version\n"
 		"\n"
 		"classify: one line per trace line, the 0-based index of the matching rule\n"
@@ -41,6 +41,9 @@ usage(FILE *f)
 		"      nctrie, rte_acl (its fastest SIMD path here) and a linear scan.\n"
 		"      --ipv6: the workload in IPv6, each prefix a/l as 2001:db8:a::/(32+l),\n"
 		"      each key's address 2001:db8:a: and 64 random bits.\n"
+		"      --acl-order: the order rte_acl reads fields in (0: proto,src,dst,ports,\n"
+		"      DPDK's layout; 1-5 as in nc_trie_acl.h); the last column names it,\n"
+		"      and the order nctrie's snapshot picked.\n"
 		"      Exit 3 if nctrie or rte_acl disagrees with the linear scan.\n");
 }
 
