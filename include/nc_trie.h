@@ -175,7 +175,9 @@ struct nc_trie_stats {
 struct nc_trie *nc_trie_create(const struct nc_trie_config *cfg);
 
 /**
- * Free a table and all its memory. No reader may be using it.
+ * Free a table and all its memory. No reader may be using it. A snapshot
+ * build under way is joined; one that is timing field orders stops after the
+ * compile in progress.
  *
  * @param t
  *   The table; NULL is a no-op.

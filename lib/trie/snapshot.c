@@ -54,6 +54,7 @@ struct snap_job {
 	struct nct_snap *out;         /* builder's */
 	int err;                      /* builder's */
 	int done;                     /* builder -> writer, release/acquire */
+	int cancel;                   /* writer -> builder: the table goes, stop the search */
 	uint64_t start_ns;
 	bool all;
 	uint8_t order[2];             /* the installed snapshot's orders (build_orders()) */
@@ -354,6 +355,13 @@ build_orders(const struct snap_job *j, unsigned int fam, const uint8_t *rules, u
 		search = !have && j->force_order < 0;
 	}
 	for (unsigned int o = 0; search && o < NCT_ACL_ORDERS; o++) {
+		/* A table freed mid-search waits for one compile, not six. */
+		if (__atomic_load_n(&j->cancel, __ATOMIC_ACQUIRE)) {
+			ret = -ECANCELED;
+			have = false;
+			set_free(&best);
+			break;
+		}
 		cand = (struct acl_set){ .order = o };
 		ret = build_set(&cand, rules, cnt, rsz, fam, j->socket_id, sm);
 		if (ret != 0)
@@ -776,6 +784,7 @@ void
 nct_snap_free_all(struct nc_trie *t)
 {
 	if (t->job != NULL) {
+		__atomic_store_n(&t->job->cancel, 1, __ATOMIC_RELEASE);
 		pthread_join(t->job->th, NULL);
 		snap_free(t->job->out);
 		free(t->job->deleted);
