@@ -150,7 +150,7 @@ struct nct_snap {
 	uint32_t n;
 	bool all;                     /* front-stage rules too: lookups skip the front stage */
 	uint8_t order[2];             /* the order rte_acl reads each family's fields in */
-	uint32_t order_rules[2];      /* how many rules of the family that order was picked at */
+	uint32_t order_rules[2];      /* the family's rule count when that order was picked (0: forced) */
 	uint64_t bytes;
 	uint64_t build_us;
 };
@@ -207,10 +207,7 @@ struct nc_trie {
 	uint32_t builds, failures;
 	uint64_t next_build_ns;
 	uint64_t build_total_us;      /* every build's wall time, failed ones too */
-	/* The field order per family and the rule count it was picked at; force_order < 0: pick. */
-	uint8_t order[2];
-	uint32_t order_rules[2];
-	int force_order;
+	int force_order;              /* the snapshots' field order; < 0: each build picks */
 };
 
 /* Each entry adds at most a branch and a leaf per field, plus its list entry. */

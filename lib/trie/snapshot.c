@@ -58,7 +58,7 @@ struct snap_job {
 	uint64_t start_ns;
 	bool all;
 	uint8_t order[2];             /* the installed snapshot's orders (build_orders()) */
-	uint32_t order_rules[2];
+	uint32_t order_rules[2];      /* and the rule counts they were picked at */
 	int force_order;
 };
 
@@ -274,18 +274,16 @@ pick_alg(struct rte_acl_ctx *ctx, struct sample *sm)
 	};
 	uint64_t best[RTE_DIM(algs)];
 	unsigned int pick = 0;
-	bool ok[RTE_DIM(algs)];
 
-	sweep(ctx, sm);
-	for (unsigned int a = 0; a < RTE_DIM(algs); a++) {
+	for (unsigned int a = 0; a < RTE_DIM(algs); a++)
 		best[a] = UINT64_MAX;
-		ok[a] = rte_acl_set_ctx_classify(ctx, algs[a]) == 0;
-	}
+	sweep(ctx, sm);
 	for (int pass = 0; pass < 3; pass++)
 		for (unsigned int a = 0; a < RTE_DIM(algs); a++) {
 			uint64_t el;
 
-			if (!ok[a] || rte_acl_set_ctx_classify(ctx, algs[a]) != 0)
+			/* A method this CPU or EAL lacks is refused here and keeps UINT64_MAX. */
+			if (rte_acl_set_ctx_classify(ctx, algs[a]) != 0)
 				continue;
 			el = sweep(ctx, sm);
 			if (el < best[a])
@@ -382,7 +380,8 @@ build_orders(const struct snap_job *j, unsigned int fam, const uint8_t *rules, u
 	memcpy(s->acl[fam], best.acl, sizeof(best.acl));
 	s->nacl[fam] = best.n;
 	s->order[fam] = (uint8_t)best.order;
-	s->order_rules[fam] = search ? cnt : last;
+	/* A forced order was not picked: the next unforced build searches. */
+	s->order_rules[fam] = j->force_order >= 0 ? 0 : search ? cnt : last;
 	return 0;
 }
 
@@ -656,8 +655,10 @@ snap_start(struct nc_trie *t)
 	j->all = all;
 	j->seq = t->seq;
 	j->socket_id = t->socket_id;
-	memcpy(j->order, t->order, sizeof(j->order));
-	memcpy(j->order_rules, t->order_rules, sizeof(j->order_rules));
+	if (t->snap != NULL) {
+		memcpy(j->order, t->snap->order, sizeof(j->order));
+		memcpy(j->order_rules, t->snap->order_rules, sizeof(j->order_rules));
+	}
 	j->force_order = t->force_order;
 	j->start_ns = now_ns();
 	if (pthread_create(&j->th, NULL, builder, j) != 0)
@@ -730,11 +731,6 @@ snap_finish(struct nc_trie *t, bool wait)
 		for (uint32_t i = 0; i < j->ndeleted; i++)
 			t->stale += snap_kill(j->out, j->deleted[i].id, j->deleted[i].rank);
 		t->builds++;
-		for (unsigned int f = 0; f < 2; f++)
-			if (j->out->nacl[f] > 0) {
-				t->order[f] = j->out->order[f];
-				t->order_rules[f] = j->out->order_rules[f];
-			}
 		snap_publish(t, j->out, j->seq);
 	} else {
 		t->failures++;
@@ -801,7 +797,6 @@ void
 nct_snap_force_order(struct nc_trie *t, int o)
 {
 	t->force_order = o >= 0 && o < NCT_ACL_ORDERS ? o : -1;
-	memset(t->order_rules, 0, sizeof(t->order_rules));
 }
 
 void
