@@ -616,7 +616,12 @@ rings(const char *sock, long base, long n)
  * (source, UDP port) seen goes to the live channel of the highest priority
  * whose rule matches it (the churner's priorities are all different). A
  * packet is checked against its flow's last CHURN_STATES answers: one
- * classified just before a change may arrive after it.
+ * classified just before a change may arrive after it. (A destroy returns
+ * after a grace period of the workers, so a packet classified after change c
+ * is on the ring before change c + 2, a destroy, returns, and is read by the
+ * drain after c + 3 at the latest.) A flow first seen after changes is given
+ * the answers it had before them too, from the slots as they were: its
+ * first packets may be that old.
  */
 #define CHURN_N 120
 #define CHURN_FLOWS 4096
@@ -635,6 +640,10 @@ struct churn {
 		bool moved;                    /* its channel just went */
 	} flow[CHURN_FLOWS];
 	uint32_t nflows, changes;
+	struct churn_undo {                    /* change c, at c % CHURN_STATES */
+		uint32_t slot, id;             /* the slot and its channel before c */
+		struct nc_trie_rule rule;      /* and its rule */
+	} undo[CHURN_STATES];
 };
 
 static bool
@@ -644,16 +653,28 @@ churn_match(const struct nc_trie_rule *r, uint32_t src, long dport)
 	       (r->src_len == 0 || ((src ^ ntohl(r->src.v4)) >> (32 - r->src_len)) == 0);
 }
 
+/* The slot whose channel a flow goes to with these channels and rules, or NONE. */
 static uint32_t
-churn_best(const struct churn *w, uint32_t src, long dport)
+churn_best(const uint32_t *id, const struct nc_trie_rule *rule, uint32_t src, long dport)
 {
 	uint32_t best = NONE;
 
 	for (uint32_t i = 0; i <= CHURN_N; i++)
-		if (w->id[i] != NONE && churn_match(&w->rule[i], src, dport) &&
-		    (best == NONE || w->rule[i].priority > w->rule[best].priority))
+		if (id[i] != NONE && churn_match(&rule[i], src, dport) &&
+		    (best == NONE || rule[i].priority > rule[best].priority))
 			best = i;
 	return best;
+}
+
+/* Before a change of slot i: what it holds, for churn_learn(). */
+static void
+churn_changing(struct churn *w, uint32_t i)
+{
+	struct churn_undo *u = &w->undo[(w->changes + 1) % CHURN_STATES];
+
+	u->slot = i;
+	u->id = w->id[i];
+	u->rule = w->rule[i];
 }
 
 /* After a change of slot i (gone, or new): every flow's answer, and its history. */
@@ -668,7 +689,7 @@ churn_changed(struct churn *w, uint32_t i)
 		if (fl->src == 0)
 			continue;
 		if (w->id[i] == NONE && fl->best == i)
-			fl->best = churn_best(w, fl->src, fl->dport);
+			fl->best = churn_best(w->id, w->rule, fl->src, fl->dport);
 		else if (w->id[i] != NONE && churn_match(&w->rule[i], fl->src, fl->dport) &&
 			 (fl->best == NONE || w->rule[i].priority > w->rule[fl->best].priority))
 			fl->best = i;
@@ -676,13 +697,34 @@ churn_changed(struct churn *w, uint32_t i)
 	}
 }
 
-/*
- * Is a packet on channel `id` what the table said of its flow lately? A flow
- * not seen before is learnt (only before the churn starts, when the table
- * stands still, is it also checked).
- */
+/* A flow seen for the first time: its answers now and before the last changes. */
+static void
+churn_learn(struct churn *w, struct flow *fl)
+{
+	static uint32_t id[CHURN_N + 1];
+	static struct nc_trie_rule rule[CHURN_N + 1];
+
+	memcpy(id, w->id, sizeof(id));
+	memcpy(rule, w->rule, sizeof(rule));
+	fl->best = churn_best(id, rule, fl->src, fl->dport);
+	for (uint32_t k = 0; k < CHURN_STATES; k++) {
+		const uint32_t c = w->changes - k, b = churn_best(id, rule, fl->src, fl->dport);
+
+		/* Before the first change, the table as it was filled. */
+		fl->state[c % CHURN_STATES] = b == NONE ? NONE : id[b];
+		if (k < w->changes) {
+			/* Change c undone: the slot as it was before it. */
+			const struct churn_undo *u = &w->undo[c % CHURN_STATES];
+
+			id[u->slot] = u->id;
+			rule[u->slot] = u->rule;
+		}
+	}
+}
+
+/* Is a packet on channel `id` what the table said of its flow lately? */
 static bool
-churn_check(struct churn *w, const struct nc_buf *b, bool learning)
+churn_check(struct churn *w, const struct nc_buf *b)
 {
 	const uint8_t *f = b->data;
 	uint32_t src, h;
@@ -695,6 +737,12 @@ churn_check(struct churn *w, const struct nc_buf *b, bool learning)
 	for (h = (src * 2654435761u ^ (uint32_t)dport) % CHURN_FLOWS;; h = (h + 1) % CHURN_FLOWS) {
 		struct flow *fl = &w->flow[h];
 
+		if (fl->src == 0 && w->nflows + 1 < CHURN_FLOWS) {
+			w->nflows++;
+			fl->src = src;
+			fl->dport = (uint16_t)dport;
+			churn_learn(w, fl);
+		}
 		if (fl->src == src && fl->dport == dport) {
 			fl->heard++;
 			for (int k = 0; k < CHURN_STATES; k++)
@@ -702,17 +750,8 @@ churn_check(struct churn *w, const struct nc_buf *b, bool learning)
 					return true;
 			return false;
 		}
-		if (fl->src == 0) {
-			if (w->nflows + 1 >= CHURN_FLOWS)
-				return true; /* not a test's traffic: too many flows to follow */
-			w->nflows++;
-			fl->src = src;
-			fl->dport = (uint16_t)dport;
-			fl->best = churn_best(w, src, dport);
-			for (int k = 0; k < CHURN_STATES; k++)
-				fl->state[k] = fl->best == NONE ? NONE : w->id[fl->best];
-			return !learning || fl->state[0] == b->channel;
-		}
+		if (fl->src == 0)
+			return true; /* not a test's traffic: too many flows to follow */
 	}
 }
 
@@ -730,7 +769,7 @@ keep_heard(long *keep, double *last, double *gap)
 
 /* Everything waiting on the ring, checked. */
 static void
-churn_drain(struct nc_client *c, struct churn *w, bool learning, long *got, long *wrong,
+churn_drain(struct nc_client *c, struct churn *w, long *got, long *wrong,
 	    long *keep, double *last_keep, double *gap)
 {
 	struct nc_buf b[32];
@@ -738,7 +777,7 @@ churn_drain(struct nc_client *c, struct churn *w, bool learning, long *got, long
 
 	while ((n = nc_client_rx_bufs(c, b, 32)) > 0) {
 		for (uint16_t k = 0; k < n; k++) {
-			if (!churn_check(w, &b[k], learning))
+			if (!churn_check(w, &b[k]))
 				(*wrong)++;
 			if (b[k].channel == w->id[0])
 				keep_heard(keep, last_keep, gap);
@@ -820,18 +859,20 @@ churn(const char *sock, long base, double seconds)
 	}
 	last_keep = now_s();
 	for (end = now_s() + 0.5; now_s() < end;)
-		churn_drain(c, &w, true, &got, &wrong, &keep, &last_keep, &gap);
+		churn_drain(c, &w, &got, &wrong, &keep, &last_keep, &gap);
 	printf("ready %d flows %u wrong %ld\n", CHURN_N + 1, w.nflows, wrong);
 	for (end = now_s() + seconds, last_keep = now_s(); now_s() < end; ops++) {
 		const uint32_t i = 1 + rnd() % CHURN_N;
 
 		/* A channel goes, another comes: its rule may take any other's flows. */
+		churn_changing(&w, i);
 		w.id[i] = NONE;
 		if (nc_channel_destroy(ch[i]) != 0) {
 			printf("destroy: %s\n", nc_strerror(errno));
 			return 1;
 		}
 		churn_changed(&w, i);
+		churn_changing(&w, i);
 		fw_rule(&w.rule[i], base + 1, base + 63, (serial * 2654435761u) & NC_TRIE_PRIO_MAX);
 		snprintf(line, sizeof(line), "fw%u", serial++);
 		ch[i] = nc_channel_create(c, line, &w.rule[i], NULL);
@@ -841,7 +882,7 @@ churn(const char *sock, long base, double seconds)
 		}
 		w.id[i] = nc_channel_id(ch[i]);
 		churn_changed(&w, i);
-		churn_drain(c, &w, false, &got, &wrong, &keep, &last_keep, &gap);
+		churn_drain(c, &w, &got, &wrong, &keep, &last_keep, &gap);
 	}
 	printf("churned %ld got %ld wrong %ld keep %ld keep_gap_ms %.0f\n", ops, got, wrong, keep,
 	       1e3 * (now_s() - last_keep > gap ? now_s() - last_keep : gap));
@@ -853,6 +894,7 @@ churn(const char *sock, long base, double seconds)
 				w.flow[f].moved = w.flow[f].src != 0 && w.flow[f].best == i;
 				w.flow[f].heard = 0;
 			}
+			churn_changing(&w, i);
 			w.id[i] = NONE;
 			if (nc_channel_destroy(ch[i]) != 0) {
 				printf("destroy: %s\n", nc_strerror(errno));
@@ -860,7 +902,7 @@ churn(const char *sock, long base, double seconds)
 			}
 			churn_changed(&w, i);
 			for (end = now_s() + 0.02; now_s() < end;)
-				churn_drain(c, &w, false, &got, &wrong, &keep, &last_keep, &gap);
+				churn_drain(c, &w, &got, &wrong, &keep, &last_keep, &gap);
 			/* A flow whose channel went reaches the next one at once (some 80 came). */
 			for (uint32_t f = 0; f < CHURN_FLOWS; f++)
 				silent += w.flow[f].moved && w.flow[f].best != NONE &&
