@@ -146,6 +146,7 @@ struct nct_snap {
 	/* By rule id (rte_acl's userdata - 1), ids up to nids - 1. */
 	uint64_t *rank;               /* its rank when compiled; 0: not in the snapshot */
 	uint64_t *dead;               /* deleted since (atomic bits) */
+	uint32_t ndead;               /* how many bits of dead are set (atomic): 0, no check */
 	uint32_t nids;
 	uint32_t n;
 	bool all;                     /* front-stage rules too: lookups skip the front stage */

@@ -564,6 +564,8 @@ snap_kill(struct nct_snap *s, uint32_t id, uint64_t rank)
 	if (id >= s->nids || s->rank[id] != rank)
 		return false;
 	__atomic_fetch_or(&s->dead[id / 64], UINT64_C(1) << (id % 64), __ATOMIC_RELAXED);
+	/* Release: a lookup that sees the count sees the bit. */
+	__atomic_fetch_add(&s->ndead, 1, __ATOMIC_RELEASE);
 	return true;
 }
 
