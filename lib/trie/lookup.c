@@ -448,9 +448,9 @@ snap_fast(const struct nc_trie *t, const struct nct_snap *s, const unsigned int 
 		return false;
 	rte_acl_classify(s->acl[f][0], data, results, m, 1);
 	/*
-	 * No rule of the snapshot deleted when the lookup began: its answers
-	 * stand (a delete meanwhile is one the lookup ran before, as with a
-	 * dead bit read before it was set). A loop the compiler vectorises.
+	 * No rule of the snapshot dead once its answers are in: they stand (a
+	 * delete after this load is one the lookup ran before, as with a dead
+	 * bit read before it was set). A loop the compiler vectorises.
 	 */
 	if (__atomic_load_n(&s->ndead, __ATOMIC_ACQUIRE) == 0) {
 		unsigned int h = 0;
