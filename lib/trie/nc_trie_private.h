@@ -199,7 +199,7 @@ struct nc_trie {
 	struct nct_snap *snap;
 	struct nc_trie *delta;        /* trie rules the snapshot lacks */
 	bool delta_on;                /* adds go to the delta too: a copy was taken */
-	uint32_t ndelta, stale;
+	uint32_t ndelta;
 	struct snap_job *job;         /* a build under way */
 	struct nct_snap *retired;     /* replaced, freed after retire_token's grace period */
 	uint64_t retire_token;

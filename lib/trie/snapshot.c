@@ -598,15 +598,21 @@ delta_remove(struct nc_trie *t, uint32_t id)
 }
 
 /* Mark rule id of this rank dead in s, if s holds it (not a later rule of the same id). */
-static bool
+static void
 snap_kill(struct nct_snap *s, uint32_t id, uint64_t rank)
 {
 	if (id >= s->nids || s->rank[id] != rank)
-		return false;
+		return;
 	__atomic_fetch_or(&s->dead[id / 64], UINT64_C(1) << (id % 64), __ATOMIC_RELAXED);
 	/* Release: a lookup that sees the count sees the bit. */
 	__atomic_fetch_add(&s->ndead, 1, __ATOMIC_RELEASE);
-	return true;
+}
+
+/* How many of the installed snapshot's rules were deleted since its copy (the writer's read). */
+static uint32_t
+snap_stale(const struct nc_trie *t)
+{
+	return t->snap != NULL ? __atomic_load_n(&t->snap->ndead, __ATOMIC_RELAXED) : 0;
 }
 
 /*
@@ -623,7 +629,7 @@ nct_delta_delete(struct nc_trie *t, uint32_t id)
 	if (t->rules[id].delta && delta_remove(t, id) != 0)
 		return -ENOMEM;
 	if (t->snap != NULL)
-		t->stale += snap_kill(t->snap, id, rank);
+		snap_kill(t->snap, id, rank);
 	if (j != NULL && rank_seq(rank) < j->seq && j->deleted_cap != UINT32_MAX) {
 		if (j->ndeleted == j->deleted_cap) {
 			uint32_t cap = j->deleted_cap ? 2 * j->deleted_cap : 64;
@@ -662,7 +668,7 @@ snap_wanted(const struct nc_trie *t)
 {
 	if (t->ntrie_rules < SNAP_MIN_RULES)
 		return false;
-	return t->snap == NULL || t->ndelta > 0 || t->stale > 0;
+	return t->snap == NULL || t->ndelta > 0 || snap_stale(t) > 0;
 }
 
 /*
@@ -769,9 +775,8 @@ snap_finish(struct nc_trie *t, bool wait)
 	}
 	if (err == 0) {
 		/* The deletes since the copy, before any reader can see it. */
-		t->stale = 0;
 		for (uint32_t i = 0; i < j->ndeleted; i++)
-			t->stale += snap_kill(j->out, j->deleted[i].id, j->deleted[i].rank);
+			snap_kill(j->out, j->deleted[i].id, j->deleted[i].rank);
 		t->builds++;
 		snap_publish(t, j->out, j->seq);
 	} else {
@@ -794,7 +799,6 @@ nct_snap_maintain(struct nc_trie *t, bool wait, bool start)
 		/* Too few rules to be worth it: back to the trie alone, the delta emptied. */
 		snap_publish(t, NULL, t->seq);
 		t->delta_on = false;
-		t->stale = 0;
 		return;
 	}
 	if (snap_wanted(t))
@@ -850,7 +854,7 @@ nct_snap_stats(const struct nc_trie *t, struct nc_trie_stats *s)
 			    t->snap != NULL ? NC_TRIE_SNAPSHOT_READY :
 			    t->job != NULL ? NC_TRIE_SNAPSHOT_BUILDING : NC_TRIE_SNAPSHOT_NONE;
 	s->delta_rules = t->ndelta;
-	s->stale_rules = t->stale;
+	s->stale_rules = snap_stale(t);
 	s->snapshot_builds = t->builds;
 	s->snapshot_failures = t->failures;
 	s->snapshot_build_total_us = t->build_total_us;

@@ -706,10 +706,11 @@ churn_learn(struct churn *w, struct flow *fl)
 
 	memcpy(id, w->id, sizeof(id));
 	memcpy(rule, w->rule, sizeof(rule));
-	fl->best = churn_best(id, rule, fl->src, fl->dport);
 	for (uint32_t k = 0; k < CHURN_STATES; k++) {
 		const uint32_t c = w->changes - k, b = churn_best(id, rule, fl->src, fl->dport);
 
+		if (k == 0)
+			fl->best = b;
 		/* Before the first change, the table as it was filled. */
 		fl->state[c % CHURN_STATES] = b == NONE ? NONE : id[b];
 		if (k < w->changes) {
