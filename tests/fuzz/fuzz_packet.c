@@ -6,6 +6,8 @@
  * multi-segment mbuf), then the frame. Invariants:
  * - a verdict is one of the known ones; an OK frame has a family and lengths
  *   within the frame;
+ * - the parser's fast path (the common IPv4 frame) gives the general
+ *   parser's verdict, key and lengths;
  * - the trie's answer is the first-match linear scan's, and the rule it
  *   names really matches the key: only such a packet is delivered;
  * - a frame an offloaded rule's pattern matches (as a NIC reads it) is
@@ -136,7 +138,7 @@ check_nat(const uint8_t *frame, uint32_t avail, uint32_t len, unsigned int flags
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct ncd_parsed p;
+	struct ncd_parsed p, q;
 	unsigned int flags;
 	uint32_t len, avail, t, l;
 	enum ncd_verdict v;
@@ -152,6 +154,13 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	avail = (data[0] & 4) && len > 64 ? 64 : len;
 	v = ncd_parse(frame, avail, len, MAC, flags, &p);
 	FUZZ_ASSERT(v < NCD_PKT_NVERDICTS);
+	/* The fast path decides nothing the general parser would decide otherwise. */
+	memset(&q, 0xa5, sizeof(q));
+	FUZZ_ASSERT(ncd_parse_slow(frame, avail, len, MAC, flags, &q) == v);
+	if (v == NCD_PKT_OK)
+		FUZZ_ASSERT(memcmp(&p.key, &q.key, sizeof(p.key)) == 0 && p.l3_len == q.l3_len &&
+			    p.l2_len == q.l2_len && p.l4_off == q.l4_off &&
+			    p.frag_hdr == q.frag_hdr && p.frag == q.frag);
 	if (v == NCD_PKT_OK) {
 		FUZZ_ASSERT(p.key.family == NC_TRIE_AF_INET || p.key.family == NC_TRIE_AF_INET6);
 		FUZZ_ASSERT((uint32_t)p.l2_len + p.l3_len <= len);

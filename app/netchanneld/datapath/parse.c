@@ -198,8 +198,8 @@ parse_ipv6(const uint8_t *f, uint32_t avail, uint32_t frame_len, uint32_t l3,
 }
 
 enum ncd_verdict
-ncd_parse(const uint8_t *f, uint32_t avail, uint32_t frame_len, const uint8_t port_mac[6],
-	  unsigned int flags, struct ncd_parsed *out)
+ncd_parse_slow(const uint8_t *f, uint32_t avail, uint32_t frame_len, const uint8_t port_mac[6],
+	       unsigned int flags, struct ncd_parsed *out)
 {
 	uint32_t l3 = ETH_HLEN;
 	uint16_t type;
