@@ -545,6 +545,31 @@ nc_trie_lookup_bulk(const struct nc_trie *t, const struct nc_trie_key *keys, uin
 		return hits;
 	}
 	pass_order(t, pt);
+	/*
+	 * Only the connected and listener tables read the addresses: the port
+	 * table's rules, the trie (which converts its own) and an empty front
+	 * stage do not, and a miss or a port rule's hit then skips the swaps.
+	 */
+	bool addr = false, front = false;
+
+	for (unsigned int f = 0; f < 2; f++)
+		for (int p = 0; p < KEY_TABLES; p++) {
+			addr |= pt[f][p].bk != NULL && pt[f][p].shape != TUPLE_PORT_SLOT;
+			front |= pt[f][p].bk != NULL;
+		}
+	/* Nothing in the front stage and no snapshot: the trie alone, a key at a time. */
+	if (!front && s == NULL) {
+		for (unsigned int i = 0; i < n; i++) {
+			struct best b = { 0, NC_TRIE_NOMATCH };
+			unsigned int fam;
+
+			if (key_family(&keys[i], &fam))
+				trie_search(t, &keys[i], root[fam], &b);
+			results[i] = b.rule;
+			hits += b.rule != NC_TRIE_NOMATCH;
+		}
+		return hits;
+	}
 	for (unsigned int base = 0; base < n; base += BULK_CHUNK) {
 		bool v4 = true;
 
@@ -558,7 +583,7 @@ nc_trie_lookup_bulk(const struct nc_trie *t, const struct nc_trie_key *keys, uin
 			c.front[i] = c.ok[i] && !(k->flags & NC_TRIE_KEY_F_NOPORTS);
 			v4 &= c.front[i] && c.fam[i] == 0;
 			c.b[i] = (struct best){ 0, NC_TRIE_NOMATCH };
-			if (c.ok[i]) {
+			if (c.ok[i] && addr) {
 				addr_bits(&k->dst, k->family, &c.a[i].dhi, &c.a[i].dlo);
 				addr_bits(&k->src, k->family, &c.a[i].shi, &c.a[i].slo);
 			}
