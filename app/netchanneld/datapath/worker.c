@@ -90,6 +90,8 @@ struct burst {
 	struct ncd_nat_flow *rev[NCD_BURST];   /* a reply of a flow NAT translated, or NULL */
 	uint16_t kpkt[NCD_BURST];              /* the trie's keys: the packet of each */
 	uint16_t nk;
+	uint16_t taken;                        /* how many have a channel or a NAT flow */
+	bool odd;                              /* a fragment, or a frame too big for the kernel */
 	uint64_t now;                          /* TSC, once something needed it; or 0 */
 };
 
@@ -122,7 +124,7 @@ parse_burst(struct ncd *d, struct ncd_worker *w, unsigned int pi, struct rte_mbu
 	const struct ncd_port *p = &d->ports[pi];
 	struct ncd_port_stats *ps = &w->pstats[pi];
 	const uint16_t n = b->n;
-	bool frags = false;
+	bool frags = false, big = false;
 
 	for (uint16_t i = 0; i < n; i++) {
 		struct rte_mbuf *m = pkts[i];
@@ -130,6 +132,7 @@ parse_burst(struct ncd *d, struct ncd_worker *w, unsigned int pi, struct rte_mbu
 		if (i + 1 < n)
 			rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 1], void *));
 		parse_one(p, ps, m, csum_flags(m), b, i);
+		big |= m->pkt_len > p->exc_max_frame;
 		b->whole[i] = false;
 		if (likely(b->parsed[i].frag == NCD_FRAG_NONE) || !b->ok[i])
 			continue;
@@ -148,6 +151,7 @@ parse_burst(struct ncd *d, struct ncd_worker *w, unsigned int pi, struct rte_mbu
 	}
 	if (frags && w->frag_dr->cnt > 0)
 		rte_ip_frag_free_death_row(w->frag_dr, 0);
+	b->odd = frags | big;
 }
 
 /*
@@ -158,15 +162,28 @@ parse_burst(struct ncd *d, struct ncd_worker *w, unsigned int pi, struct rte_mbu
  */
 static inline void
 mark_burst(const struct ncd *d, unsigned int pi, struct ncd_port_stats *ps,
-	   struct rte_mbuf **pkts, struct burst *b, struct nc_trie_key *keys)
+	   struct rte_mbuf **pkts, struct burst *b, struct nc_trie_key *keys, bool revs)
 {
 	const bool marks = d->ports[pi].marks;
 	const uint16_t n = b->n;
-	uint16_t nk = 0;
+	uint16_t nk = 0, taken = 0;
 
+	/* No marks to read and no NAT replies: every IP packet is the trie's. */
+	if (!marks && !revs) {
+		for (uint16_t i = 0; i < n; i++)
+			if (b->ok[i]) {
+				b->kpkt[nk] = i;
+				keys[nk++] = b->parsed[i].key;
+			}
+		b->nk = nk;
+		b->taken = 0;
+		return;
+	}
 	for (uint16_t i = 0; i < n; i++) {
 		struct rte_mbuf *m = pkts[i];
 
+		if (b->ok[i] && b->rev[i] != NULL)
+			taken++;
 		if (!b->ok[i] || b->rev[i] != NULL)
 			continue;
 		if (marks && (m->ol_flags & RTE_MBUF_F_RX_FDIR_ID)) {
@@ -178,6 +195,7 @@ mark_burst(const struct ncd *d, unsigned int pi, struct ncd_port_stats *ps,
 				b->ch[i] = c;
 				b->by_mark[i] = true;
 				ps->mark_hits++;
+				taken++;
 				continue;
 			}
 			ps->mark_ignored++;
@@ -186,6 +204,7 @@ mark_burst(const struct ncd *d, unsigned int pi, struct ncd_port_stats *ps,
 		keys[nk++] = b->parsed[i].key;
 	}
 	b->nk = nk;
+	b->taken = taken;
 }
 
 /* The trie, in one bulk lookup, for the keys the marks left. */
@@ -195,17 +214,51 @@ classify_burst(const struct ncd *d, struct ncd_port_stats *ps, struct burst *b,
 {
 	const uint16_t nk = b->nk;
 	uint32_t res[NCD_BURST];
+	unsigned int hits = 0;
 
 	if (nk == 0)
 		return;
 	nc_trie_lookup_bulk(d->trie, keys, res, nk);
 	for (uint16_t k = 0; k < nk; k++) {
 		/* Acquire: pairs with the control thread's publication of the channel. */
-		b->ch[b->kpkt[k]] = res[k] != NC_TRIE_NOMATCH ?
+		struct ncd_channel *ch = res[k] != NC_TRIE_NOMATCH ?
 			__atomic_load_n(&d->channels[res[k]], __ATOMIC_ACQUIRE) : NULL;
-		if (b->ch[b->kpkt[k]] == NULL)
-			ps->miss++;
+
+		b->ch[b->kpkt[k]] = ch;
+		hits += ch != NULL;
 	}
+	ps->miss += nk - hits;
+	b->taken += hits;
+}
+
+/*
+ * What goes to the kernel: exc, or whole (a reassembled datagram), or drop
+ * when too big for the exception device; returns how many in exc. A
+ * function of its own: inlined into the burst's, whose live values are
+ * many, the counts lived on the stack, a store and a reload a packet.
+ */
+static __rte_noinline uint16_t
+kernel_collect(const struct burst *b, struct rte_mbuf **pkts, uint32_t max_frame,
+	       struct rte_mbuf **exc, struct rte_mbuf **drop, uint16_t *ndrop,
+	       struct rte_mbuf **whole, uint16_t *nwhole)
+{
+	unsigned int ne = 0, nd = 0, nw = 0;
+
+	for (uint16_t i = 0; i < b->n; i++) {
+		struct rte_mbuf *m = pkts[i];
+
+		if (m == NULL || b->ch[i] != NULL || b->rev[i] != NULL)
+			continue;
+		if (unlikely(b->whole[i]))
+			whole[nw++] = m;
+		else if (unlikely(m->pkt_len > max_frame))
+			drop[nd++] = m;
+		else
+			exc[ne++] = m;
+	}
+	*ndrop = (uint16_t)nd;
+	*nwhole = (uint16_t)nw;
+	return (uint16_t)ne;
 }
 
 /*
@@ -224,32 +277,30 @@ dispatch_burst(struct ncd *d, struct ncd_worker *w, unsigned int pi, struct rte_
 	const uint16_t n = b->n;
 	uint16_t nexc = 0, ndrop = 0, nb = 0, nwhole = 0;
 
+	/* The kernel's burst as it came: nothing to sort. */
+	if (b->taken == 0 && !b->odd) {
+		ncd_dp_to_kernel(p, w->exc_txq[pi], ps, pkts, n);
+		return;
+	}
 	nat.n = 0;
-	for (uint16_t i = 0; i < n; i++) {
+	if (b->taken < n) {
+		nexc = kernel_collect(b, pkts, p->exc_max_frame, exc, drop, &ndrop, whole, &nwhole);
+		ps->drop_too_big += ndrop;
+	}
+	for (uint16_t i = 0; i < n && b->taken > 0; i++) {
 		struct rte_mbuf *m = pkts[i];
 		struct ncd_channel *ch = b->ch[i];
 		uint16_t j;
 
-		if (m == NULL)
-			continue;              /* a fragment, held by reassembly */
-		if (b->rev[i] != NULL || (ch != NULL && ch->action == NC_ACTION_NAT)) {
+		if (m == NULL || (ch == NULL && b->rev[i] == NULL))
+			continue;              /* a fragment held by reassembly, or the kernel's */
+		if (b->rev[i] != NULL || ch->action == NC_ACTION_NAT) {
 			if (ch != NULL)
 				count_hit(w, ch, b->by_mark[i], p->port_id, m);
 			nat.m[nat.n] = m;
 			nat.pp[nat.n] = &b->parsed[i];
 			nat.ch[nat.n] = b->rev[i] != NULL ? NULL : ch;
 			nat.rev[nat.n++] = b->rev[i];
-			continue;
-		}
-		if (ch == NULL) {
-			if (b->whole[i]) {
-				whole[nwhole++] = m;
-			} else if (m->pkt_len > p->exc_max_frame) {
-				ps->drop_too_big++;
-				drop[ndrop++] = m;
-			} else {
-				exc[nexc++] = m;
-			}
 			continue;
 		}
 		count_hit(w, ch, b->by_mark[i], p->port_id, m);
@@ -306,9 +357,11 @@ process_burst(struct ncd *d, struct ncd_worker *w, unsigned int pi, struct rte_m
 	}
 	parse_burst(d, w, pi, pkts, &b);
 	/* Replies of NAT's flows are NAT's: they skip the classifier. */
-	if (ncd_nat_replies(d, b.parsed, b.ok, n, b.rev))
+	bool revs = ncd_nat_replies(d, b.parsed, b.ok, n, b.rev);
+
+	if (revs)
 		b.now = rte_get_tsc_cycles();
-	mark_burst(d, pi, ps, pkts, &b, keys);
+	mark_burst(d, pi, ps, pkts, &b, keys, revs);
 	classify_burst(d, ps, &b, keys);
 	dispatch_burst(d, w, pi, pkts, &b);
 }
