@@ -182,10 +182,12 @@ mark_burst(const struct ncd *d, unsigned int pi, struct ncd_port_stats *ps,
 	for (uint16_t i = 0; i < n; i++) {
 		struct rte_mbuf *m = pkts[i];
 
-		if (b->ok[i] && b->rev[i] != NULL)
-			taken++;
-		if (!b->ok[i] || b->rev[i] != NULL)
+		if (!b->ok[i])
 			continue;
+		if (b->rev[i] != NULL) {
+			taken++;
+			continue;
+		}
 		if (marks && (m->ol_flags & RTE_MBUF_F_RX_FDIR_ID)) {
 			uint32_t mark = m->hash.fdir.hi, cid = mark & NCD_MARK_ID_MASK;
 			struct ncd_channel *c = cid < d->cfg.max_channels && mark != 0 ?
