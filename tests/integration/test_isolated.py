@@ -60,6 +60,50 @@ except netchannel.NetchannelError as x:
     print("refused after", len(held), x.errno, x)
 """
 
+# A client of udp port 5000 that checks every frame it receives, byte for byte, against the
+# datagram of its IP id (whole_payload()), across the buffers a frame comes in.
+WHOLE = """
+import netchannel, sys
+sock, n, size = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+def whole_payload(ident):
+    return bytes((ident * 7 + k) & 0xff for k in range(size))
+good = bad = 0
+with netchannel.Client(sock) as c:
+    ch = c.create("whole", 5000)
+    print("ready", flush=True)
+    for _ in range(n):
+        f = ch.recv(timeout=10)
+        if f is None:
+            break
+        ok = len(f) == 42 + size and f[42:] == whole_payload(int.from_bytes(f[18:20], "big"))
+        good, bad = good + ok, bad + (not ok)
+print("whole", good, "bad", bad, flush=True)
+"""
+
+
+# A client with a channel (a ring) for each of udp ports 5000 and 5001, taking n frames from
+# each in turn: both rings get their packets, whatever else a burst put on the other.
+TWO_RINGS = """
+import netchannel, sys
+n = int(sys.argv[2])
+with netchannel.Client(sys.argv[1]) as c:
+    chs = [c.create("r5000", 5000), c.create("r5001", 5001)]
+    print("ready", flush=True)
+    got = [0, 0]
+    for _ in range(n):
+        fs = [ch.recv(timeout=5) for ch in chs]
+        if None in fs:
+            break
+        for i, f in enumerate(fs):
+            got[i] += int.from_bytes(f[36:38], "big") == 5000 + i
+print("got", *got, flush=True)
+"""
+
+
+def whole_payload(ident, size):
+    """The payload WHOLE expects of the datagram of IP id ident."""
+    return bytes((ident * 7 + k) & 0xff for k in range(size))
+
 
 class Isolated(T.DaemonCase):
     def setUp(self):
@@ -334,6 +378,49 @@ class Isolated(T.DaemonCase):
         self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
         port = self.daemon.read_stats()["ports"][0]
         self.assertTrue(T.accounting_ok(port), port)
+
+    def python_client(self, script, *args):
+        """What a client (the Python package) prints, run to its end once it says "ready"."""
+        env = T.python_env(dict(os.environ, PYTHONPATH=os.path.join(T.SRC, "python")),
+                           os.path.join(T.BUILD, "lib/netchannel/libnetchannel.so.0"))
+        p = subprocess.Popen(["/usr/bin/python3", "-c", script, self.sock] + list(args),
+                             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             text=True)
+        self.procs.append(p)
+        self.wait_line(p, "ready")
+        out = self.finish(p, timeout=60)
+        self.assertEqual(p.returncode, 0, out)
+        return out
+
+    def test_many_buffer_frames_arrive_whole(self):
+        """Datagrams of 8,872 bytes in 6 fragments each (5 buffers a frame), 32 of them
+        completed in a row: a burst puts far more descriptors on the client's ring than it
+        has packets. Every frame the client gets is whole, every byte in place."""
+        s, size = scapy(), 8872
+        firsts, lasts = [], []
+        for i in range(32):
+            dgram = (s.IP(src="203.0.113.6", dst="192.0.2.1", id=100 + i) /
+                     s.UDP(sport=4000 + i, dport=5000) / s.Raw(whole_payload(100 + i, size)))
+            frags = [bytes(s.Ether(src="02:00:00:00:00:02", dst=T.PCAP_MAC) / f)
+                     for f in s.fragment(dgram, fragsize=1480)]
+            self.assertEqual(len(frags), 6)
+            firsts += frags[:-1]
+            lasts.append(frags[-1])
+        self.start(firsts + lasts)
+        self.assertIn("whole 2000 bad 0", self.python_client(WHOLE, "2000", str(size)))
+        self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
+        port = self.daemon.read_stats()["ports"][0]
+        self.assertGreaterEqual(port["frag_datagrams"], 2000, port)
+        self.assertTrue(T.accounting_ok(port), port)
+
+    def test_rings_of_one_client_in_one_burst(self):
+        """One client, a ring for each of two channels, their frames alternating on the wire,
+        so that a burst holds packets of both: each channel gets 3,000 of its own, more than
+        its ring (1,024 entries) holds."""
+        flows = [("203.0.113.7", 4000, 5000), ("203.0.113.7", 4001, 5001)] * 64
+        self.start(self.frames(flows, "two rings"))
+        self.assertIn("got 3000 3000", self.python_client(TWO_RINGS, "3000"))
+        self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
 
     def test_one_ring_client(self):
         """NC_CONNECT_ONE_RING, as uid 65534: 100 channels (a ring each stops at 64, with the

@@ -394,13 +394,44 @@ prefetch_room(const struct ncd_region *rg, const struct ncd_region_ring *q, uint
 }
 
 /*
+ * The descriptors of one hold of a region's lock, put on their rings
+ * together once the copies are done, and then each ring's head. x86 commits
+ * stores in order: a store to a line the client's core read last (a
+ * descriptor's, a head's) waits for the line to cross the cores, and every
+ * store after it waits behind it. Written after each copy, a descriptor held
+ * up the next packet's copy, and with a channel per flow, each packet's head
+ * did too.
+ */
+struct desc_stage {
+	uint32_t n;
+	struct ncd_region_ring *q[NCD_BURST];  /* whose ring */
+	uint32_t at[NCD_BURST];                /* which entry of it */
+	struct nc_desc d[NCD_BURST];
+};
+
+/* Put what st holds on the rings, then publish each ring's head: every entry it produced. */
+static void
+stage_flush(struct desc_stage *st)
+{
+	for (uint32_t i = 0; i < st->n; i++)
+		st->q[i]->r->desc[st->at[i] & st->q[i]->mask] = st->d[i];
+	/* A ring's entries are together in st (a batch is one channel's): one head each. */
+	for (uint32_t i = 0; i < st->n; i++)
+		if (i + 1 == st->n || st->q[i + 1] != st->q[i])
+			__atomic_store_n(&st->q[i]->r->head, st->q[i]->own, __ATOMIC_RELEASE);
+	st->n = 0;
+}
+
+/*
  * Copy a channel's packets into rx ring q of the region (its lock held),
- * filling at most limit of its entries, and publish them. The mbufs stay
- * the caller's. @return how many were copied
+ * filling at most limit of its entries; their descriptors go to st, to be
+ * published by stage_flush() before the lock is let go. The mbufs stay the
+ * caller's. @return how many were copied
  */
 static uint32_t
 region_copy(struct ncd_region *rg, struct ncd_region_ring *q, uint32_t limit,
-	    const struct ncd_channel *ch, struct rte_mbuf **m, uint32_t n, struct copy_tally *t)
+	    const struct ncd_channel *ch, struct rte_mbuf **m, uint32_t n, struct copy_tally *t,
+	    struct desc_stage *st)
 {
 	uint32_t room, i, sent = 0, used = 0;
 
@@ -432,17 +463,19 @@ region_copy(struct ncd_region *rg, struct ncd_region_ring *q, uint32_t limit,
 			src = rte_pktmbuf_read(m[i], at, part, rg->base + off);
 			if (src != rg->base + off)
 				rte_memcpy(rg->base + off, src, part);
-			q->r->desc[q->own & q->mask] = (struct nc_desc){
+			/* A frame in many buffers (reassembled) may fill st before the burst's end. */
+			if (st->n == RTE_DIM(st->d))
+				stage_flush(st);
+			st->q[st->n] = q;
+			st->at[st->n] = q->own++;
+			st->d[st->n++] = (struct nc_desc){
 				.offset = off, .length = part, .channel = ch->id,
 				.flags = ch->desc_gen | (k + 1 < need ? NC_DESC_F_MORE : 0) };
-			q->own++;
 		}
 		used += need;
 		sent++;
 		t->bytes += len;
 	}
-	if (sent > 0)
-		__atomic_store_n(&q->r->head, q->own, __ATOMIC_RELEASE);
 	rg->st.rx_copied += sent;
 	return sent;
 }
@@ -467,11 +500,14 @@ ncd_region_deliver(struct ncd_worker *w, struct ncd_port_stats *ps, struct ncd_c
 {
 	struct ncd_chan_stats *cs = &w->cstats[ch->id];
 	struct copy_tally t = { 0, 0, 0 };
+	struct desc_stage st;
 	uint32_t sent;
 
+	st.n = 0;
 	prefetch_room(rg, &rg->rx[ring], 0, 0, n);
 	rte_spinlock_lock(&rg->lock);
-	sent = region_copy(rg, &rg->rx[ring], limit, ch, m, n, &t);
+	sent = region_copy(rg, &rg->rx[ring], limit, ch, m, n, &t, &st);
+	stage_flush(&st);
 	region_unlock(rg);
 	rte_pktmbuf_free_bulk(m, n);
 	count_copy(cs, ps, sent, &t);
@@ -485,8 +521,10 @@ ncd_region_deliver_batches(struct ncd_worker *w, struct ncd_port_stats *ps, stru
 			   uint32_t nb)
 {
 	struct rte_mbuf *done[NCD_BURST];
+	struct desc_stage st;
 	uint32_t nd = 0, taken = 0;          /* bit k: b[k] went in with an earlier one's region */
 
+	st.n = 0;
 	for (uint32_t i = 0; i < nb; i++) {
 		struct ncd_region *rg = b[i]->rg;
 
@@ -511,13 +549,14 @@ ncd_region_deliver_batches(struct ncd_worker *w, struct ncd_port_stats *ps, stru
 			if (x->rg != rg)
 				continue;
 			x->sent = region_copy(rg, &rg->rx[ch->region_ring], ch->region_limit, ch,
-					      x->m, x->n, &t);
+					      x->m, x->n, &t, &st);
 			taken |= UINT32_C(1) << k;
 			count_copy(cs, ps, x->sent, &t);
 			/* A burst has NCD_BURST packets at most, over all its batches. */
 			for (uint32_t j = 0; j < x->n; j++)
 				done[nd++] = x->m[j];
 		}
+		stage_flush(&st);
 		region_unlock(rg);
 	}
 	rte_pktmbuf_free_bulk(done, nd);
@@ -528,10 +567,13 @@ ncd_region_take_over(struct ncd_region *rg, int ring, uint32_t limit, const stru
 		     struct rte_mbuf **m, uint32_t n)
 {
 	struct copy_tally t = { 0, 0, 0 };
+	struct desc_stage st;
 	uint32_t sent;
 
+	st.n = 0;
 	rte_spinlock_lock(&rg->lock);
-	sent = region_copy(rg, &rg->rx[ring], limit, ch, m, n, &t);
+	sent = region_copy(rg, &rg->rx[ring], limit, ch, m, n, &t, &st);
+	stage_flush(&st);
 	region_unlock(rg);
 	return sent;
 }
