@@ -23,6 +23,7 @@ struct ncd_batch {
 	struct rte_mbuf *m[NCD_BURST];
 	uint32_t hash[NCD_BURST];      /* a shared channel's: each packet's flow hash */
 	uint32_t n;
+	uint32_t marks;                /* how many of them the NIC's mark found */
 	uint32_t sent;                 /* how many were enqueued */
 	struct ncd_region *rg;         /* the isolated client's region it goes into, or NULL */
 };

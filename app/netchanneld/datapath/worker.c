@@ -40,21 +40,35 @@ csum_flags(const struct rte_mbuf *m)
 	}
 }
 
+/* A channel's packet to its capture, if one runs. */
 static inline void
-count_hit(struct ncd_worker *w, const struct ncd_channel *ch, bool by_mark, uint16_t port_id,
-	  struct rte_mbuf *m)
+capture_hit(const struct ncd_channel *ch, uint16_t port_id, struct rte_mbuf *m)
 {
-	struct ncd_chan_stats *cs = &w->cstats[ch->id];
 	/* Acquire: pairs with the control thread's publication of the capture. */
 	struct ncd_capture *cap = __atomic_load_n(&ch->capture, __ATOMIC_ACQUIRE);
 
 	if (unlikely(cap != NULL))
 		ncd_capture_take(cap, port_id, 0, &m, 1, 0);
-	cs->hits++;
-	if (by_mark)
-		cs->hits_mark++;
-	else
-		cs->hits_trie++;
+}
+
+/* n hits of a channel, marks of them found by the NIC's mark. */
+static inline void
+count_hits(struct ncd_worker *w, const struct ncd_channel *ch, uint32_t n, uint32_t marks)
+{
+	struct ncd_chan_stats *cs = &w->cstats[ch->id];
+
+	cs->hits += n;
+	cs->hits_mark += marks;
+	cs->hits_trie += n - marks;
+}
+
+/* One hit of a NAT or drop channel: captured, and counted at once. */
+static inline void
+count_hit(struct ncd_worker *w, const struct ncd_channel *ch, bool by_mark, uint16_t port_id,
+	  struct rte_mbuf *m)
+{
+	capture_hit(ch, port_id, m);
+	count_hits(w, ch, 1, by_mark);
 }
 
 /*
@@ -305,13 +319,14 @@ dispatch_burst(struct ncd *d, struct ncd_worker *w, unsigned int pi, struct rte_
 			nat.rev[nat.n++] = b->rev[i];
 			continue;
 		}
-		count_hit(w, ch, b->by_mark[i], p->port_id, m);
 		if (ch->action == NC_ACTION_DROP) {
+			count_hit(w, ch, b->by_mark[i], p->port_id, m);
 			w->cstats[ch->id].dropped++;
 			ps->dropped_by_rule++;
 			drop[ndrop++] = m;
 			continue;
 		}
+		capture_hit(ch, p->port_id, m);
 		/* Delivered frames end with their IP packet: Ethernet padding is cut. */
 		uint32_t len = b->parsed[i].l2_len + b->parsed[i].l3_len;
 
@@ -322,12 +337,17 @@ dispatch_burst(struct ncd *d, struct ncd_worker *w, unsigned int pi, struct rte_
 		if (j == nb) {
 			batches[nb].ch = ch;
 			batches[nb].n = 0;
+			batches[nb].marks = 0;
 			nb++;
 		}
+		batches[j].marks += b->by_mark[i];
 		if (unlikely(ch->shared))
 			batches[j].hash[batches[j].n] = flow_hash(&b->parsed[i].key);
 		batches[j].m[batches[j].n++] = m;
 	}
+	/* A batch's hits at once: counted a packet at a time, each add waited for the last. */
+	for (uint16_t j = 0; j < nb; j++)
+		count_hits(w, batches[j].ch, batches[j].n, batches[j].marks);
 	ncd_dp_deliver(w, ps, batches, nb);
 	if (nat.n > 0)
 		ncd_nat_process(d, w, pi, &nat, b->now, drop, &ndrop);
