@@ -7,6 +7,7 @@
 #define NCD_CHANNEL_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "core/config.h"
@@ -45,17 +46,25 @@ struct ncd_share {
 };
 
 struct ncd_channel {
-	/* What a worker reads of every packet it delivers, on the first cache line. */
+	/*
+	 * What a worker reads of every packet it delivers, on the first cache
+	 * line: all of it for an isolated client's channel (with 100,000
+	 * channels, each line a packet touches is a miss of its own); a
+	 * zero-copy one's byte budget is on the second.
+	 */
 	uint32_t id;
 	enum nc_dir_action action;
-	struct rte_ring *rx;
-	struct nc_dir_entry *dir;
-	uint64_t queue_bytes;
-	uint64_t out_seen;             /* dir->bytes_out as a worker last read it (never above it) */
+	struct ncd_capture *capture;   /* a capture of its packets (workers read it), or NULL */
 	struct ncd_region *region;     /* an isolated client's channel: delivered into its region */
 	int region_ring;               /* its rx ring there */
 	uint32_t region_limit;         /* entries it may fill of that ring (its ring_size) */
 	uint32_t *wakeup;              /* the consumer's want_wakeup: the directory's or the region's */
+	uint32_t desc_gen;             /* its generation's low 16 bits, as rx descriptors carry them */
+	bool shared;                   /* "consumers": "shared": isolated clients share it */
+	struct rte_ring *rx;
+	struct nc_dir_entry *dir;
+	uint64_t queue_bytes;
+	uint64_t out_seen;             /* dir->bytes_out as a worker last read it (never above it) */
 	char name[NC_NAME_SIZE];
 	struct nc_trie_rule rule;
 	int owner;                     /* NCD_OWNER_CONFIG, or the client's slot */
@@ -69,16 +78,15 @@ struct ncd_channel {
 	int32_t queue;                 /* offload: the rx queue to steer to, or -1 */
 	bool consumer_gone;            /* its client died: its rings are drained from their tail */
 	int consumer;                  /* a static deliver channel's one attached client: slot + 1, or 0 */
-	bool shared;                   /* "consumers": "shared": isolated clients share it */
-	/* Beside shared, which workers read of every packet they deliver: one line for these. */
-	uint32_t desc_gen;             /* its generation's low 16 bits, as rx descriptors carry them */
-	struct ncd_capture *capture;   /* a capture of its packets (workers read it), or NULL */
 	struct ncd_share *share;       /* a shared channel's consumers; NULL while it has none */
 	struct ncd_nat_conf nat;       /* a NAT channel's translation (action NC_ACTION_NAT) */
 	/* Per port: the mark its flow rule sets, 0 for none. Workers trust only this one. */
 	uint32_t mark[NCD_MAX_PORTS];
 	struct ncd_chan_offload off[NCD_MAX_PORTS];
 };
+
+_Static_assert(offsetof(struct ncd_channel, dir) + sizeof(void *) <= 64,
+	       "what a worker reads of a channel for every packet is on its first line");
 
 #define NCD_OWNER_CONFIG (-1)
 #define NCD_OWNER_OPERATOR (-2)        /* created with the CLI; attachable, like the config's */
