@@ -403,23 +403,33 @@ prefetch_room(const struct ncd_region *rg, const struct ncd_region_ring *q, uint
  * did too.
  */
 struct desc_stage {
-	uint32_t n;
+	uint32_t n, npub;
 	struct ncd_region_ring *q[NCD_BURST];  /* whose ring */
 	uint32_t at[NCD_BURST];                /* which entry of it */
 	struct nc_desc d[NCD_BURST];
+	struct ncd_region_ring *pub[NCD_BURST]; /* the rings whose heads are to move */
 };
 
-/* Put what st holds on the rings, then publish each ring's head: every entry it produced. */
+/* Put the descriptors st holds on their rings; their heads stay where they are. */
 static void
-stage_flush(struct desc_stage *st)
+stage_write(struct desc_stage *st)
 {
 	for (uint32_t i = 0; i < st->n; i++)
 		st->q[i]->r->desc[st->at[i] & st->q[i]->mask] = st->d[i];
-	/* A ring's entries are together in st (a batch is one channel's): one head each. */
-	for (uint32_t i = 0; i < st->n; i++)
-		if (i + 1 == st->n || st->q[i + 1] != st->q[i])
-			__atomic_store_n(&st->q[i]->r->head, st->q[i]->own, __ATOMIC_RELEASE);
 	st->n = 0;
+}
+
+/*
+ * Everything st holds onto the rings, then each ring's head: every entry it
+ * produced, whole frames only (a frame's buffers all come in together).
+ */
+static void
+stage_flush(struct desc_stage *st)
+{
+	stage_write(st);
+	for (uint32_t i = 0; i < st->npub; i++)
+		__atomic_store_n(&st->pub[i]->r->head, st->pub[i]->own, __ATOMIC_RELEASE);
+	st->npub = 0;
 }
 
 /*
@@ -463,9 +473,13 @@ region_copy(struct ncd_region *rg, struct ncd_region_ring *q, uint32_t limit,
 			src = rte_pktmbuf_read(m[i], at, part, rg->base + off);
 			if (src != rg->base + off)
 				rte_memcpy(rg->base + off, src, part);
-			/* A frame in many buffers (reassembled) may fill st before the burst's end. */
+			/*
+			 * A frame in many buffers (reassembled) may fill st before the
+			 * burst's end: the descriptors go on the ring, not yet the head,
+			 * which would show the client part of a frame.
+			 */
 			if (st->n == RTE_DIM(st->d))
-				stage_flush(st);
+				stage_write(st);
 			st->q[st->n] = q;
 			st->at[st->n] = q->own++;
 			st->d[st->n++] = (struct nc_desc){
@@ -475,6 +489,12 @@ region_copy(struct ncd_region *rg, struct ncd_region_ring *q, uint32_t limit,
 		used += need;
 		sent++;
 		t->bytes += len;
+	}
+	if (sent > 0 && (st->npub == 0 || st->pub[st->npub - 1] != q)) {
+		/* A call a batch, a batch a channel: more than a burst's rings only if called so. */
+		if (st->npub == RTE_DIM(st->pub))
+			stage_flush(st);
+		st->pub[st->npub++] = q;
 	}
 	rg->st.rx_copied += sent;
 	return sent;
@@ -504,6 +524,7 @@ ncd_region_deliver(struct ncd_worker *w, struct ncd_port_stats *ps, struct ncd_c
 	uint32_t sent;
 
 	st.n = 0;
+	st.npub = 0;
 	prefetch_room(rg, &rg->rx[ring], 0, 0, n);
 	rte_spinlock_lock(&rg->lock);
 	sent = region_copy(rg, &rg->rx[ring], limit, ch, m, n, &t, &st);
@@ -525,6 +546,7 @@ ncd_region_deliver_batches(struct ncd_worker *w, struct ncd_port_stats *ps, stru
 	uint32_t nd = 0, taken = 0;          /* bit k: b[k] went in with an earlier one's region */
 
 	st.n = 0;
+	st.npub = 0;
 	for (uint32_t i = 0; i < nb; i++) {
 		struct ncd_region *rg = b[i]->rg;
 
@@ -571,6 +593,7 @@ ncd_region_take_over(struct ncd_region *rg, int ring, uint32_t limit, const stru
 	uint32_t sent;
 
 	st.n = 0;
+	st.npub = 0;
 	rte_spinlock_lock(&rg->lock);
 	sent = region_copy(rg, &rg->rx[ring], limit, ch, m, n, &t, &st);
 	stage_flush(&st);
