@@ -235,6 +235,13 @@ def python_env(env, lib):
     return env
 
 
+def package_env():
+    """env for /usr/bin/python3 to import this build's netchannel package (python/), which
+    loads the build's libnetchannel."""
+    return python_env(dict(os.environ, PYTHONPATH=os.path.join(SRC, "python")),
+                      os.path.join(BUILD, "lib/netchannel/libnetchannel.so.0"))
+
+
 def workdir(name):
     return tempfile.mkdtemp(prefix=f"ncd_{name}_")
 

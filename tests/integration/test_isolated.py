@@ -309,15 +309,17 @@ class Isolated(T.DaemonCase):
         c.close()
         self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
 
-    def consumer(self, channel):
-        env = T.python_env(dict(os.environ, PYTHONPATH=os.path.join(T.SRC, "python")),
-                           os.path.join(T.BUILD, "lib/netchannel/libnetchannel.so.0"))
-        p = subprocess.Popen(["/usr/bin/python3", "-c", CONSUMER, self.sock, channel],
-                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT, text=True, env=env)
+    def python(self, script, *args, ready, stdin=None):
+        """A client (the Python package) on the daemon's socket, once it prints ready."""
+        p = subprocess.Popen(["/usr/bin/python3", "-c", script, self.sock] + list(args),
+                             stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             text=True, env=T.package_env())
         self.procs.append(p)
-        self.wait_line(p, "attached")
+        self.wait_line(p, ready)
         return p
+
+    def consumer(self, channel):
+        return self.python(CONSUMER, channel, ready="attached", stdin=subprocess.PIPE)
 
     def take(self, p, n):
         p.stdin.write(f"{n}\n")
@@ -361,9 +363,8 @@ class Isolated(T.DaemonCase):
         self.assertIn("channel sh is shared: its consumers are isolated clients, not zero-copy "
                       "ones", r.stderr)
         # Up to 16 consumers: 14 more attach, the next is refused.
-        env = T.python_env(dict(os.environ, PYTHONPATH=os.path.join(T.SRC, "python")),
-                           os.path.join(T.BUILD, "lib/netchannel/libnetchannel.so.0"))
-        r = subprocess.run(["/usr/bin/python3", "-c", CROWD, self.sock, "sh", "15"], env=env,
+        r = subprocess.run(["/usr/bin/python3", "-c", CROWD, self.sock, "sh", "15"],
+                           env=T.package_env(),
                            capture_output=True, text=True, timeout=60)
         self.assertIn(f"refused after 14 {errno.EBUSY} ", r.stdout, r.stdout + r.stderr)
         self.assertIn("channel sh is shared by 16 consumers, the most it may be", r.stdout)
@@ -381,13 +382,7 @@ class Isolated(T.DaemonCase):
 
     def python_client(self, script, *args):
         """What a client (the Python package) prints, run to its end once it says "ready"."""
-        env = T.python_env(dict(os.environ, PYTHONPATH=os.path.join(T.SRC, "python")),
-                           os.path.join(T.BUILD, "lib/netchannel/libnetchannel.so.0"))
-        p = subprocess.Popen(["/usr/bin/python3", "-c", script, self.sock] + list(args),
-                             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                             text=True)
-        self.procs.append(p)
-        self.wait_line(p, "ready")
+        p = self.python(script, *args, ready="ready")
         out = self.finish(p, timeout=60)
         self.assertEqual(p.returncode, 0, out)
         return out

@@ -333,8 +333,7 @@ class TestBed(T.DaemonCase):
         7 and echoes the peer's datagrams, IPv4 and IPv6, sleeping on the channel's eventfd
         between them; a wrong socket is a NetchannelError with the library's words."""
         e = self.env
-        env = T.python_env(dict(os.environ, PYTHONPATH=os.path.join(T.SRC, "python")),
-                           os.path.join(T.BUILD, "lib/netchannel/libnetchannel.so.0"))
+        env = T.package_env()
         echo = subprocess.Popen(["ip", "netns", "exec", e["TB_HOST_NS"], "/usr/bin/python3",
                                  os.path.join(T.SRC, "python/examples/nc_echo.py"), "-s",
                                  self.sock, "--dport", "7", "-c", "20"], env=env,
@@ -361,8 +360,7 @@ class TestBed(T.DaemonCase):
         to three of their ports, each on the channel its ring names; it sleeps on its one
         eventfd between them (the peer waits for each echo), and the workers wake it."""
         e = self.env
-        env = T.python_env(dict(os.environ, PYTHONPATH=os.path.join(T.SRC, "python")),
-                           os.path.join(T.BUILD, "lib/netchannel/libnetchannel.so.0"))
+        env = T.package_env()
         echo = subprocess.Popen(["ip", "netns", "exec", e["TB_HOST_NS"], "/usr/bin/python3", "-c",
                                  ONE_RING_ECHO, self.sock, "15",
                                  os.path.join(T.SRC, "python/examples")], env=env,
@@ -395,8 +393,7 @@ class TestBed(T.DaemonCase):
         size = 3000
         self.bg("HOST", "/usr/bin/python3", "-u", KERNEL_UDP, "5555", "6666", ready="ready")
         self.ncctl("channel create drop5555 proto udp dport 5555 action drop")
-        env = T.python_env(dict(os.environ, PYTHONPATH=os.path.join(T.SRC, "python")),
-                           os.path.join(T.BUILD, "lib/netchannel/libnetchannel.so.0"))
+        env = T.package_env()
         client = subprocess.Popen(["ip", "netns", "exec", e["TB_HOST_NS"], "/usr/bin/python3",
                                    "-c", CLIENT_BIG, self.sock, "7777", "2", str(size)],
                                   env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,

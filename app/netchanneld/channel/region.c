@@ -501,6 +501,23 @@ region_copy(struct ncd_region *rg, struct ncd_region_ring *q, uint32_t limit,
 	return sent;
 }
 
+/* One batch into ring ring of the region under one hold of its lock, published. */
+static uint32_t
+region_copy_one(struct ncd_region *rg, int ring, uint32_t limit, const struct ncd_channel *ch,
+		struct rte_mbuf **m, uint32_t n, struct copy_tally *t)
+{
+	struct desc_stage st;
+	uint32_t sent;
+
+	st.n = 0;
+	st.npub = 0;
+	rte_spinlock_lock(&rg->lock);
+	sent = region_copy(rg, &rg->rx[ring], limit, ch, m, n, t, &st);
+	stage_flush(&st);
+	region_unlock(rg);
+	return sent;
+}
+
 /* A channel's copy into its region, in its counters and its port's. */
 static inline void
 count_copy(struct ncd_chan_stats *cs, struct ncd_port_stats *ps, uint32_t sent,
@@ -521,16 +538,10 @@ ncd_region_deliver(struct ncd_worker *w, struct ncd_port_stats *ps, struct ncd_c
 {
 	struct ncd_chan_stats *cs = &w->cstats[ch->id];
 	struct copy_tally t = { 0, 0, 0 };
-	struct desc_stage st;
 	uint32_t sent;
 
-	st.n = 0;
-	st.npub = 0;
 	prefetch_room(rg, &rg->rx[ring], 0, 0, n);
-	rte_spinlock_lock(&rg->lock);
-	sent = region_copy(rg, &rg->rx[ring], limit, ch, m, n, &t, &st);
-	stage_flush(&st);
-	region_unlock(rg);
+	sent = region_copy_one(rg, ring, limit, ch, m, n, &t);
 	rte_pktmbuf_free_bulk(m, n);
 	count_copy(cs, ps, sent, &t);
 	return sent;
@@ -590,16 +601,8 @@ ncd_region_take_over(struct ncd_region *rg, int ring, uint32_t limit, const stru
 		     struct rte_mbuf **m, uint32_t n)
 {
 	struct copy_tally t = { 0, 0, 0 };
-	struct desc_stage st;
-	uint32_t sent;
 
-	st.n = 0;
-	st.npub = 0;
-	rte_spinlock_lock(&rg->lock);
-	sent = region_copy(rg, &rg->rx[ring], limit, ch, m, n, &t, &st);
-	stage_flush(&st);
-	region_unlock(rg);
-	return sent;
+	return region_copy_one(rg, ring, limit, ch, m, n, &t);
 }
 
 int
