@@ -12,6 +12,8 @@
  *                                            every packet carrying WORD
  *   nc_iso_client SOCK hostile PORT SECRET   look for SECRET, attack the region until killed
  *   nc_iso_client SOCK hostile-one-ring PORT SECRET   the same with one ring for all
+ *   nc_iso_client SOCK returns PORT          take every buffer, give back a fixed mix of good
+ *                                            and bad returns, hold until stdin closes
  *   nc_iso_client SOCK onering BASE N        one ring for all: N channels, see one_ring()
  *   nc_iso_client SOCK rings BASE N          a ring each: create N channels, say where it stops
  *   nc_iso_client SOCK churn BASE SECONDS    firewall-shaped channels replaced without pause,
@@ -348,52 +350,74 @@ rnd(void)
 	return (uint32_t)random() ^ ((uint32_t)random() << 16);
 }
 
+/* A connection that speaks the protocol itself, keeping its region's memfd. */
+struct raw {
+	int s, fd;
+	uint8_t *base;
+	struct nc_ctl_hello_reply hr;
+	struct nc_ctl_channel info;
+	struct nc_region_hdr h;
+	struct nc_region_ring *rx, *tx, *fr;
+};
+
+/* Connect, map the region and claim udp/port with a channel that may send; 0 or 2. */
 static int
-hostile(const char *sock, long port, const char *secret, uint32_t flags)
+raw_open(const char *sock, long port, uint32_t flags, const char *name, struct raw *r)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct nc_ctl_hello hello = { .version = NC_CTL_VERSION, .pid = (uint32_t)getpid(),
 				      .flags = flags };
-	struct nc_ctl_hello_reply hr;
 	struct nc_ctl_create cr;
-	struct nc_ctl_channel info;
-	struct nc_region_hdr h;
-	struct nc_region_ring *rx, *tx, *fr;
-	uint8_t *base;
-	size_t found = 0;
-	int s, fd = -1, ret;
+	int ret;
 
+	r->fd = -1;
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock);
-	s = socket(AF_UNIX, SOCK_SEQPACKET, 0);
-	if (connect(s, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
-	    call(s, NC_CTL_HELLO, &hello, sizeof(hello), &hr, sizeof(hr), &fd) != 0 || fd < 0) {
+	r->s = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+	if (connect(r->s, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
+	    call(r->s, NC_CTL_HELLO, &hello, sizeof(hello), &r->hr, sizeof(r->hr), &r->fd) != 0 ||
+	    r->fd < 0) {
 		printf("hello failed\n");
 		return 2;
 	}
-	base = mmap(NULL, hr.region_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (base == MAP_FAILED) {
+	r->base = mmap(NULL, r->hr.region_size, PROT_READ | PROT_WRITE, MAP_SHARED, r->fd, 0);
+	if (r->base == MAP_FAILED) {
 		printf("mmap: %s\n", strerror(errno));
 		return 2;
 	}
-	memcpy(&h, base, sizeof(h));
+	memcpy(&r->h, r->base, sizeof(r->h));
 	memset(&cr, 0, sizeof(cr));
-	snprintf(cr.name, sizeof(cr.name), "hostile");
+	snprintf(cr.name, sizeof(cr.name), "%s", name);
 	cr.rule = (struct nc_ctl_rule){ .proto = 17, .proto_mask = 0xff, .dport_kind = 1,
 					.dport_lo = (uint16_t)port, .dport_hi = (uint16_t)port };
 	cr.flags = NC_CREATE_F_TX;
-	ret = call(s, NC_CTL_CHANNEL_CREATE, &cr, sizeof(cr), &info, sizeof(info), NULL);
-	if (ret != 0 || !(info.flags & NC_CHANNEL_F_REGION)) {
+	ret = call(r->s, NC_CTL_CHANNEL_CREATE, &cr, sizeof(cr), &r->info, sizeof(r->info), NULL);
+	if (ret != 0 || !(r->info.flags & NC_CHANNEL_F_REGION)) {
 		printf("create: %d\n", ret);
 		return 2;
 	}
-	rx = (struct nc_region_ring *)(base + h.rx_off + info.region_ring * h.rx_stride);
-	tx = (struct nc_region_ring *)(base + h.tx_off);
-	fr = (struct nc_region_ring *)(base + h.free_off);
+	r->rx = (struct nc_region_ring *)(r->base + r->h.rx_off + r->info.region_ring * r->h.rx_stride);
+	r->tx = (struct nc_region_ring *)(r->base + r->h.tx_off);
+	r->fr = (struct nc_region_ring *)(r->base + r->h.free_off);
+	return 0;
+}
+
+static int
+hostile(const char *sock, long port, const char *secret, uint32_t flags)
+{
+	struct nc_region_ring *rx, *tx, *fr;
+	size_t found = 0;
+	struct raw r;
+
+	if (raw_open(sock, port, flags, "hostile", &r) != 0)
+		return 2;
+	rx = r.rx;
+	tx = r.tx;
+	fr = r.fr;
 	/* Resizing the region under the daemon: refused by the seals. */
 	printf("shrink %s grow %s unseal %s\n",
-	       ftruncate(fd, 0) == 0 ? "allowed" : strerror(errno),
-	       ftruncate(fd, (off_t)hr.region_size * 2) == 0 ? "allowed" : strerror(errno),
-	       fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE) == 0 ? "allowed" : strerror(errno));
+	       ftruncate(r.fd, 0) == 0 ? "allowed" : strerror(errno),
+	       ftruncate(r.fd, (off_t)r.hr.region_size * 2) == 0 ? "allowed" : strerror(errno),
+	       fcntl(r.fd, F_ADD_SEALS, F_SEAL_WRITE) == 0 ? "allowed" : strerror(errno));
 	/*
 	 * Let traffic flow and take what comes, without giving it back, until it
 	 * holds every buffer (the daemon then reads its free ring); then look
@@ -405,8 +429,8 @@ hostile(const char *sock, long port, const char *secret, uint32_t flags)
 				 __ATOMIC_RELEASE);
 	}
 	usleep(200 * 1000);
-	for (uint8_t *p = base; p != NULL && p < base + hr.region_size;) {
-		p = memmem(p, base + hr.region_size - p, secret, strlen(secret));
+	for (uint8_t *p = r.base; p != NULL && p < r.base + r.hr.region_size;) {
+		p = memmem(p, r.base + r.hr.region_size - p, secret, strlen(secret));
 		if (p != NULL) {
 			found++;
 			p++;
@@ -424,8 +448,8 @@ hostile(const char *sock, long port, const char *secret, uint32_t flags)
 		switch (k) {
 		case 0: /* a descriptor anywhere, of any length, for any channel */
 			if (rnd() % 2)
-				dsc.channel = info.id + rnd() % 3 - 1;
-			tx->desc[th % h.tx_size] = dsc;
+				dsc.channel = r.info.id + rnd() % 3 - 1;
+			tx->desc[th % r.h.tx_size] = dsc;
 			__atomic_store_n(&tx->head, th + 1, __ATOMIC_RELEASE);
 			break;
 		case 1: /* the producer index pushed far ahead, or back */
@@ -433,10 +457,10 @@ hostile(const char *sock, long port, const char *secret, uint32_t flags)
 			break;
 		case 2: { /* buffers given back that are not ours, or twice */
 			uint32_t fh = __atomic_load_n(&fr->tail, __ATOMIC_ACQUIRE);
-			uint32_t off = rnd() % 2 ? rx->desc[rnd() % h.rx_size].offset : rnd();
+			uint32_t off = rnd() % 2 ? rx->desc[rnd() % r.h.rx_size].offset : rnd();
 
-			fr->desc[fh % h.free_size].offset = off;
-			fr->desc[(fh + 1) % h.free_size].offset = off;
+			fr->desc[fh % r.h.free_size].offset = off;
+			fr->desc[(fh + 1) % r.h.free_size].offset = off;
 			__atomic_store_n(&fr->head, fh + 2, __ATOMIC_RELEASE);
 			break;
 		}
@@ -445,26 +469,66 @@ hostile(const char *sock, long port, const char *secret, uint32_t flags)
 			break;
 		case 4: /* the daemon's own index of the rx ring, and the geometry in the header */
 			__atomic_store_n(&rx->head, rnd(), __ATOMIC_RELAXED);
-			((struct nc_region_hdr *)base)->rx_size = rnd();
-			((struct nc_region_hdr *)base)->buf_off = rnd();
+			((struct nc_region_hdr *)r.base)->rx_size = rnd();
+			((struct nc_region_hdr *)r.base)->buf_off = rnd();
 			break;
 		case 5: /* the free ring's index wild */
 			__atomic_store_n(&fr->head, rnd(), __ATOMIC_RELEASE);
 			break;
 		case 6: /* a descriptor in the tx buffer area, well formed but spoofed */
-			dsc.offset = (uint32_t)(h.tx_buf_off + (rnd() % h.tx_size) * h.buf_size);
+			dsc.offset = (uint32_t)(r.h.tx_buf_off + (rnd() % r.h.tx_size) * r.h.buf_size);
 			dsc.length = 60;
-			dsc.channel = info.id;
+			dsc.channel = r.info.id;
 			dsc.flags = 0;
-			tx->desc[th % h.tx_size] = dsc;
+			tx->desc[th % r.h.tx_size] = dsc;
 			__atomic_store_n(&tx->head, th + 1, __ATOMIC_RELEASE);
 			break;
 		default: /* the whole buffer area scribbled on */
-			memset(base + h.buf_off + (rnd() % h.rx_bufs) * h.buf_size, rnd() & 0xff,
-			       h.buf_size);
+			memset(r.base + r.h.buf_off + (rnd() % r.h.rx_bufs) * r.h.buf_size, rnd() & 0xff,
+			       r.h.buf_size);
 			break;
 		}
 	}
+	return 0;
+}
+
+/*
+ * Take every buffer the daemon gives (traffic to udp/port without pause),
+ * then give back, in one go: one buffer off by a byte, the first tx buffer
+ * (just past the rx buffers), one buffer twice, the region's header, and one
+ * more buffer: two good returns and four bad. Hold until stdin closes.
+ */
+static int
+returns(const char *sock, long port)
+{
+	uint32_t n = 0, tail = 0, head, fh, *off;
+	double deadline = now_s() + 10;
+	struct raw r;
+
+	if (raw_open(sock, port, 0, "returns", &r) != 0)
+		return 2;
+	off = calloc(r.h.rx_bufs, sizeof(*off));
+	while (off != NULL && n < r.h.rx_bufs && now_s() < deadline) {
+		head = __atomic_load_n(&r.rx->head, __ATOMIC_ACQUIRE);
+		for (; tail != head && n < r.h.rx_bufs; tail++)
+			off[n++] = r.rx->desc[tail % r.h.rx_size].offset;
+		__atomic_store_n(&r.rx->tail, tail, __ATOMIC_RELEASE);
+		usleep(1000);
+	}
+	printf("held %u of %u\n", n, r.h.rx_bufs);
+	if (n < 3)
+		return 1;
+	fh = __atomic_load_n(&r.fr->head, __ATOMIC_RELAXED);
+	const uint32_t give[] = { off[0] + 1, (uint32_t)r.h.tx_buf_off, off[1], off[1],
+				  0, off[2] };
+
+	for (uint32_t i = 0; i < (sizeof(give) / sizeof(give[0])); i++)
+		r.fr->desc[(fh + i) % r.h.free_size].offset = give[i];
+	__atomic_store_n(&r.fr->head, fh + (uint32_t)(sizeof(give) / sizeof(give[0])), __ATOMIC_RELEASE);
+	printf("returned\n");
+	while (getchar() != EOF)
+		;
+	free(off);
 	return 0;
 }
 
@@ -936,6 +1000,8 @@ main(int argc, char **argv)
 		return hostile(argv[1], strtol(argv[3], NULL, 0), argv[4], 0);
 	if (argc == 5 && strcmp(argv[2], "hostile-one-ring") == 0)
 		return hostile(argv[1], strtol(argv[3], NULL, 0), argv[4], NC_HELLO_F_ONE_RING);
+	if (argc == 4 && strcmp(argv[2], "returns") == 0)
+		return returns(argv[1], strtol(argv[3], NULL, 0));
 	if (argc == 5 && strcmp(argv[2], "onering") == 0)
 		return one_ring(argv[1], strtol(argv[3], NULL, 0), strtol(argv[4], NULL, 0));
 	if (argc == 5 && strcmp(argv[2], "rings") == 0)
@@ -944,6 +1010,6 @@ main(int argc, char **argv)
 		return churn(argv[1], strtol(argv[3], NULL, 0), strtod(argv[4], NULL));
 	fprintf(stderr, "usage: nc_iso_client SOCK honest PORT SECONDS | copy PORT COUNT | "
 		"attach NAME COUNT | frames PORT HEX... | follow NAME WORD | hostile[-one-ring] PORT SECRET |\n"
-		"       onering BASE N | rings BASE N | churn BASE SECONDS\n");
+		"       returns PORT | onering BASE N | rings BASE N | churn BASE SECONDS\n");
 	return 2;
 }

@@ -485,6 +485,35 @@ class Isolated(T.DaemonCase):
         """The same attack from a client with one ring for all its channels."""
         self.hostile("hostile-one-ring")
 
+    def test_buffer_returns_checked(self):
+        """A client that holds every buffer gives back, in one go, one off by a byte, the
+        first tx buffer, one buffer twice, the region's header and one more buffer: the two
+        good returns are the daemon's again (and filled again at once by the traffic that
+        waited for them), the four bad ones are counted and change nothing."""
+        self.start(self.frames([("203.0.113.1", 2001, 5000)], "returns"),
+                   region={"rx_buffers": 64, "rx_ring_size": 64})
+        c = Ctl(self.sock)
+        c.hello()
+        p = self.nobody("nc_iso_client", self.sock, "returns", "5000", stdin=subprocess.PIPE)
+        self.assertEqual(self.wait_line(p, "held"), "held 64 of 64")
+        self.wait_line(p, "returned")
+        deadline = time.time() + 5
+        while True:
+            region = self.clients(c)[p.pid]["region"]
+            if region["freed"] + region["bad_free"] >= 6 or time.time() > deadline:
+                break
+            time.sleep(0.05)
+        self.assertEqual((region["freed"], region["bad_free"]), (2, 4), region)
+        deadline = time.time() + 5
+        while region["buffers_held"] != 64 and time.time() < deadline:
+            time.sleep(0.05)
+            region = self.clients(c)[p.pid]["region"]
+        self.assertEqual(region["buffers_held"], 64, region)
+        self.assertEqual(self.finish(p), "")  # its stdin closed: it lets go
+        self.assertEqual(p.returncode, 0)
+        c.close()
+        self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
+
     def assert_honest(self, honest):
         """The honest client beside an attacker received, and what it did not is counted."""
         out = self.finish(honest)

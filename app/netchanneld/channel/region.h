@@ -47,6 +47,7 @@ struct ncd_region {
 	int fd;                        /* the memfd, until it is passed on */
 	bool hugepages;
 	uint32_t nrx, buf_size, rx_bufs;
+	uint32_t buf_shift;             /* log2(buf_size) when a power of two, else 0 */
 	uint64_t buf_off, tx_buf_off;
 	struct ncd_region_ring *rx;    /* [nrx] */
 	uint32_t *rx_channel;          /* [nrx]: the channel using rx ring k, or UINT32_MAX */
