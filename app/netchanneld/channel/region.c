@@ -25,6 +25,7 @@
 #include "channel/region.h"
 #include "datapath/datapath.h"
 #include "datapath/dp.h"
+#include "datapath/mbuf_free.h"
 #include "datapath/prefetch.h"
 #include "ncd.h"
 
@@ -558,7 +559,7 @@ ncd_region_deliver(struct ncd_worker *w, struct ncd_port_stats *ps, struct ncd_c
 
 	prefetch_room(rg, &rg->rx[ring], 0, 0, n);
 	sent = region_copy_one(rg, ring, limit, ch, m, n, &t);
-	rte_pktmbuf_free_bulk(m, n);
+	ncd_mbuf_free_burst(m, n);
 	count_copy(cs, ps, sent, &t);
 	return sent;
 }
@@ -609,7 +610,7 @@ ncd_region_deliver_batches(struct ncd_worker *w, struct ncd_port_stats *ps, stru
 		stage_flush(&st);
 		region_unlock(rg);
 	}
-	rte_pktmbuf_free_bulk(done, nd);
+	ncd_mbuf_free_burst(done, nd);
 }
 
 uint32_t

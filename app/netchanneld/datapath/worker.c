@@ -26,6 +26,7 @@
 #include "datapath/deliver.h"
 #include "datapath/dp.h"
 #include "datapath/frag.h"
+#include "datapath/mbuf_free.h"
 #include "nat/nat.h"
 #include "ncd.h"
 #include "offload/offload.h"
@@ -355,7 +356,7 @@ dispatch_burst(struct ncd *d, struct ncd_worker *w, unsigned int pi, struct rte_
 	for (uint16_t i = 0; i < nwhole; i++)
 		ncd_dp_to_kernel_whole(d, p, w->exc_txq[pi], ps, whole[i]);
 	if (ndrop > 0)
-		rte_pktmbuf_free_bulk(drop, ndrop);
+		ncd_mbuf_free_burst(drop, ndrop);
 }
 
 /* A burst from port pi: parse, mark, classify, dispatch. */
