@@ -26,7 +26,7 @@ usage(FILE *f)
 		"usage: nctrie-bench classify --rules FILE --trace FILE [--out FILE] [--algo trie|linear]\n"
 		"       nctrie-bench gen-trace --rules FILE [--count N] [--seed S] [--out FILE]\n"
 		"       nctrie-bench gen-rules --like FILE [--count N] [--seed S] [--out FILE]\n"
-		"       nctrie-bench perf [--rules FILE | --synthetic socket:N] [--trace FILE | --packets N]\n"
+		"       nctrie-bench perf [--rules FILE | --synthetic socket:N|port:N] [--trace FILE | --packets N]\n"
 		"                         [--burst 1|32|64] [--updates N] [--acl-rebuilds N] [--seed S] [--json]\n"
 		"                         [--classifiers nctrie,rte_acl,linear] [--ipv6] [--acl-order 0..5]\n"
 		"       nctrie-bench --version\n"

@@ -97,6 +97,19 @@ percentile(double *v, unsigned int n, double p)
 
 /* ---- the synthetic "socket" workload ------------------------------------ */
 
+/* Room for a synthetic workload's n rules and npkts keys, zeroed; 0 or -ENOMEM. */
+static int
+workload_alloc(struct workload *w, uint32_t n, uint32_t npkts)
+{
+	w->rules = calloc(n, sizeof(*w->rules));
+	w->keys = calloc(npkts, sizeof(*w->keys));
+	if (w->rules == NULL || w->keys == NULL)
+		return -ENOMEM;
+	w->nrules = n;
+	w->nkeys = npkts;
+	return 0;
+}
+
 /*
  * netchanneld's own shape: 90% exact 5-tuples (connected sockets), 10%
  * listeners (dst, dport, proto). Exact rules rank above listeners, as a
@@ -108,12 +121,8 @@ gen_socket(struct workload *w, uint32_t n, uint32_t npkts)
 	uint32_t nl = n / 10, ne = n - nl;
 	uint64_t s = w->seed;
 
-	w->rules = calloc(n, sizeof(*w->rules));
-	w->keys = calloc(npkts, sizeof(*w->keys));
-	if (w->rules == NULL || w->keys == NULL)
+	if (workload_alloc(w, n, npkts) != 0)
 		return -ENOMEM;
-	w->nrules = n;
-	w->nkeys = npkts;
 	for (uint32_t i = 0; i < n; i++) {
 		struct nc_trie_rule *r = &w->rules[i];
 
@@ -148,6 +157,49 @@ gen_socket(struct workload *w, uint32_t n, uint32_t npkts)
 			k->dst.v4 = htonl(0x0b000000u | (uint32_t)(nc_rand(&s) & 0xffffff));
 			k->src.v4 = (uint32_t)nc_rand(&s);
 			k->sport = (uint16_t)nc_rand(&s);
+			k->dport = (uint16_t)nc_rand(&s);
+		}
+	}
+	return 0;
+}
+
+/*
+ * A daemon that serves ports ("udp dport 53" for every address, as the
+ * datapath benchmark's deliver-1): n rules of a protocol (TCP or UDP) and a
+ * dport each, of any family. Packets: 95% to one of them, 5% SCTP (misses).
+ */
+static int
+gen_port(struct workload *w, uint32_t n, uint32_t npkts)
+{
+	uint64_t s = w->seed;
+
+	if (workload_alloc(w, n, npkts) != 0)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < n; i++) {
+		struct nc_trie_rule *r = &w->rules[i];
+
+		r->family = NC_TRIE_AF_ANY;
+		r->proto = i % 2 ? 6 : 17;
+		r->proto_mask = 0xff;
+		r->dport.kind = NC_TRIE_PORT_RANGE;
+		r->dport.lo = r->dport.hi = (uint16_t)(5000 + i / 2);
+		r->priority = n - 1 - i;
+	}
+	for (uint32_t i = 0; i < npkts; i++) {
+		struct nc_trie_key *k = &w->keys[i];
+
+		memset(k, 0, sizeof(*k));
+		k->family = NC_TRIE_AF_INET;
+		k->dst.v4 = htonl(0x0a000000u | (uint32_t)(nc_rand(&s) & 0xffff));
+		k->src.v4 = (uint32_t)nc_rand(&s);
+		k->sport = (uint16_t)nc_rand(&s);
+		if (nc_rand(&s) % 100 < 95) {
+			const struct nc_trie_rule *r = &w->rules[nc_rand(&s) % n];
+
+			k->proto = r->proto;
+			k->dport = r->dport.lo;
+		} else {
+			k->proto = 132;
 			k->dport = (uint16_t)nc_rand(&s);
 		}
 	}
@@ -803,20 +855,26 @@ bench_perf(int argc, char **argv)
 	if ((rules_path == NULL) == (synthetic == NULL) || packets == 0 || packets > 1u << 26 ||
 	    w.acl_order >= NCT_ACL_ORDERS ||
 	    (only_burst && only_burst != 1 && only_burst != 32 && only_burst != 64)) {
-		fprintf(stderr, "nctrie-bench perf: give --rules FILE or --synthetic socket:N, "
+		fprintf(stderr, "nctrie-bench perf: give --rules FILE or --synthetic socket:N|port:N, "
 				"--packets 1..2^26, --burst 1|32|64, --acl-order 0..%d\n", NCT_ACL_ORDERS - 1);
 		return 2;
 	}
 	if (synthetic != NULL) {
 		unsigned long n;
 
-		if (sscanf(synthetic, "socket:%lu", &n) != 1 || n < 10 || n > 1000000) {
-			fprintf(stderr, "nctrie-bench perf: --synthetic socket:N, N in 10..1000000\n");
+		if (sscanf(synthetic, "port:%lu", &n) == 1 && n >= 1 && n <= 2 * 60000) {
+			snprintf(w.name, sizeof(w.name), "port:%lu", n);
+			if (gen_port(&w, (uint32_t)n, (uint32_t)packets))
+				return 1;
+		} else if (sscanf(synthetic, "socket:%lu", &n) == 1 && n >= 10 && n <= 1000000) {
+			snprintf(w.name, sizeof(w.name), "socket:%lu", n);
+			if (gen_socket(&w, (uint32_t)n, (uint32_t)packets))
+				return 1;
+		} else {
+			fprintf(stderr, "nctrie-bench perf: --synthetic socket:N (N in 10..1000000) "
+					"or port:N (N in 1..120000)\n");
 			return 2;
 		}
-		snprintf(w.name, sizeof(w.name), "socket:%lu", n);
-		if (gen_socket(&w, (uint32_t)n, (uint32_t)packets))
-			return 1;
 	} else {
 		const char *base = strrchr(rules_path, '/');
 

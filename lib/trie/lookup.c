@@ -502,6 +502,52 @@ chunk_finish(const struct nc_trie *t, const struct nct_snap *s, struct chunk *c,
 }
 
 /*
+ * The port table alone in the front stage, and no snapshot (a daemon that
+ * serves a few ports, with or without rules of other shapes in the trie):
+ * a key's words are its protocol and dport, one probe of one table a key,
+ * then its family's trie, bounded by what the probe found. The passes'
+ * bookkeeping (each chunk's families and bounds, each pass's selection of
+ * keys and their five words) was half of such a lookup. The buckets of a
+ * chunk are asked for before any is read, as in front_stage().
+ */
+static unsigned int
+port_only(const struct nc_trie *t, const struct pass_table *x, const struct nc_trie_key *keys,
+	  uint32_t *results, unsigned int n, const uint32_t root[2])
+{
+	unsigned int hits = 0;
+
+	for (unsigned int base = 0; base < n; base += BULK_CHUNK) {
+		const unsigned int m = n - base < BULK_CHUNK ? n - base : BULK_CHUNK;
+		const struct nc_trie_key *k = &keys[base];
+		uint64_t w[BULK_CHUNK][5];
+		uint32_t pos[BULK_CHUNK];
+
+		for (unsigned int i = 0; i < m; i++) {
+			w[i][0] = w[i][1] = w[i][2] = w[i][3] = 0;
+			w[i][4] = tuple_ports(k[i].proto, k[i].dport, 0);
+			pos[i] = tuple_hash(w[i], true) & x->mask;
+			__builtin_prefetch(&x->bk[pos[i]]);
+		}
+		for (unsigned int i = 0; i < m; i++) {
+			struct best b = { 0, NC_TRIE_NOMATCH };
+			unsigned int fam;
+
+			if (!key_family(&k[i], &fam)) {
+				results[base + i] = NC_TRIE_NOMATCH;
+				continue;
+			}
+			/* Front-stage rules all name a dport: a key without ports cannot match them. */
+			if (!(k[i].flags & NC_TRIE_KEY_F_NOPORTS))
+				tuple_probe(t, link_load(&x->bk[pos[i]]), w[i], &b, true);
+			trie_search(t, &k[i], root[fam], &b);
+			results[base + i] = b.rule;
+			hits += b.rule != NC_TRIE_NOMATCH;
+		}
+	}
+	return hits;
+}
+
+/*
  * Bulk lookup, a chunk of keys at a time: the front stage (the table of
  * the highest maxrank first, and a later table only for the keys whose
  * best so far it can still beat: where connected sockets outrank
@@ -557,6 +603,14 @@ nc_trie_lookup_bulk(const struct nc_trie *t, const struct nc_trie_key *keys, uin
 			addr |= pt[f][p].bk != NULL && pt[f][p].shape != TUPLE_PORT_SLOT;
 			front |= pt[f][p].bk != NULL;
 		}
+	if (front && !addr && s == NULL) {
+		const struct tuple *tp = &t->tuples[TUPLE_PORT];
+		const struct pass_table x = { tuple_buckets(tp), 0, tp->mask, TUPLE_PORT_SLOT };
+
+		/* Emptied since pass_order() saw it: the trie alone, below. */
+		if (x.bk != NULL)
+			return port_only(t, &x, keys, results, n, root);
+	}
 	/* Nothing in the front stage and no snapshot: the trie alone, a key at a time. */
 	if (!front && s == NULL) {
 		for (unsigned int i = 0; i < n; i++) {

@@ -388,6 +388,15 @@ START_TEST(bench_perf_smoke)
 		 "test $(grep -c '\"workload\": \"fw1_1k-v6\"' perf.json) -eq 3",
 		 tmpdir, bench, bench, path, bench, path);
 	ck_assert_int_eq(run(cmd), 0);
+	/* A daemon that serves ports: the port table alone, the bulk lookup's shortest path. */
+	snprintf(cmd, sizeof(cmd),
+		 "cd %s && '%s' perf --synthetic port:50 --packets 4096 --updates 200 --burst 32 "
+		 "--json > port.json && test $(grep -c '\"workload\": \"port:50\"' port.json) -eq 3 && "
+		 "test $(grep -c '\"mismatches\": 0,' port.json) -eq 3",
+		 tmpdir, bench);
+	ck_assert_int_eq(run(cmd), 0);
+	snprintf(cmd, sizeof(cmd), "'%s' perf --synthetic port:0 2>/dev/null", bench);
+	ck_assert_int_eq(run(cmd), 2);
 	snprintf(cmd, sizeof(cmd), "'%s' perf --synthetic bogus:3 2>/dev/null", bench);
 	ck_assert_int_eq(run(cmd), 2);
 	snprintf(cmd, sizeof(cmd), "'%s' perf --synthetic socket:100 --burst 7 2>/dev/null", bench);

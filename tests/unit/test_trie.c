@@ -854,6 +854,22 @@ differential(struct nc_trie *t, const struct nc_linear *l, const struct world *w
 	return bad;
 }
 
+/* Add rule r to the trie and the scan alike, as live; false if it duplicated one. */
+static bool
+add_both(struct nc_trie *t, struct nc_linear *l, const struct nc_trie_rule *r,
+	 struct nc_trie_rule *rules, uint32_t *live, uint32_t *nlive)
+{
+	int id = nc_trie_add(t, r);
+
+	if (id == -EEXIST)
+		return false;
+	ck_assert_int_ge(id, 0);
+	ck_assert_int_eq(nc_linear_add(l, (uint32_t)id, r), 0);
+	rules[id] = *r;
+	live[(*nlive)++] = (uint32_t)id;
+	return true;
+}
+
 /*
  * Add a random rule to the trie and the scan alike; false if it duplicated
  * one. front: of the front stage's shapes only, four in five of them IPv4
@@ -864,7 +880,6 @@ add_random(struct nc_trie *t, struct nc_linear *l, const struct world *w,
 	   struct nc_trie_rule *rules, uint32_t *live, uint32_t *nlive, uint64_t *s, bool front)
 {
 	struct nc_trie_rule r;
-	int id;
 
 	if (!front)
 		rand_rule(w, &r, s);
@@ -874,14 +889,7 @@ add_random(struct nc_trie *t, struct nc_linear *l, const struct world *w,
 		do
 			rand_socket_rule(w, &r, s);
 		while (r.family != NC_TRIE_AF_INET || r.src_len != 32);
-	id = nc_trie_add(t, &r);
-	if (id == -EEXIST)
-		return false;
-	ck_assert_int_ge(id, 0);
-	ck_assert_int_eq(nc_linear_add(l, (uint32_t)id, &r), 0);
-	rules[id] = r;
-	live[(*nlive)++] = (uint32_t)id;
-	return true;
+	return add_both(t, l, &r, rules, live, nlive);
 }
 
 /* A table of random rules with the scan beside it, as the differential tests use them. */
@@ -1023,6 +1031,73 @@ END_TEST
  * holds the trie's rules only, and lookups still probe the front stage.
  */
 START_TEST(diff_front_heavy) { random_set_of(3000, 200000, 0x1005, 85); }
+END_TEST
+
+/*
+ * Ports of any family (the port table) and a few rules of other shapes in
+ * the trie, the other tables empty and no snapshot: the bulk lookup's path
+ * for a daemon that serves a few ports. Checked again as the port rules go,
+ * down to none.
+ */
+START_TEST(diff_port_table)
+{
+	static const uint8_t protos[] = { IPPROTO_TCP, IPPROTO_UDP, IPPROTO_SCTP, IPPROTO_UDPLITE };
+	const uint32_t cap = 400;
+	struct nc_trie *t = mk(cap);
+	struct nc_linear *l = nc_linear_create(cap);
+	struct nc_trie_rule *rules = calloc(cap, sizeof(*rules));
+	uint32_t *live = calloc(cap, sizeof(*live)), nlive = 0, nports, ntrie = 0;
+	struct nc_trie_stats st;
+	struct world w;
+	uint64_t s = 0x2002;
+	unsigned int bad;
+
+	ck_assert_ptr_nonnull(l);
+	world_init(&w, &s);
+	while (nlive < 300) {
+		struct nc_trie_rule r = { .family = NC_TRIE_AF_ANY, .proto_mask = 0xff };
+		uint16_t port = nc_rand(&s) % 2 ? w.ports[nc_rand(&s) % 8] : (uint16_t)nc_rand(&s);
+
+		r.proto = protos[nc_rand(&s) % 4];
+		r.dport = P(port, port);
+		r.priority = (uint32_t)(nc_rand(&s) % 8);
+		add_both(t, l, &r, rules, live, &nlive);
+	}
+	nports = nlive;
+	/* Rules of other shapes, none of the connected or listener tables'. */
+	while (ntrie < 40) {
+		struct nc_trie_rule r;
+
+		rand_rule(&w, &r, &s);
+		if (r.family != NC_TRIE_AF_ANY && r.dst_len == (r.family == NC_TRIE_AF_INET6 ? 128 : 32))
+			r.dst_len--;
+		ntrie += add_both(t, l, &r, rules, live, &nlive);
+	}
+	ck_assert_int_eq(nc_trie_get_stats(t, &st), 0);
+	ck_assert_uint_ge(st.exact_rules, nports);
+	ck_assert_uint_lt(st.exact_rules, nlive);
+	ck_assert(st.snapshot_state == NC_TRIE_SNAPSHOT_NONE ||
+		  st.snapshot_state == NC_TRIE_SNAPSHOT_OFF);
+	bad = differential_once(t, l, &w, rules, live, nlive, 200000, &s);
+	ck_assert_msg(bad == 0, "%u keys differ with %u port rules", bad, nports);
+	/* The port rules (the first nports of live) go in random order; the trie's stay. */
+	while (nports > 0) {
+		uint32_t i = (uint32_t)(nc_rand(&s) % nports), id = live[i];
+
+		ck_assert_int_eq(nc_trie_delete(t, id), 0);
+		ck_assert_int_eq(nc_linear_delete(l, id), 0);
+		live[i] = live[--nports];
+		live[nports] = live[--nlive];
+		if (nports % 50 == 0) {
+			bad = differential_once(t, l, &w, rules, live, nlive, 20000, &s);
+			ck_assert_msg(bad == 0, "%u keys differ with %u port rules", bad, nports);
+		}
+	}
+	free(live);
+	free(rules);
+	nc_linear_free(l);
+	nc_trie_free(t);
+}
 END_TEST
 
 /* Random add/delete sequences, checked against the scan after every batch. */
@@ -1567,6 +1642,7 @@ trie_suite(void)
 	tcase_add_test(tc, diff_10000);
 	tcase_add_test(tc, diff_front_stage);
 	tcase_add_test(tc, diff_front_heavy);
+	tcase_add_test(tc, diff_port_table);
 	tcase_add_test(tc, diff_updates);
 #ifdef NC_TEST_SNAPSHOT
 	tcase_add_test(tc, snapshot_without_memory);
