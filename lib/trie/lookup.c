@@ -507,26 +507,27 @@ chunk_finish(const struct nc_trie *t, const struct nct_snap *s, struct chunk *c,
  * a key's words are its protocol and dport, one probe of one table a key,
  * then its family's trie, bounded by what the probe found. The passes'
  * bookkeeping (each chunk's families and bounds, each pass's selection of
- * keys and their five words) was half of such a lookup. The buckets of a
- * chunk are asked for before any is read, as in front_stage().
+ * keys and their five words) was half of such a lookup. A port entry's
+ * address words are zero, as its key's: its last word decides. The buckets
+ * of a chunk are asked for before any is read, as in front_stage().
  */
 static unsigned int
-port_only(const struct nc_trie *t, const struct pass_table *x, const struct nc_trie_key *keys,
-	  uint32_t *results, unsigned int n, const uint32_t root[2])
+port_only(const struct nc_trie *t, const uint32_t *bk, uint32_t mask,
+	  const struct nc_trie_key *keys, uint32_t *results, unsigned int n, const uint32_t root[2])
 {
+	const uint64_t h0 = port_hash_base();
 	unsigned int hits = 0;
 
 	for (unsigned int base = 0; base < n; base += BULK_CHUNK) {
 		const unsigned int m = n - base < BULK_CHUNK ? n - base : BULK_CHUNK;
 		const struct nc_trie_key *k = &keys[base];
-		uint64_t w[BULK_CHUNK][5];
+		uint64_t w4[BULK_CHUNK];
 		uint32_t pos[BULK_CHUNK];
 
 		for (unsigned int i = 0; i < m; i++) {
-			w[i][0] = w[i][1] = w[i][2] = w[i][3] = 0;
-			w[i][4] = tuple_ports(k[i].proto, k[i].dport, 0);
-			pos[i] = tuple_hash(w[i], true) & x->mask;
-			__builtin_prefetch(&x->bk[pos[i]]);
+			w4[i] = tuple_ports(k[i].proto, k[i].dport, 0);
+			pos[i] = port_hash(h0, w4[i]) & mask;
+			__builtin_prefetch(&bk[pos[i]]);
 		}
 		for (unsigned int i = 0; i < m; i++) {
 			struct best b = { 0, NC_TRIE_NOMATCH };
@@ -537,8 +538,15 @@ port_only(const struct nc_trie *t, const struct pass_table *x, const struct nc_t
 				continue;
 			}
 			/* Front-stage rules all name a dport: a key without ports cannot match them. */
-			if (!(k[i].flags & NC_TRIE_KEY_F_NOPORTS))
-				tuple_probe(t, link_load(&x->bk[pos[i]]), w[i], &b, true);
+			for (uint32_t idx = k[i].flags & NC_TRIE_KEY_F_NOPORTS ? NIL :
+					    link_load(&bk[pos[i]]); idx != NIL;) {
+				const struct tentry *e = &t->entries[idx];
+				const uint64_t hit = -(uint64_t)((e->w[4] == w4[i]) & (e->rank > b.rank));
+
+				b.rank = (e->rank & hit) | (b.rank & ~hit);
+				b.rule = (e->rule & (uint32_t)hit) | (b.rule & ~(uint32_t)hit);
+				idx = link_load(&e->next);
+			}
 			trie_search(t, &k[i], root[fam], &b);
 			results[base + i] = b.rule;
 			hits += b.rule != NC_TRIE_NOMATCH;
@@ -605,11 +613,11 @@ nc_trie_lookup_bulk(const struct nc_trie *t, const struct nc_trie_key *keys, uin
 		}
 	if (front && !addr && s == NULL) {
 		const struct tuple *tp = &t->tuples[TUPLE_PORT];
-		const struct pass_table x = { tuple_buckets(tp), 0, tp->mask, TUPLE_PORT_SLOT };
+		const uint32_t *bk = tuple_buckets(tp);
 
 		/* Emptied since pass_order() saw it: the trie alone, below. */
-		if (x.bk != NULL)
-			return port_only(t, &x, keys, results, n, root);
+		if (bk != NULL)
+			return port_only(t, bk, tp->mask, keys, results, n, root);
 	}
 	/* Nothing in the front stage and no snapshot: the trie alone, a key at a time. */
 	if (!front && s == NULL) {

@@ -367,6 +367,23 @@ tuple_hash(const uint64_t w[5], const bool v4)
 	return (uint32_t)hash_step(h, w[4]);
 }
 
+/*
+ * tuple_hash() of a port table entry's words, {0, 0, 0, 0, w4}: the steps
+ * of its address words are the same for every key.
+ */
+static inline uint32_t
+port_hash(uint64_t h0, uint64_t w4)
+{
+	return (uint32_t)hash_step(h0, w4);
+}
+
+/* The h0 of port_hash(): tuple_hash()'s steps over two zero words. */
+static inline uint64_t
+port_hash_base(void)
+{
+	return hash_step(hash_step(0, 0), 0);
+}
+
 static inline bool
 words_eq(const uint64_t a[5], const uint64_t b[5], const bool v4)
 {
