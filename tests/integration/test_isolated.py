@@ -118,7 +118,7 @@ class Isolated(T.DaemonCase):
                     "lib/netchannel/libnetchannel.so.0", "lib/netchannel/libnetchannel_zc.so.0"):
             shutil.copy(os.path.join(T.BUILD, exe), self.w)
 
-    def start(self, frames, region=None, control=None, **extra):
+    def start(self, frames, region=None, control=None, mtu=None, **extra):
         T.write_pcap(os.path.join(self.w, "in.pcap"), frames)
         cfg = {"eal": EAL, "mempool": {"mbufs": 8191, "cache": 64},
                "ports": [{"name": "wire0",
@@ -132,6 +132,8 @@ class Isolated(T.DaemonCase):
                "channels": [{"name": "hi", "match": {"proto": "udp", "dport": 6000}}]}
         if region is not None:
             cfg["control"]["region"] = region
+        if mtu is not None:
+            cfg["ports"][0]["mtu"] = mtu
         cfg["control"].update(control or {})
         cfg.update(extra)
         self.daemon = T.Daemon(cfg, self.w, self.prefix)
@@ -490,8 +492,15 @@ class Isolated(T.DaemonCase):
         first tx buffer, one buffer twice, the region's header and one more buffer: the two
         good returns are the daemon's again (and filled again at once by the traffic that
         waited for them), the four bad ones are counted and change nothing."""
+        self.returns_checked(None, 2048)
+
+    def test_buffer_returns_checked_jumbo(self):
+        """The same with an MTU of 3000: buffers of 3072 bytes, not a power of two."""
+        self.returns_checked(3000, 3072)
+
+    def returns_checked(self, mtu, buffer_size):
         self.start(self.frames([("203.0.113.1", 2001, 5000)], "returns"),
-                   region={"rx_buffers": 64, "rx_ring_size": 64})
+                   region={"rx_buffers": 64, "rx_ring_size": 64}, mtu=mtu)
         c = Ctl(self.sock)
         c.hello()
         p = self.nobody("nc_iso_client", self.sock, "returns", "5000", stdin=subprocess.PIPE)
@@ -503,6 +512,7 @@ class Isolated(T.DaemonCase):
             if region["freed"] + region["bad_free"] >= 6 or time.time() > deadline:
                 break
             time.sleep(0.05)
+        self.assertEqual(region["buffer_size"], buffer_size, region)
         self.assertEqual((region["freed"], region["bad_free"]), (2, 4), region)
         deadline = time.time() + 5
         while region["buffers_held"] != 64 and time.time() < deadline:
