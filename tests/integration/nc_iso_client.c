@@ -501,7 +501,7 @@ hostile(const char *sock, long port, const char *secret, uint32_t flags)
 static int
 returns(const char *sock, long port)
 {
-	uint32_t n = 0, tail = 0, head, fh, *off;
+	uint32_t n = 0, tail = 0, head, fh, *off, give[6];
 	double deadline = now_s() + 10;
 	struct raw r;
 
@@ -516,15 +516,19 @@ returns(const char *sock, long port)
 		usleep(1000);
 	}
 	printf("held %u of %u\n", n, r.h.rx_bufs);
-	if (n < 3)
+	if (n < 3) {
+		free(off);
 		return 1;
+	}
+	give[0] = off[0] + 1;                  /* inside a held buffer, not its start */
+	give[1] = (uint32_t)r.h.tx_buf_off;    /* the first tx buffer, just past the rx ones */
+	give[2] = give[3] = off[1];            /* a held buffer, twice */
+	give[4] = 0;                           /* the region's header */
+	give[5] = off[2];
 	fh = __atomic_load_n(&r.fr->head, __ATOMIC_RELAXED);
-	const uint32_t give[] = { off[0] + 1, (uint32_t)r.h.tx_buf_off, off[1], off[1],
-				  0, off[2] };
-
-	for (uint32_t i = 0; i < (sizeof(give) / sizeof(give[0])); i++)
+	for (uint32_t i = 0; i < 6; i++)
 		r.fr->desc[(fh + i) % r.h.free_size].offset = give[i];
-	__atomic_store_n(&r.fr->head, fh + (uint32_t)(sizeof(give) / sizeof(give[0])), __ATOMIC_RELEASE);
+	__atomic_store_n(&r.fr->head, fh + 6, __ATOMIC_RELEASE);
 	printf("returned\n");
 	while (getchar() != EOF)
 		;
