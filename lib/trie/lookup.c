@@ -79,13 +79,19 @@ tuple_buckets(const struct tuple *tp)
  * per probe cost more than the probe's loads.
  */
 static __rte_always_inline void
-entry_take(struct best *b, const struct tentry *e, const uint64_t w[5], const bool v4)
+best_take(struct best *b, const struct tentry *e, const bool match)
 {
-	uint64_t hit = -(uint64_t)((e->rank > b->rank) &
-				   words_eq(e->w, w, v4));
+	uint64_t hit = -(uint64_t)((e->rank > b->rank) & match);
 
 	b->rank = (e->rank & hit) | (b->rank & ~hit);
 	b->rule = (e->rule & (uint32_t)hit) | (b->rule & ~(uint32_t)hit);
+}
+
+/* best_take() of an entry that matches when its words are the key's (v4 as in front_stage()). */
+static __rte_always_inline void
+entry_take(struct best *b, const struct tentry *e, const uint64_t w[5], const bool v4)
+{
+	best_take(b, e, words_eq(e->w, w, v4));
 }
 
 /* The rest of a chain, from head; v4 as in front_stage(). */
@@ -541,10 +547,8 @@ port_only(const struct nc_trie *t, const uint32_t *bk, uint32_t mask,
 			for (uint32_t idx = k[i].flags & NC_TRIE_KEY_F_NOPORTS ? NIL :
 					    link_load(&bk[pos[i]]); idx != NIL;) {
 				const struct tentry *e = &t->entries[idx];
-				const uint64_t hit = -(uint64_t)((e->w[4] == w4[i]) & (e->rank > b.rank));
 
-				b.rank = (e->rank & hit) | (b.rank & ~hit);
-				b.rule = (e->rule & (uint32_t)hit) | (b.rule & ~(uint32_t)hit);
+				best_take(&b, e, e->w[4] == w4[i]);
 				idx = link_load(&e->next);
 			}
 			trie_search(t, &k[i], root[fam], &b);

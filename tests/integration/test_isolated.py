@@ -158,6 +158,15 @@ class Isolated(T.DaemonCase):
         self.assertEqual(status, 0, body)
         return {cl["pid"]: cl for cl in json.loads(body)}
 
+    def region_when(self, c, pid, done, timeout=5):
+        """Client pid's region as show clients has it, once done(region) or after timeout."""
+        deadline = time.time() + timeout
+        region = self.clients(c)[pid]["region"]
+        while not done(region) and time.time() < deadline:
+            time.sleep(0.05)
+            region = self.clients(c)[pid]["region"]
+        return region
+
     def in_use(self, c):
         return c.json(STATS)["mempool"]["in_use"]
 
@@ -506,18 +515,10 @@ class Isolated(T.DaemonCase):
         p = self.nobody("nc_iso_client", self.sock, "returns", "5000", stdin=subprocess.PIPE)
         self.assertEqual(self.wait_line(p, "held"), "held 64 of 64")
         self.wait_line(p, "returned")
-        deadline = time.time() + 5
-        while True:
-            region = self.clients(c)[p.pid]["region"]
-            if region["freed"] + region["bad_free"] >= 6 or time.time() > deadline:
-                break
-            time.sleep(0.05)
+        region = self.region_when(c, p.pid, lambda r: r["freed"] + r["bad_free"] >= 6)
         self.assertEqual(region["buffer_size"], buffer_size, region)
         self.assertEqual((region["freed"], region["bad_free"]), (2, 4), region)
-        deadline = time.time() + 5
-        while region["buffers_held"] != 64 and time.time() < deadline:
-            time.sleep(0.05)
-            region = self.clients(c)[p.pid]["region"]
+        region = self.region_when(c, p.pid, lambda r: r["buffers_held"] == 64)
         self.assertEqual(region["buffers_held"], 64, region)
         self.assertEqual(self.finish(p), "")  # its stdin closed: it lets go
         self.assertEqual(p.returncode, 0)

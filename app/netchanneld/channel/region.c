@@ -420,8 +420,7 @@ prefetch_room(const struct ncd_region *rg, const struct ncd_region_ring *q, uint
  */
 struct desc_stage {
 	uint32_t n, npub;
-	struct ncd_region_ring *q[NCD_BURST];  /* whose ring */
-	uint32_t at[NCD_BURST];                /* which entry of it */
+	struct nc_desc *slot[NCD_BURST];       /* the ring entry each goes to */
 	struct nc_desc d[NCD_BURST];
 	struct ncd_region_ring *pub[NCD_BURST]; /* the rings whose heads are to move */
 };
@@ -431,7 +430,7 @@ static void
 stage_write(struct desc_stage *st)
 {
 	for (uint32_t i = 0; i < st->n; i++)
-		st->q[i]->r->desc[st->at[i] & st->q[i]->mask] = st->d[i];
+		*st->slot[i] = st->d[i];
 	st->n = 0;
 }
 
@@ -498,8 +497,7 @@ region_copy(struct ncd_region *rg, struct ncd_region_ring *q, uint32_t limit,
 			 */
 			if (st->n == RTE_DIM(st->d))
 				stage_write(st);
-			st->q[st->n] = q;
-			st->at[st->n] = q->own++;
+			st->slot[st->n] = &q->r->desc[q->own++ & q->mask];
 			st->d[st->n++] = (struct nc_desc){
 				.offset = off, .length = part, .channel = ch->id,
 				.flags = ch->desc_gen | (k + 1 < need ? NC_DESC_F_MORE : 0) };
@@ -678,8 +676,8 @@ serve_free(struct ncd_region *rg)
 	if (n > FREE_BATCH)
 		n = FREE_BATCH;
 	/* The client's core wrote them: all their lines asked for at once, the misses overlap. */
-	for (uint32_t i = 0; i < n; i += 4)
-		rte_prefetch0(&q->r->desc[(q->own + i) & q->mask]);
+	for (uint32_t e = q->own & ~3u; (int32_t)(q->own + n - e) > 0; e += 4)
+		rte_prefetch0(&q->r->desc[e & q->mask]);
 	for (uint32_t i = 0; i < n; i++) {
 		uint32_t off = __atomic_load_n(&q->r->desc[(q->own + i) & q->mask].offset,
 					       __ATOMIC_RELAXED);
