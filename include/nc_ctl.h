@@ -78,7 +78,7 @@ struct nc_ctl_hello {
  * the reply carries its region (nc_region.h) as an fd.
  */
 #define NC_HELLO_F_ZEROCOPY 0x1    /**< a DPDK secondary process (nc_shm.h); control.allow's zero_copy */
-#define NC_HELLO_F_CONTROL 0x2     /**< requests only: no region, and no channels of its own */
+#define NC_HELLO_F_CONTROL 0x2     /**< requests only: no region, and no deliver channels (-EINVAL) */
 /**
  * An isolated client whose region has one rx ring, shared by all its
  * channels (nc_region_hdr.nrx 1), rather than a ring per channel: it may

@@ -9,6 +9,11 @@ then holds on to everything until its stdin closes.
     nc_attacker.py SOCKET ring SIZE N         N zero-copy channels with rings of SIZE entries
     nc_attacker.py SOCKET eventfds N          N channels, and an eventfd for each
     nc_attacker.py SOCKET claim PORT PRIO     a channel of udp/PORT, any source, at priority PRIO
+    nc_attacker.py SOCKET control-deliver PORT N
+                                              a control connection (no region): N deliver
+                                              channels of udp/PORT, at priorities 0..N-1
+    nc_attacker.py SOCKET sink PORT           an isolated client's channel of udp/PORT,
+                                              never read
     nc_attacker.py SOCKET look NAME           what it sees: CHANNEL_LIST's and STATS' channels,
                                               show clients' uids, show channel NAME's status
 """
@@ -99,13 +104,19 @@ def main():
             cid = W.CHANNEL.unpack(body)[0]
             status, body, fds = c.call_fds(W.EVENTFD, W.ID.pack(cid))
             out.append((status, body.decode() if status < 0 else ""))
-    elif mode == "claim":
+    elif mode in ("claim", "control-deliver", "sink"):
+        # A channel of udp/PORT: claim, at priority PRIO; sink, never read; control-deliver,
+        # N of them (priorities 0..N-1) on a connection that has no region.
         c = W.Ctl(path)
         conns.append(c)
-        assert hello(c)[0] == 0
-        status, body = c.call(W.CREATE, W.create_body(
-            "claim", W.rule(proto=17, dport=int(args[0]), priority=int(args[1]))))
-        out.append((status, body.decode() if status < 0 else ""))
+        assert hello(c, W.HELLO_F_CONTROL if mode == "control-deliver" else 0)[0] == 0
+        prios = range(int(args[1])) if mode == "control-deliver" else \
+            [int(args[1]) if mode == "claim" else 0]
+        for i in prios:
+            status, body = c.call(W.CREATE, W.create_body(
+                mode if mode != "control-deliver" else f"cd{i}",
+                W.rule(proto=17, dport=int(args[0]), priority=i)))
+            out.append((status, body.decode() if status < 0 else ""))
     elif mode == "look":
         c = W.Ctl(path)
         conns.append(c)

@@ -242,6 +242,21 @@ def package_env():
                       os.path.join(BUILD, "lib/netchannel/libnetchannel.so.0"))
 
 
+def wait_until(predicate, timeout=10, interval=0.05, what=None):
+    """predicate()'s first true value, polled until timeout; AssertionError after it, naming
+    what was awaited and the last value seen."""
+    deadline = time.time() + timeout
+    last = None
+    while True:
+        last = predicate()
+        if last:
+            return last
+        if time.time() >= deadline:
+            raise AssertionError(f"waited {timeout}s for {what or predicate.__name__}; "
+                                 f"last: {last!r}")
+        time.sleep(interval)
+
+
 def workdir(name):
     return tempfile.mkdtemp(prefix=f"ncd_{name}_")
 

@@ -806,6 +806,18 @@ do_create(struct ncd *d, struct ncd_conn *c, const struct nc_ctl_req *req, const
 
 	if (ncd_ctl_decode_create(m, len, d->cfg.nports, &cc) != 0)
 		return reply(c, req, -EINVAL, NULL, 0);
+	/*
+	 * A control connection has no region and reads no ring: a deliver
+	 * channel of its own would hold every mbuf its flows bring until the
+	 * connection closes, and a flood would empty the pool for everyone.
+	 */
+	if (cc.action == NC_ACTION_DELIVER && (c->hello_flags & NC_HELLO_F_CONTROL)) {
+		int n = snprintf(why, sizeof(why), "a control connection (NC_CONNECT_CONTROL) "
+				 "receives nothing, so it may not own a deliver channel: connect "
+				 "as a client");
+
+		return reply(c, req, -EINVAL, why, (size_t)n);
+	}
 	/* A NAT channel sends the flow on to anywhere: not for any user the allow list names. */
 	if (!allowed(d, &c->cred, &cc.rule) ||
 	    (cc.action == NC_ACTION_NAT && !privileged(&c->cred)))

@@ -1,0 +1,215 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
+"""A hostile local user on the test bed: uid 65534, allowed UDP ports 7-8 only, attacks the
+daemon while the real kernel is the peer. Each attack is refused or bounded; meanwhile ping
+from the peer to the host loses nothing, an honest client (uid 65534 too, on port 8) keeps
+receiving, the pool stays within its baseline plus 10%, and returns to it afterwards."""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ncd_test as T  # noqa: E402
+import nc_wire as W  # noqa: E402
+from test_datapath import EAL  # noqa: E402
+from test_isolated import NOBODY  # noqa: E402
+
+TESTBED = os.path.join(T.SRC, "scripts/testbed.sh")
+POOL = 8191
+
+# The peer floods host:port with UDP for at most secs seconds and n datagrams, 200 at a time
+# and at most 20,000 a second: many times what the pool and any ring hold, but not so fast
+# that the veth's AF_XDP ring overflows while a worker shares its core with the test (the
+# kernel would drop ping and the honest client's datagrams there, before the daemon).
+PEER_FLOOD = """
+import socket, sys, time
+host, port, secs, n = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
+s = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_DGRAM)
+start, sent, msg = time.time(), 0, b"f" * 64
+while sent < n and time.time() < start + secs:
+    for _ in range(200):
+        try:
+            s.sendto(msg, (host, port))
+            sent += 1
+        except OSError:
+            pass
+    time.sleep(max(0.0, start + sent / 20000 - time.time()))
+print(sent)
+"""
+
+
+class HostileBed(T.DaemonCase):
+    """The test bed with a daemon whose control socket uid 65534 may open."""
+
+    def setUp(self):
+        super().setUp()
+        os.chmod(self.w, 0o755)
+        self.name = f"hb{os.getpid()}"
+        self.sock = os.path.join(self.w, "ncd.sock")
+        out = subprocess.run([TESTBED, "up", self.name], capture_output=True, text=True)
+        self.addCleanup(subprocess.run, [TESTBED, "down", self.name])
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.env = dict(line.split("=", 1) for line in out.stdout.split())
+        # uid 65534 cannot be relied on to reach the build tree: its copies go here.
+        for f in (os.path.join(os.path.dirname(os.path.abspath(__file__)), "nc_attacker.py"),
+                  W.__file__, os.path.join(T.BUILD, "app/examples/nc-echo"),
+                  os.path.join(T.BUILD, "lib/netchannel/libnetchannel.so.0"),
+                  os.path.join(T.BUILD, "lib/netchannel/libnetchannel_zc.so.0")):
+            shutil.copy(f, self.w)
+        cfg = {"eal": EAL, "mempool": {"mbufs": POOL, "cache": 64},
+               "ports": [{"name": "wire0", "device": "net_af_xdp0,iface=veth0"}],
+               "workers": [{"lcore": 1}],
+               "control": {"socket": self.sock, "group": "nogroup", "mode": "0660",
+                           "allow": [{"uid": 0}, {"uid": 65534, "dport": "7-8"}]}}
+        self.daemon = T.Daemon(cfg, self.w, self.prefix, netns=self.env["TB_HOST_NS"])
+        self.daemon.start()
+        r = subprocess.run([TESTBED, "host", self.name], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+
+    def ns(self, side, *cmd, timeout=30, check=True, user=()):
+        r = subprocess.run(["ip", "netns", "exec", self.env[f"TB_{side}_NS"]] + list(user) +
+                           list(cmd), capture_output=True, text=True, timeout=timeout)
+        if check:
+            self.assertEqual(r.returncode, 0, f"{cmd}: {r.stdout}{r.stderr}")
+        return r
+
+    def bg(self, side, *cmd, user=(), stdin=None):
+        p = subprocess.Popen(["ip", "netns", "exec", self.env[f"TB_{side}_NS"]] + list(user) +
+                             list(cmd), stdin=stdin, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True)
+        self.procs.append(p)
+        return p
+
+    def ncctl(self, cmd):
+        r = subprocess.run([T.NCCTL, "-s", self.sock, "--json", "-c", cmd], capture_output=True,
+                           text=True, timeout=30)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        return json.loads(r.stdout)
+
+    def in_use(self):
+        return self.ncctl("show mempool")["in_use"]
+
+    def attack(self, *args):
+        """nc_attacker.py as uid 65534: what it got, and the process, which holds on to it
+        all until its stdin closes."""
+        p = self.bg("HOST", "/usr/bin/python3", os.path.join(self.w, "nc_attacker.py"),
+                    self.sock, *[str(a) for a in args], user=NOBODY, stdin=subprocess.PIPE)
+        line = p.stdout.readline()
+        try:
+            return [tuple(r) for r in json.loads(line)], p
+        except ValueError:
+            self.fail(line + p.stdout.read())
+
+    def honest(self):
+        """nc-echo as uid 65534 on UDP port 8, echoing."""
+        env = dict(os.environ, LD_LIBRARY_PATH=self.w)
+        p = subprocess.Popen(["ip", "netns", "exec", self.env["TB_HOST_NS"]] + NOBODY +
+                             [os.path.join(self.w, "nc-echo"), "-s", self.sock, "--dport", "8"],
+                             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.procs.append(p)
+        self.wait_line(p, "echoing udp port 8")
+        return p
+
+    def under_flood(self, port, secs=4.0):
+        """A flood of the host's port from the peer, and meanwhile: ping (all answered), the
+        honest client's echoes (all back), and the pool (sampled). Returns the samples."""
+        e = self.env
+        flood = self.bg("PEER", "/usr/bin/python3", "-c", PEER_FLOOD, e["TB_HOST4"], str(port),
+                        str(secs), "2000000")
+        samples, stop = [], threading.Event()
+
+        def sample():
+            while not stop.is_set():
+                samples.append(self.in_use())
+                time.sleep(0.2)
+        t = threading.Thread(target=sample)
+        t.start()
+        try:
+            ping = self.ns("PEER", "ping", "-c", "20", "-i", "0.15", "-W", "2", e["TB_HOST4"],
+                           check=False)
+            echo = self.ns("PEER", "/usr/bin/python3", "-c", PEER_UDP, e["TB_HOST4"], "8", "10")
+        finally:
+            stop.set()
+            t.join()
+        out, _ = flood.communicate(timeout=secs + 30)
+        self.assertGreater(int(out), 2 * POOL, "the flood sent more than the pool holds")
+        self.assertIn("20 packets transmitted, 20 received, 0% packet loss", ping.stdout,
+                      ping.stdout + ping.stderr)
+        self.assertEqual(json.loads(echo.stdout), {"echo": 10, "lost": 0}, "the honest client")
+        return samples
+
+    def assert_pool_bounded(self, baseline, samples):
+        self.assertTrue(samples, "the pool was sampled during the attack")
+        self.assertLessEqual(max(samples), baseline + POOL // 10,
+                             f"in_use during the attack (baseline {baseline}): {samples}")
+
+    def assert_pool_back(self, baseline):
+        T.wait_until(lambda: self.in_use() <= baseline, timeout=10,
+                     what=f"the pool's in_use back at its baseline {baseline}")
+
+    def release(self, p):
+        p.stdin.close()
+        self.assertEqual(p.wait(timeout=30), 0, p.stdout.read())
+
+    def test_control_connection_owns_no_deliver_channel(self):
+        """A control connection (no region, no reader) asks for eight deliver channels of its
+        port: each is refused with EINVAL and the reason, and a flood of the port leaves the
+        pool, ping and the honest client alone."""
+        echo = self.honest()
+        baseline = self.in_use()
+        got, p = self.attack("control-deliver", 7, 8)
+        for status, why in got:
+            self.assertEqual(status, -22, why)
+            self.assertIn("may not own a deliver channel", why)
+        self.assert_pool_bounded(baseline, self.under_flood(7))
+        self.release(p)
+        self.assert_pool_back(baseline)
+        echo.send_signal(signal.SIGTERM)
+        self.assertEqual(echo.wait(timeout=10), 0)
+        self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
+
+    def test_unread_channel_holds_no_mbuf(self):
+        """An isolated client's channel that is never read: the flood fills its region and
+        the rest is dropped and counted; the daemon holds no mbuf for it."""
+        echo = self.honest()
+        baseline = self.in_use()
+        got, p = self.attack("sink", 7)
+        self.assertEqual(got, [(0, "")])
+        self.assert_pool_bounded(baseline, self.under_flood(7))
+        ch = self.ncctl("show channel sink")["counters"]
+        self.assertGreater(ch["drop_no_buf"] + ch["drop_ring_full"], 0, ch)
+        self.release(p)
+        self.assert_pool_back(baseline)
+        echo.send_signal(signal.SIGTERM)
+        self.assertEqual(echo.wait(timeout=10), 0)
+        self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
+
+
+# The peer's side of an echo exchange: how many of n datagrams came back whole.
+PEER_UDP = """
+import json, socket, sys
+host, port, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+s = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_DGRAM)
+s.settimeout(2.0)
+got = {"echo": 0, "lost": 0}
+for i in range(n):
+    msg = b"honest %d" % i
+    s.sendto(msg, (host, port))
+    try:
+        while s.recvfrom(2048)[0] != msg:
+            pass
+        got["echo"] += 1
+    except socket.timeout:
+        got["lost"] += 1
+print(json.dumps(got))
+"""
+
+
+if __name__ == "__main__":
+    unittest.main()
