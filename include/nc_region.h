@@ -2,20 +2,31 @@
 /**
  * @file
  * An isolated client's region: the memory one connection shares with
- * netchanneld, and nothing else. The daemon makes it at HELLO (a memfd,
- * sealed against shrinking and growing, on hugepages where the host has them
- * to spare) and passes it with the reply (SCM_RIGHTS). It holds rings of
- * descriptors and a buffer area; every reference is an offset from the
- * region's start, never a pointer, so the client may map it anywhere.
+ * netchanneld, and nothing else. The daemon makes it at HELLO in two parts,
+ * each a memfd sealed against shrinking, growing and further seals, and
+ * passes both with the reply (SCM_RIGHTS), the daemon's part first:
  *
- * | part         | offset / size                      | producer -> consumer |
- * |--------------|------------------------------------|----------------------|
- * | header       | 0, 4096                            | daemon (read-only)   |
- * | rx ring k    | rx_off + k * rx_stride             | daemon -> client     |
- * | tx ring      | tx_off                             | client -> daemon     |
- * | free ring    | free_off                           | client -> daemon     |
- * | rx buffers   | buf_off, rx_bufs * buf_size        | daemon fills         |
- * | tx buffers   | tx_buf_off, tx_size * buf_size     | client fills         |
+ * - **the daemon's part**, which only the daemon writes: the header, the rx
+ *   rings and the rx buffers. On hugepages where the host has them to spare;
+ *   the client gets it read-only (an O_RDONLY descriptor, and sealed with
+ *   F_SEAL_FUTURE_WRITE), so it can neither write nor punch a hole in it.
+ * - **the client's part**, which the client writes: each rx ring's
+ *   consumer line, the tx and free rings, and the tx buffers. Never on
+ *   hugepages: a hole the client punches in it reads back as zeros, where a
+ *   hugetlb page freed under the daemon's mapping would fault the daemon.
+ *
+ * Every reference is an offset from its part's start, never a pointer, so
+ * the client may map the parts anywhere.
+ *
+ * | part         | where, offset / size                       | producer -> consumer |
+ * |--------------|--------------------------------------------|----------------------|
+ * | header       | daemon's, 0, 4096                          | daemon (read-only)   |
+ * | rx ring k    | daemon's, rx_off + k * rx_stride           | daemon -> client     |
+ * | rx buffers   | daemon's, buf_off, rx_bufs * buf_size      | daemon fills         |
+ * | rx ring k's consumer line | client's, rx_cons_off + k * 64 | client               |
+ * | tx ring      | client's, tx_off                           | client -> daemon     |
+ * | free ring    | client's, free_off                         | client -> daemon     |
+ * | tx buffers   | client's, tx_buf_off, tx_size * buf_size   | client fills         |
  *
  * Receive: a worker copies a packet into one of the rx buffers it has not
  * given out, puts {offset, length, channel} on the channel's rx ring (or on
@@ -30,15 +41,17 @@
  * Rings are single-producer, single-consumer: head is the producer's count
  * of what it put on the ring, tail the consumer's of what it took off, both
  * free-running 32-bit counters; entry i is desc[i & (size - 1)]. Each side
- * stores its index with release and loads the other's with acquire.
+ * stores its index with release and loads the other's with acquire. An rx
+ * ring's tail and want_wakeup are in its consumer line in the client's part
+ * (struct nc_region_cons); those of struct nc_region_ring in the daemon's
+ * part are unused.
  *
- * The daemon trusts nothing in the region: it keeps every ring's geometry
- * and its own indexes privately, and reads only the client's index, which
- * may only move forward and never past what was produced; a descriptor is
- * used only if its offset and length lie in the right area and its channel
- * is one of this connection's. Anything else is counted (bad_index,
- * bad_desc, bad_free, see `show clients`) and ignored. What the client
- * writes in the header or in the daemon's indexes only misleads the client.
+ * The daemon trusts nothing in the client's part: it keeps every ring's
+ * geometry and its own indexes privately, and reads only the client's
+ * index, which may only move forward and never past what was produced; a
+ * descriptor is used only if its offset and length lie in the right area
+ * and its channel is one of this connection's. Anything else is counted
+ * (bad_index, bad_desc, bad_free, see `show clients`) and ignored.
  */
 #ifndef NC_REGION_H
 #define NC_REGION_H
@@ -50,7 +63,7 @@ extern "C" {
 #endif
 
 #define NC_REGION_MAGIC 0x6e637267u   /* "ncrg" */
-#define NC_REGION_VERSION 1
+#define NC_REGION_VERSION 2
 #define NC_REGION_HDR_SIZE 4096u
 
 #define NC_RING_NO_CHANNEL 0xffffffffu /**< nc_region_ring.channel of a ring no channel has */
@@ -81,6 +94,21 @@ struct nc_desc {
 	uint32_t flags;                /**< NC_DESC_F_* */
 };
 
+/**
+ * A ring's consumer line: the tx and free rings have it in place (struct
+ * nc_region_ring), an rx ring in the client's part (nc_region_hdr.rx_cons_off).
+ */
+struct nc_region_cons {
+	uint32_t tail;                 /**< entries consumed, ever (the consumer writes it) */
+	/**
+	 * rx rings: the client, about to sleep, sets it (then looks at the ring
+	 * once more); a worker that produced clears it and signals the channel's
+	 * eventfd. A full fence on each side between its store and its load.
+	 */
+	uint32_t want_wakeup;
+	uint8_t pad[56];
+};
+
 /** A ring: each index on a cache line of its own, then its descriptors. */
 struct nc_region_ring {
 	uint32_t head;                 /**< entries produced, ever (the producer writes it) */
@@ -95,22 +123,16 @@ struct nc_region_ring {
 	uint32_t channel;
 	uint32_t generation;
 	uint8_t pad0[52];
-	uint32_t tail;                 /**< entries consumed, ever (the consumer writes it) */
-	/**
-	 * rx rings: the client, about to sleep, sets it (then looks at the ring
-	 * once more); a worker that produced clears it and signals the channel's
-	 * eventfd. A full fence on each side between its store and its load.
-	 */
-	uint32_t want_wakeup;
-	uint8_t pad1[56];
+	/** tx and free rings: the consumer's line; rx rings: unused (see nc_region_cons) */
+	struct nc_region_cons cons;
 	struct nc_desc desc[];         /**< size entries (the header's rx_size, tx_size or free_size) */
 };
 
-/** The region's first page, written by the daemon before it passes the fd. */
+/** The daemon's part's first page, written before the daemon passes the fds. */
 struct nc_region_hdr {
 	uint32_t magic;                /**< NC_REGION_MAGIC */
 	uint32_t version;              /**< NC_REGION_VERSION */
-	uint64_t size;                 /**< bytes of the region */
+	uint64_t size;                 /**< bytes of the daemon's part */
 	uint32_t nrx;                  /**< rx rings (a channel has one while it lives); 1 for a
 					    NC_HELLO_F_ONE_RING client, whose channels all share it */
 	uint32_t rx_size;              /**< entries of each rx ring (a power of 2) */
@@ -118,16 +140,19 @@ struct nc_region_hdr {
 	uint32_t free_size;            /**< entries of the free ring (>= rx_bufs) */
 	uint32_t buf_size;             /**< bytes of each buffer */
 	uint32_t rx_bufs;              /**< rx buffers */
-	uint64_t rx_off;               /**< the first rx ring */
+	uint64_t rx_off;               /**< the first rx ring (daemon's part) */
 	uint64_t rx_stride;            /**< bytes from one rx ring to the next */
-	uint64_t tx_off;               /**< the tx ring */
-	uint64_t free_off;             /**< the free ring */
-	uint64_t buf_off;              /**< the first rx buffer */
-	uint64_t tx_buf_off;           /**< the first tx buffer */
-	uint8_t reserved[40];
+	uint64_t tx_off;               /**< the tx ring (client's part) */
+	uint64_t free_off;             /**< the free ring (client's part) */
+	uint64_t buf_off;              /**< the first rx buffer (daemon's part) */
+	uint64_t tx_buf_off;           /**< the first tx buffer (client's part) */
+	uint64_t client_size;          /**< bytes of the client's part */
+	uint64_t rx_cons_off;          /**< rx ring 0's consumer line (client's part); nrx of them */
+	uint8_t reserved[24];
 };
 
 _Static_assert(sizeof(struct nc_desc) == 16, "nc_desc layout is part of the ABI");
+_Static_assert(sizeof(struct nc_region_cons) == 64, "nc_region_cons layout is part of the ABI");
 _Static_assert(sizeof(struct nc_region_ring) == 128, "nc_region_ring layout is part of the ABI");
 _Static_assert(sizeof(struct nc_region_hdr) == 128, "nc_region_hdr layout is part of the ABI");
 

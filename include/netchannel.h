@@ -94,7 +94,8 @@ struct nc_channel;
 
 /** A packet buffer in an isolated client's region (nc_rx_bufs(), nc_tx_bufs_get()). */
 struct nc_buf {
-	void *data;                 /**< the frame, in the region */
+	void *data;                 /**< the frame, in the region: read-only when received (the
+					 daemon's part of the region is mapped read-only) */
 	uint32_t len;               /**< its length (nc_tx_bufs_get(): the most it may be) */
 	uint32_t channel;           /**< received: the channel's id */
 	uint32_t offset;            /**< where it is in the region: the daemon's name for it */

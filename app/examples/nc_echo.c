@@ -15,6 +15,7 @@
  */
 #define _GNU_SOURCE /* close_range */
 #include <errno.h>
+#include <stddef.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <poll.h>
@@ -63,59 +64,68 @@ usage(FILE *f)
 }
 
 /*
- * Turn a received frame into its echo, in place. Returns the Ethernet (and
- * VLAN) header length, or -1 for what is not a UDP datagram to echo.
+ * The echo of a received frame, written to out (which may be the frame
+ * itself; NULL: only say whether there is one). Returns the Ethernet (and
+ * VLAN) header length, or -1 for what is not a UDP datagram to echo. The
+ * frame itself is only read: an isolated client's receive buffers are
+ * read-only.
  */
 static int
-make_echo(uint8_t *f, uint32_t len)
+make_echo(const uint8_t *f, uint8_t *out, uint32_t len)
 {
-	struct rte_ether_hdr *eh = (struct rte_ether_hdr *)f;
-	struct rte_ether_addr mac;
-	uint16_t type;
-	uint32_t l2 = sizeof(*eh);
+	const struct rte_ether_hdr *eh = (const struct rte_ether_hdr *)f;
+	uint32_t l2 = sizeof(*eh), ip_off, addr_len, udp_off;
+	struct rte_ether_hdr *oeh;
 	struct rte_udp_hdr *udp;
-	uint16_t port;
+	uint8_t a[16];
+	uint16_t type, port;
 
 	if (len < l2)
 		return -1;
 	type = rte_be_to_cpu_16(eh->ether_type);
 	while ((type == RTE_ETHER_TYPE_VLAN || type == RTE_ETHER_TYPE_QINQ) &&
 	       len >= l2 + sizeof(struct rte_vlan_hdr)) {
-		type = rte_be_to_cpu_16(((struct rte_vlan_hdr *)(f + l2))->eth_proto);
+		type = rte_be_to_cpu_16(((const struct rte_vlan_hdr *)(f + l2))->eth_proto);
 		l2 += sizeof(struct rte_vlan_hdr);
 	}
 	if (type == RTE_ETHER_TYPE_IPV4 && len >= l2 + sizeof(struct rte_ipv4_hdr)) {
-		struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(f + l2);
-		uint32_t a = ip->src_addr;
+		const struct rte_ipv4_hdr *ip = (const struct rte_ipv4_hdr *)(f + l2);
 		uint16_t ihl = rte_ipv4_hdr_len(ip);
 
 		if (ip->next_proto_id != IPPROTO_UDP || len < l2 + ihl + sizeof(*udp))
 			return -1;
-		ip->src_addr = ip->dst_addr;
-		ip->dst_addr = a;
-		udp = (struct rte_udp_hdr *)(f + l2 + ihl);
+		ip_off = l2 + offsetof(struct rte_ipv4_hdr, src_addr);
+		addr_len = 4;
+		udp_off = l2 + ihl;
 	} else if (type == RTE_ETHER_TYPE_IPV6 &&
 		   len >= l2 + sizeof(struct rte_ipv6_hdr) + sizeof(*udp)) {
-		struct rte_ipv6_hdr *ip = (struct rte_ipv6_hdr *)(f + l2);
-		uint8_t a[16];
+		const struct rte_ipv6_hdr *ip = (const struct rte_ipv6_hdr *)(f + l2);
 
 		/* Extension headers: not echoed (the daemon delivers them; this example keeps short). */
 		if (ip->proto != IPPROTO_UDP)
 			return -1;
-		memcpy(a, ip->src_addr, 16);
-		memcpy(ip->src_addr, ip->dst_addr, 16);
-		memcpy(ip->dst_addr, a, 16);
-		udp = (struct rte_udp_hdr *)(f + l2 + sizeof(*ip));
+		ip_off = l2 + offsetof(struct rte_ipv6_hdr, src_addr);
+		addr_len = 16;
+		udp_off = l2 + sizeof(*ip);
 	} else {
 		return -1;
 	}
+	if (out == NULL)
+		return (int)l2;
+	if (out != f)
+		memcpy(out, f, len);
 	/* Swapping addresses and ports leaves both checksums as they were. */
+	memcpy(a, out + ip_off, addr_len);
+	memmove(out + ip_off, out + ip_off + addr_len, addr_len);
+	memcpy(out + ip_off + addr_len, a, addr_len);
+	udp = (struct rte_udp_hdr *)(out + udp_off);
 	port = udp->src_port;
 	udp->src_port = udp->dst_port;
 	udp->dst_port = port;
-	rte_ether_addr_copy(&eh->src_addr, &mac);
-	rte_ether_addr_copy(&eh->dst_addr, &eh->src_addr);
-	rte_ether_addr_copy(&mac, &eh->dst_addr);
+	oeh = (struct rte_ether_hdr *)out;
+	rte_ether_addr_copy(&oeh->src_addr, (struct rte_ether_addr *)a);
+	rte_ether_addr_copy(&oeh->dst_addr, &oeh->src_addr);
+	rte_ether_addr_copy((struct rte_ether_addr *)a, &oeh->dst_addr);
 	return (int)l2;
 }
 
@@ -130,7 +140,8 @@ echo_mbufs(struct nc_client *c, struct nc_channel *ch, uint16_t want, int ip, lo
 	uint16_t n = nc_rx_burst(ch, m, want), k = 0, sent;
 
 	for (uint16_t i = 0; i < n; i++) {
-		int l2 = make_echo(rte_pktmbuf_mtod(m[i], uint8_t *), m[i]->data_len);
+		uint8_t *f = rte_pktmbuf_mtod(m[i], uint8_t *);
+		int l2 = make_echo(f, f, m[i]->data_len);
 
 		if (l2 < 0) {
 			(*skipped)++;
@@ -150,8 +161,8 @@ echo_mbufs(struct nc_client *c, struct nc_channel *ch, uint16_t want, int ip, lo
 }
 
 /*
- * One burst, isolated: each datagram is turned round in its receive buffer
- * and copied into a transmit buffer of the region.
+ * One burst, isolated: each datagram is turned round as it is copied from
+ * its receive buffer into a transmit buffer of the region.
  * @return how many were echoed, or -1 when the daemon is gone
  */
 static long
@@ -169,7 +180,7 @@ echo_bufs(struct nc_client *c, struct nc_channel *ch, uint16_t want, int ip, lon
 		int part = in_long || (in[i].flags & NC_BUF_F_MORE);
 
 		in_long = (in[i].flags & NC_BUF_F_MORE) != 0;
-		l2[i] = part ? -1 : make_echo(in[i].data, in[i].len);
+		l2[i] = part ? -1 : make_echo(in[i].data, NULL, in[i].len);
 		e += l2[i] >= 0;
 		*skipped += l2[i] < 0 && !in_long;
 	}
@@ -180,8 +191,10 @@ echo_bufs(struct nc_client *c, struct nc_channel *ch, uint16_t want, int ip, lon
 
 		if (l2[i] < 0)
 			continue;
-		out[j].len = in[i].len - skip;
-		memcpy(out[j++].data, (uint8_t *)in[i].data + skip, in[i].len - skip);
+		make_echo(in[i].data, out[j].data, in[i].len);
+		if (skip > 0)
+			memmove(out[j].data, (uint8_t *)out[j].data + skip, in[i].len - skip);
+		out[j++].len = in[i].len - skip;
 	}
 	sent = nc_tx_bufs_send(ch, out, k, ip);
 	nc_bufs_release(c, in, n);

@@ -21,15 +21,18 @@ struct rte_ring;
 
 /* An isolated client's region, as mapped here, with the geometry the daemon gave, checked. */
 struct region {
-	uint8_t *base;
+	uint8_t *base;             /* the daemon's part, read-only: header, rx rings, rx buffers */
 	uint64_t size;
-	struct nc_region_hdr h;    /* a private copy: the mapping's header is the client's to spoil */
+	uint8_t *cbase;            /* ours: rx consumer lines, tx and free rings, tx buffers */
+	uint64_t csize;
+	struct nc_region_hdr h;    /* a private copy, checked once */
 	struct nc_region_ring *tx, *fr;
 	uint32_t tx_pending;       /* tx buffers handed out (nc_tx_bufs_get) but not yet sent */
 	uint32_t fr_head;          /* our index of the free ring */
 	uint32_t tx_head;          /* our index of the tx ring */
 	/* NC_CONNECT_ONE_RING: the one rx ring, every channel's. */
 	struct nc_region_ring *rx_all;
+	struct nc_region_cons *rx_all_cons;  /* its consumer line, ours */
 	uint32_t rx_tail;          /* our index of it */
 	/* By channel id: the low 16 bits of the generation of our channel with that id, + 1; 0: none. */
 	uint32_t *gen;
@@ -59,6 +62,7 @@ struct nc_client {
 struct nc_channel {
 	struct nc_client *client;
 	struct nc_region_ring *ring; /* isolated: its rx ring in the region */
+	struct nc_region_cons *cons; /* isolated: that ring's consumer line, in our part */
 	uint32_t rx_tail;          /* isolated: our index of the rx ring (only we write its tail) */
 	int can_tx;
 	struct rte_ring *rx;

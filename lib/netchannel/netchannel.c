@@ -29,6 +29,7 @@ _Static_assert(NC_CHANNEL_NAME_SIZE == NC_NAME_SIZE, "the API's name size is the
 #define GONE_CHECK_MS 10           /* how often an idle client looks whether the daemon hung up */
 #define TX_FLUSH_MS 500            /* how long a closing client waits for the daemon to take its frames */
 #define DIM(a) (sizeof(a) / sizeof((a)[0]))
+#define NC_MAX_FDS 2              /* the most a reply carries: the two parts of a region */
 
 /* The zero-copy model's calls, once libnetchannel_zc is loaded. */
 static const struct nc_zc_ops *zc;
@@ -61,11 +62,12 @@ keep_reason(int32_t status, const uint8_t *body, uint32_t len)
 
 /*
  * One request, one reply. Returns the reply's status, or -errno of the
- * transport. A file descriptor the reply carries goes to *fd_out (else -1).
+ * transport. The file descriptors the reply carries go to fds_out[0..nfds)
+ * (-1 for each it lacks); any more are closed.
  */
 static int
-call_fd(struct nc_client *c, uint16_t type, const void *body, uint32_t len, void *out,
-	uint32_t out_len, int *fd_out)
+call_fds(struct nc_client *c, uint16_t type, const void *body, uint32_t len, void *out,
+	 uint32_t out_len, int *fds_out, unsigned int nfds)
 {
 	struct nc_ctl_req req = { .magic = NC_CTL_MAGIC, .type = type, .id = ++c->next_id,
 				  .len = len };
@@ -74,15 +76,18 @@ call_fd(struct nc_client *c, uint16_t type, const void *body, uint32_t len, void
 	static __thread uint8_t buf[NC_CTL_MAX_MSG];
 	union {
 		struct cmsghdr h;
-		char buf[CMSG_SPACE(sizeof(int))];
+		char buf[CMSG_SPACE(NC_MAX_FDS * sizeof(int))];
 	} cm;
 	struct iovec riov = { buf, sizeof(buf) };
 	struct msghdr rmh = { .msg_iov = &riov, .msg_iovlen = 1, .msg_control = cm.buf,
 			      .msg_controllen = sizeof(cm.buf) };
 	struct nc_ctl_rep rep;
 	struct cmsghdr *h;
-	int fd = -1;
+	unsigned int got = 0;
 	ssize_t n;
+
+	for (unsigned int i = 0; i < nfds; i++)
+		fds_out[i] = -1;
 
 	last_reason[0] = '\0';
 	if (sendmsg(c->fd, &mh, MSG_NOSIGNAL) < 0) {
@@ -116,13 +121,19 @@ call_fd(struct nc_client *c, uint16_t type, const void *body, uint32_t len, void
 		if (n < 0)
 			errno = ECONNRESET;
 	}
-	for (h = n > 0 ? CMSG_FIRSTHDR(&rmh) : NULL; h != NULL; h = CMSG_NXTHDR(&rmh, h))
-		if (h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_RIGHTS)
-			memcpy(&fd, CMSG_DATA(h), sizeof(int));
-	if (fd_out != NULL)
-		*fd_out = fd;
-	else if (fd >= 0)
-		close(fd);
+	for (h = n > 0 ? CMSG_FIRSTHDR(&rmh) : NULL; h != NULL; h = CMSG_NXTHDR(&rmh, h)) {
+		if (h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS)
+			continue;
+		for (size_t k = 0; k < (h->cmsg_len - CMSG_LEN(0)) / sizeof(int); k++) {
+			int fd;
+
+			memcpy(&fd, CMSG_DATA(h) + k * sizeof(int), sizeof(int));
+			if (got < nfds)
+				fds_out[got++] = fd;
+			else
+				close(fd);
+		}
+	}
 	/* A daemon that died with the request unanswered: gone, as when it hangs up. */
 	if (n == 0 || (n < 0 && errno == ECONNRESET)) {
 		c->gone = 1;
@@ -152,11 +163,19 @@ call_fd(struct nc_client *c, uint16_t type, const void *body, uint32_t len, void
 	return rep.status;
 }
 
+/* call_fds() for a reply that carries one file descriptor at most (to *fd_out). */
+static int
+call_fd(struct nc_client *c, uint16_t type, const void *body, uint32_t len, void *out,
+	uint32_t out_len, int *fd_out)
+{
+	return call_fds(c, type, body, len, out, out_len, fd_out, fd_out != NULL);
+}
+
 static int
 call(struct nc_client *c, uint16_t type, const void *body, uint32_t len, void *out,
      uint32_t out_len)
 {
-	return call_fd(c, type, body, len, out, out_len, NULL);
+	return call_fds(c, type, body, len, out, out_len, NULL, 0);
 }
 
 
@@ -168,62 +187,92 @@ inside(uint64_t off, uint64_t len, uint64_t size)
 	return off <= size && len <= size - off;
 }
 
-/*
- * Map the region the daemon passed with HELLO, and check its geometry
- * before anything is read through it: a daemon of another version, or a
- * broken one, makes nc_connect() fail, not this process crash.
- */
+/* A part of the region the daemon passed: its size, mapped (the fd closed). 0 or -errno. */
 static int
-region_map(struct nc_client *c, int fd)
+part_map(int fd, int prot, uint8_t **base, uint64_t *size)
 {
-	struct region *g = &c->rg;
-	const struct nc_region_hdr *h = &g->h;
 	struct stat st;
 
+	*base = NULL;
 	if (fd < 0)
 		return -EPROTO;
-	if (fstat(fd, &st) != 0 || (uint64_t)st.st_size != c->hello.region_size ||
-	    st.st_size < NC_REGION_HDR_SIZE) {
+	if (fstat(fd, &st) != 0 || st.st_size < NC_REGION_HDR_SIZE) {
 		close(fd);
 		return -EPROTO;
 	}
-	g->size = (uint64_t)st.st_size;
-	g->base = mmap(NULL, g->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	*size = (uint64_t)st.st_size;
+	*base = mmap(NULL, *size, prot, MAP_SHARED, fd, 0);
 	close(fd);
-	if (g->base == MAP_FAILED) {
-		g->base = NULL;
+	if (*base == MAP_FAILED) {
+		*base = NULL;
 		return -errno;
+	}
+	return 0;
+}
+
+static void
+region_unmap(struct region *g)
+{
+	if (g->base != NULL)
+		munmap(g->base, g->size);
+	if (g->cbase != NULL)
+		munmap(g->cbase, g->csize);
+	g->base = g->cbase = NULL;
+}
+
+/*
+ * Map the region the daemon passed with HELLO, the daemon's part (read-only)
+ * and ours, and check its geometry before anything is read through it: a
+ * daemon of another version, or a broken one, makes nc_connect() fail, not
+ * this process crash.
+ */
+static int
+region_map(struct nc_client *c, const int fds[2])
+{
+	struct region *g = &c->rg;
+	const struct nc_region_hdr *h = &g->h;
+	const uint64_t ring = sizeof(struct nc_region_ring);
+	int ret = part_map(fds[0], PROT_READ, &g->base, &g->size);
+
+	if (ret == 0)
+		ret = part_map(fds[1], PROT_READ | PROT_WRITE, &g->cbase, &g->csize);
+	else if (fds[1] >= 0)
+		close(fds[1]);
+	if (ret != 0) {
+		region_unmap(g);
+		return ret;
 	}
 	memcpy(&g->h, g->base, sizeof(g->h));
 	if (h->magic != NC_REGION_MAGIC || h->version != NC_REGION_VERSION || h->size != g->size ||
+	    g->size != c->hello.region_size || h->client_size != g->csize ||
 	    h->rx_size == 0 || (h->rx_size & (h->rx_size - 1)) || h->tx_size == 0 ||
 	    (h->tx_size & (h->tx_size - 1)) || h->free_size == 0 ||
 	    (h->free_size & (h->free_size - 1)) || h->free_size < h->rx_bufs ||
-	    h->rx_stride < sizeof(struct nc_region_ring) + (uint64_t)h->rx_size * sizeof(struct nc_desc) ||
+	    h->rx_stride < ring + (uint64_t)h->rx_size * sizeof(struct nc_desc) ||
 	    !inside(h->rx_off, h->rx_stride * h->nrx, g->size) ||
-	    !inside(h->tx_off, sizeof(struct nc_region_ring) + (uint64_t)h->tx_size * sizeof(struct nc_desc), g->size) ||
-	    !inside(h->free_off, sizeof(struct nc_region_ring) + (uint64_t)h->free_size * sizeof(struct nc_desc), g->size) ||
 	    !inside(h->buf_off, (uint64_t)h->rx_bufs * h->buf_size, g->size) ||
-	    !inside(h->tx_buf_off, (uint64_t)h->tx_size * h->buf_size, g->size) ||
-	    (h->rx_off | h->tx_off | h->free_off | h->rx_stride) % 64 != 0) {
-		munmap(g->base, g->size);
-		g->base = NULL;
+	    !inside(h->rx_cons_off, (uint64_t)h->nrx * sizeof(struct nc_region_cons), g->csize) ||
+	    !inside(h->tx_off, ring + (uint64_t)h->tx_size * sizeof(struct nc_desc), g->csize) ||
+	    !inside(h->free_off, ring + (uint64_t)h->free_size * sizeof(struct nc_desc), g->csize) ||
+	    !inside(h->tx_buf_off, (uint64_t)h->tx_size * h->buf_size, g->csize) ||
+	    (h->rx_off | h->tx_off | h->free_off | h->rx_stride | h->rx_cons_off) % 64 != 0) {
+		region_unmap(g);
 		return -EPROTO;
 	}
 	/* One ring for all (it was asked for), or a ring per channel: the region says which. */
 	if ((c->flags & NC_CONNECT_ONE_RING) &&
 	    (h->nrx != 1 || ((struct nc_region_ring *)(g->base + h->rx_off))->channel !=
 			    NC_RING_ALL_CHANNELS)) {
-		munmap(g->base, g->size);
-		g->base = NULL;
+		region_unmap(g);
 		return -EPROTO;
 	}
 	if (c->flags & NC_CONNECT_ONE_RING) {
 		g->rx_all = (struct nc_region_ring *)(g->base + h->rx_off);
-		g->rx_tail = __atomic_load_n(&g->rx_all->tail, __ATOMIC_RELAXED);
+		g->rx_all_cons = (struct nc_region_cons *)(g->cbase + h->rx_cons_off);
+		g->rx_tail = __atomic_load_n(&g->rx_all_cons->tail, __ATOMIC_RELAXED);
 	}
-	g->tx = (struct nc_region_ring *)(g->base + h->tx_off);
-	g->fr = (struct nc_region_ring *)(g->base + h->free_off);
+	g->tx = (struct nc_region_ring *)(g->cbase + h->tx_off);
+	g->fr = (struct nc_region_ring *)(g->cbase + h->free_off);
 	g->tx_head = __atomic_load_n(&g->tx->head, __ATOMIC_RELAXED);
 	g->fr_head = __atomic_load_n(&g->fr->head, __ATOMIC_RELAXED);
 	return 0;
@@ -239,7 +288,7 @@ nc_connect(const char *path, unsigned int flags)
 	const unsigned int known = NC_CONNECT_NO_EAL | NC_CONNECT_CONTROL | NC_CONNECT_ZEROCOPY |
 				   NC_CONNECT_ONE_RING;
 	struct nc_client *c;
-	int ret, rfd = -1;
+	int ret, rfd[2] = { -1, -1 };
 
 	last_reason[0] = '\0';
 	if (path == NULL)
@@ -270,29 +319,28 @@ nc_connect(const char *path, unsigned int flags)
 	hello.flags = flags & NC_CONNECT_CONTROL ? NC_HELLO_F_CONTROL :
 		      flags & NC_CONNECT_ZEROCOPY ? NC_HELLO_F_ZEROCOPY :
 		      flags & NC_CONNECT_ONE_RING ? NC_HELLO_F_ONE_RING : 0;
-	ret = call_fd(c, NC_CTL_HELLO, &hello, sizeof(hello), &c->hello, sizeof(c->hello), &rfd);
+	ret = call_fds(c, NC_CTL_HELLO, &hello, sizeof(hello), &c->hello, sizeof(c->hello), rfd, 2);
 	if (ret != 0)
 		goto out_close;
 	c->hello.file_prefix[sizeof(c->hello.file_prefix) - 1] = '\0';
 	if (flags & NC_CONNECT_ZEROCOPY) {
-		if (rfd >= 0)
-			close(rfd);
-		rfd = -1;
 		/* The process becomes a DPDK secondary: libnetchannel_zc's business. */
 		ret = zc != NULL ? zc->attach(c) : -ENOSYS;
 	} else if (!(flags & NC_CONNECT_CONTROL)) {
 		ret = region_map(c, rfd);
-		rfd = -1;
+		rfd[0] = rfd[1] = -1;
 	}
 	if (ret != 0)
 		goto out_close;
-	if (rfd >= 0)
-		close(rfd);
+	for (int i = 0; i < 2; i++)
+		if (rfd[i] >= 0)
+			close(rfd[i]);
 	return c;
 
 out_close:
-	if (rfd >= 0)
-		close(rfd);
+	for (int i = 0; i < 2; i++)
+		if (rfd[i] >= 0)
+			close(rfd[i]);
 	if (c->eal_owned)
 		zc->detach(c);
 	if (c->fd >= 0)
@@ -314,8 +362,7 @@ nc_disconnect(struct nc_client *c)
 	if (c->rg.efd >= 0)
 		close(c->rg.efd);
 	free(c->rg.gen);
-	if (c->rg.base != NULL)
-		munmap(c->rg.base, c->rg.size);
+	region_unmap(&c->rg);
 	if (c->eal_owned)
 		zc->detach(c);
 	free(c);
@@ -376,7 +423,9 @@ channel_open(struct nc_client *c, const struct nc_ctl_channel *info, int owned)
 			}
 			ch->ring = (struct nc_region_ring *)(c->rg.base + c->rg.h.rx_off +
 							     info->region_ring * c->rg.h.rx_stride);
-			ch->rx_tail = __atomic_load_n(&ch->ring->tail, __ATOMIC_RELAXED);
+			ch->cons = (struct nc_region_cons *)(c->rg.cbase + c->rg.h.rx_cons_off) +
+				   info->region_ring;
+			ch->rx_tail = __atomic_load_n(&ch->cons->tail, __ATOMIC_RELAXED);
 		}
 		return ch;
 	}
@@ -567,7 +616,7 @@ tx_flush(struct nc_client *c)
 	uint64_t until = now_ms() + TX_FLUSH_MS;
 
 	while (c->rg.base != NULL && !daemon_gone(c) && now_ms() < until &&
-	       __atomic_load_n(&c->rg.tx->tail, __ATOMIC_ACQUIRE) != c->rg.tx_head)
+	       __atomic_load_n(&c->rg.tx->cons.tail, __ATOMIC_ACQUIRE) != c->rg.tx_head)
 		sched_yield();
 }
 
@@ -646,8 +695,8 @@ live(const struct region *g, const struct nc_desc *d)
  * once. *taken: the entries consumed, returned or not.
  */
 static uint16_t
-ring_read(struct nc_client *c, struct nc_region_ring *r, uint32_t *tailp, struct nc_buf *bufs,
-	  uint16_t n, int all, uint32_t *taken)
+ring_read(struct nc_client *c, const struct nc_region_ring *r, struct nc_region_cons *cons,
+	  uint32_t *tailp, struct nc_buf *bufs, uint16_t n, int all, uint32_t *taken)
 {
 	uint32_t tail = *tailp, mask = c->rg.h.rx_size - 1, k, got = 0;
 
@@ -679,7 +728,7 @@ ring_read(struct nc_client *c, struct nc_region_ring *r, uint32_t *tailp, struct
 	*tailp = tail + k;
 	*taken = k;
 	/* The entries are read: the ring's, to reuse. The buffers stay ours until released. */
-	__atomic_store_n(&r->tail, tail + k, __ATOMIC_RELEASE);
+	__atomic_store_n(&cons->tail, tail + k, __ATOMIC_RELEASE);
 	return (uint16_t)got;
 }
 
@@ -699,7 +748,7 @@ nc_rx_bufs(struct nc_channel *ch, struct nc_buf *bufs, uint16_t n)
 		errno = ESTALE;
 		return 0;
 	}
-	return ring_read(ch->client, r, &ch->rx_tail, bufs, n, 0, &taken);
+	return ring_read(ch->client, r, ch->cons, &ch->rx_tail, bufs, n, 0, &taken);
 }
 
 NC_EXPORT uint16_t
@@ -716,7 +765,8 @@ nc_client_rx_bufs(struct nc_client *c, struct nc_buf *bufs, uint16_t n)
 	for (;;) {
 		uint16_t want = (uint16_t)(n - got);
 
-		got += ring_read(c, c->rg.rx_all, &c->rg.rx_tail, bufs + got, want, 1, &taken);
+		got += ring_read(c, c->rg.rx_all, c->rg.rx_all_cons, &c->rg.rx_tail, bufs + got, want,
+				 1, &taken);
 		if (got == n || taken < want)
 			return got;
 	}
@@ -731,7 +781,7 @@ nc_bufs_release(struct nc_client *c, const struct nc_buf *bufs, uint16_t n)
 	if (g->base == NULL)
 		return -EOPNOTSUPP;
 	mask = g->h.free_size - 1;
-	room = g->h.free_size - (g->fr_head - __atomic_load_n(&g->fr->tail, __ATOMIC_ACQUIRE));
+	room = g->h.free_size - (g->fr_head - __atomic_load_n(&g->fr->cons.tail, __ATOMIC_ACQUIRE));
 	if (room > g->h.free_size)
 		room = 0;
 	if (n > room)
@@ -754,7 +804,7 @@ nc_tx_bufs_get(struct nc_client *c, struct nc_buf *bufs, uint16_t n)
 		return 0;
 	}
 	mask = g->h.tx_size - 1;
-	used = g->tx_head - __atomic_load_n(&g->tx->tail, __ATOMIC_ACQUIRE) + g->tx_pending;
+	used = g->tx_head - __atomic_load_n(&g->tx->cons.tail, __ATOMIC_ACQUIRE) + g->tx_pending;
 	k = used < g->h.tx_size ? g->h.tx_size - used : 0;
 	if (k > n)
 		k = n;
@@ -763,7 +813,7 @@ nc_tx_bufs_get(struct nc_client *c, struct nc_buf *bufs, uint16_t n)
 		uint32_t slot = (g->tx_head + g->tx_pending + i) & mask;
 		uint64_t off = g->h.tx_buf_off + (uint64_t)slot * g->h.buf_size;
 
-		bufs[i] = (struct nc_buf){ .data = g->base + off, .len = g->h.buf_size,
+		bufs[i] = (struct nc_buf){ .data = g->cbase + off, .len = g->h.buf_size,
 					   .offset = (uint32_t)off };
 	}
 	g->tx_pending += k;
@@ -875,9 +925,9 @@ nc_channel_fd(struct nc_channel *ch)
 
 /* Ask for a wake-up from rx ring r, read up to tail: 0 if it is empty (sleep), else 1. */
 static int
-ring_arm(struct nc_region_ring *r, uint32_t tail)
+ring_arm(const struct nc_region_ring *r, struct nc_region_cons *cons, uint32_t tail)
 {
-	__atomic_store_n(&r->want_wakeup, 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&cons->want_wakeup, 1, __ATOMIC_RELAXED);
 	/* Full fence: the worker has one between its enqueue and its look at the flag. */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	return __atomic_load_n(&r->head, __ATOMIC_ACQUIRE) == tail ? 0 : 1;
@@ -890,7 +940,7 @@ nc_client_arm(struct nc_client *c)
 
 	if (fd < 0)
 		return fd;
-	return ring_arm(c->rg.rx_all, c->rg.rx_tail);
+	return ring_arm(c->rg.rx_all, c->rg.rx_all_cons, c->rg.rx_tail);
 }
 
 NC_EXPORT int
@@ -906,7 +956,7 @@ nc_channel_arm(struct nc_channel *ch)
 	if (fd < 0)
 		return fd;
 	if (ch->ring != NULL)
-		return ring_arm(ch->ring, ch->rx_tail);
+		return ring_arm(ch->ring, ch->cons, ch->rx_tail);
 	__atomic_store_n(&ch->dir->want_wakeup, 1, __ATOMIC_RELAXED);
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	return zc->ring_empty(ch) ? 0 : 1;

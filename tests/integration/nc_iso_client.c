@@ -12,6 +12,7 @@
  *                                            every packet carrying WORD
  *   nc_iso_client SOCK hostile PORT SECRET   look for SECRET, attack the region until killed
  *   nc_iso_client SOCK hostile-one-ring PORT SECRET   the same with one ring for all
+ *   nc_iso_client SOCK hostile-go PORT SECRET   hostile, once a line comes on stdin
  *   nc_iso_client SOCK returns PORT          take every buffer, give back a fixed mix of good
  *                                            and bad returns, hold until stdin closes
  *   nc_iso_client SOCK onering BASE N        one ring for all: N channels, see one_ring()
@@ -277,15 +278,17 @@ send_frames(const char *sock, long port, int n, char **hex)
 }
 
 /* The raw protocol: one request, one reply, and the fd it may carry. */
+/* One request; the reply's first nfd file descriptors go to fd[] (left alone if it has none). */
 static int
-call(int s, uint16_t type, const void *body, uint32_t len, void *out, size_t out_len, int *fd)
+call_fds(int s, uint16_t type, const void *body, uint32_t len, void *out, size_t out_len,
+	 int *fd, unsigned int nfd)
 {
 	static uint32_t id;
 	uint8_t msg[NC_CTL_MAX_MSG];
 	struct nc_ctl_req req = { .magic = NC_CTL_MAGIC, .type = type, .id = ++id, .len = len };
 	union {
 		struct cmsghdr h;
-		char buf[CMSG_SPACE(sizeof(int))];
+		char buf[CMSG_SPACE(2 * sizeof(int))];
 	} cm;
 	struct iovec iov = { msg, sizeof(msg) };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.buf,
@@ -303,11 +306,20 @@ call(int s, uint16_t type, const void *body, uint32_t len, void *out, size_t out
 		return -EBADMSG;
 	memcpy(&rep, msg, sizeof(rep));
 	for (h = CMSG_FIRSTHDR(&mh); fd != NULL && h != NULL; h = CMSG_NXTHDR(&mh, h))
-		if (h->cmsg_type == SCM_RIGHTS)
-			memcpy(fd, CMSG_DATA(h), sizeof(int));
+		if (h->cmsg_type == SCM_RIGHTS) {
+			size_t k = (h->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+
+			memcpy(fd, CMSG_DATA(h), (k < nfd ? k : nfd) * sizeof(int));
+		}
 	if (rep.status == 0 && out != NULL)
 		memcpy(out, msg + sizeof(rep), out_len < rep.len ? out_len : rep.len);
 	return rep.status;
+}
+
+static int
+call(int s, uint16_t type, const void *body, uint32_t len, void *out, size_t out_len, int *fd)
+{
+	return call_fds(s, type, body, len, out, out_len, fd, 1);
 }
 
 /* Files of the daemon's memory this user could open: its hugepage files and runtime dir. */
@@ -350,14 +362,16 @@ rnd(void)
 	return (uint32_t)random() ^ ((uint32_t)random() << 16);
 }
 
-/* A connection that speaks the protocol itself, keeping its region's memfd. */
+/* A connection that speaks the protocol itself, keeping its region's memfds. */
 struct raw {
-	int s, fd;
-	uint8_t *base;
+	int s, fd, cfd;                /* the daemon's part (read-only), the client's */
+	uint8_t *base, *cbase;
+	uint64_t csize;
 	struct nc_ctl_hello_reply hr;
 	struct nc_ctl_channel info;
 	struct nc_region_hdr h;
 	struct nc_region_ring *rx, *tx, *fr;
+	struct nc_region_cons *rxc;    /* the rx ring's consumer line */
 };
 
 /* Connect, map the region and claim udp/port with a channel that may send; 0 or 2. */
@@ -370,21 +384,30 @@ raw_open(const char *sock, long port, uint32_t flags, const char *name, struct r
 	struct nc_ctl_create cr;
 	int ret;
 
-	r->fd = -1;
+	int fds[2] = { -1, -1 };
+
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock);
 	r->s = socket(AF_UNIX, SOCK_SEQPACKET, 0);
 	if (connect(r->s, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
-	    call(r->s, NC_CTL_HELLO, &hello, sizeof(hello), &r->hr, sizeof(r->hr), &r->fd) != 0 ||
-	    r->fd < 0) {
+	    call_fds(r->s, NC_CTL_HELLO, &hello, sizeof(hello), &r->hr, sizeof(r->hr), fds, 2) != 0 ||
+	    fds[0] < 0 || fds[1] < 0) {
 		printf("hello failed\n");
 		return 2;
 	}
-	r->base = mmap(NULL, r->hr.region_size, PROT_READ | PROT_WRITE, MAP_SHARED, r->fd, 0);
+	r->fd = fds[0];
+	r->cfd = fds[1];
+	r->base = mmap(NULL, r->hr.region_size, PROT_READ, MAP_SHARED, r->fd, 0);
 	if (r->base == MAP_FAILED) {
 		printf("mmap: %s\n", strerror(errno));
 		return 2;
 	}
 	memcpy(&r->h, r->base, sizeof(r->h));
+	r->csize = r->h.client_size;
+	r->cbase = mmap(NULL, r->csize, PROT_READ | PROT_WRITE, MAP_SHARED, r->cfd, 0);
+	if (r->cbase == MAP_FAILED) {
+		printf("mmap of the client's part: %s\n", strerror(errno));
+		return 2;
+	}
 	memset(&cr, 0, sizeof(cr));
 	snprintf(cr.name, sizeof(cr.name), "%s", name);
 	cr.rule = (struct nc_ctl_rule){ .proto = 17, .proto_mask = 0xff, .dport_kind = 1,
@@ -396,28 +419,91 @@ raw_open(const char *sock, long port, uint32_t flags, const char *name, struct r
 		return 2;
 	}
 	r->rx = (struct nc_region_ring *)(r->base + r->h.rx_off + r->info.region_ring * r->h.rx_stride);
-	r->tx = (struct nc_region_ring *)(r->base + r->h.tx_off);
-	r->fr = (struct nc_region_ring *)(r->base + r->h.free_off);
+	r->rxc = (struct nc_region_cons *)(r->cbase + r->h.rx_cons_off) + r->info.region_ring;
+	r->tx = (struct nc_region_ring *)(r->cbase + r->h.tx_off);
+	r->fr = (struct nc_region_ring *)(r->cbase + r->h.free_off);
 	return 0;
 }
 
+static const char *
+outcome(int ret)
+{
+	return ret == 0 ? "allowed" : "refused";
+}
+
+/*
+ * Everything a client may try on the region's descriptors: on the daemon's
+ * part, to write it, map it writable, punch a hole in it (with the hugepage
+ * pool empty, a hugetlb page freed under the daemon's mapping faults it),
+ * resize it or seal it; on its own part, to resize or seal it, and to punch
+ * a hole (allowed: the daemon reads zeros there, never a fault).
+ */
+static void
+fd_attacks(struct raw *r)
+{
+	uint8_t byte = 0;
+	void *w = mmap(NULL, r->hr.region_size, PROT_READ | PROT_WRITE, MAP_SHARED, r->fd, 0);
+
+	if (w != MAP_FAILED)
+		munmap(w, r->hr.region_size);
+	printf("fds daemon-part write %s map-writable %s mprotect %s punch %s shrink %s grow %s "
+	       "seal %s",
+	       outcome(pwrite(r->fd, &byte, 1, NC_REGION_HDR_SIZE) == 1 ? 0 : -1),
+	       outcome(w != MAP_FAILED ? 0 : -1),
+	       outcome(mprotect(r->base, 4096, PROT_READ | PROT_WRITE)),
+	       outcome(fallocate(r->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0,
+				 (off_t)r->hr.region_size)),
+	       outcome(ftruncate(r->fd, 0)), outcome(ftruncate(r->fd, (off_t)r->hr.region_size * 2)),
+	       outcome(fcntl(r->fd, F_ADD_SEALS, F_SEAL_WRITE)));
+	printf(" client-part shrink %s grow %s seal %s punch %s\n",
+	       outcome(ftruncate(r->cfd, 0)), outcome(ftruncate(r->cfd, (off_t)r->csize * 2)),
+	       outcome(fcntl(r->cfd, F_ADD_SEALS, F_SEAL_WRITE)),
+	       outcome(fallocate(r->cfd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0,
+				 (off_t)r->csize)));
+	fflush(stdout);
+}
+
+/* Occurrences of secret in [p, end). */
+static size_t
+count_secret(const uint8_t *p, const uint8_t *end, const char *secret)
+{
+	size_t found = 0;
+
+	while (p != NULL && p < end) {
+		p = memmem(p, (size_t)(end - p), secret, strlen(secret));
+		if (p != NULL) {
+			found++;
+			p++;
+		}
+	}
+	return found;
+}
+
+/*
+ * With go_line, wait for a line on stdin before the attacks (the test empties
+ * the hugepage pool meanwhile).
+ */
 static int
-hostile(const char *sock, long port, const char *secret, uint32_t flags)
+hostile(const char *sock, long port, const char *secret, uint32_t flags, bool go_line)
 {
 	struct nc_region_ring *rx, *tx, *fr;
-	size_t found = 0;
+	struct nc_region_cons *rxc;
+	size_t found;
 	struct raw r;
 
 	if (raw_open(sock, port, flags, "hostile", &r) != 0)
 		return 2;
 	rx = r.rx;
+	rxc = r.rxc;
 	tx = r.tx;
 	fr = r.fr;
-	/* Resizing the region under the daemon: refused by the seals. */
-	printf("shrink %s grow %s unseal %s\n",
-	       ftruncate(r.fd, 0) == 0 ? "allowed" : strerror(errno),
-	       ftruncate(r.fd, (off_t)r.hr.region_size * 2) == 0 ? "allowed" : strerror(errno),
-	       fcntl(r.fd, F_ADD_SEALS, F_SEAL_WRITE) == 0 ? "allowed" : strerror(errno));
+	if (go_line) {
+		printf("connected\n");
+		fflush(stdout);
+		if (getchar() == EOF)
+			return 2;
+	}
+	fd_attacks(&r);
 	/*
 	 * Let traffic flow and take what comes, without giving it back, until it
 	 * holds every buffer (the daemon then reads its free ring); then look
@@ -425,24 +511,19 @@ hostile(const char *sock, long port, const char *secret, uint32_t flags)
 	 */
 	for (int i = 0; i < 6; i++) {
 		usleep(200 * 1000);
-		__atomic_store_n(&rx->tail, __atomic_load_n(&rx->head, __ATOMIC_ACQUIRE),
+		__atomic_store_n(&rxc->tail, __atomic_load_n(&rx->head, __ATOMIC_ACQUIRE),
 				 __ATOMIC_RELEASE);
 	}
 	usleep(200 * 1000);
-	for (uint8_t *p = r.base; p != NULL && p < r.base + r.hr.region_size;) {
-		p = memmem(p, r.base + r.hr.region_size - p, secret, strlen(secret));
-		if (p != NULL) {
-			found++;
-			p++;
-		}
-	}
+	found = count_secret(r.base, r.base + r.hr.region_size, secret) +
+		count_secret(r.cbase, r.cbase + r.csize, secret);
 	printf("secret found %zu daemon files opened %u\n", found, daemon_files_opened());
 	printf("attacking\n");
 	fflush(stdout);
 	srandom((unsigned int)getpid());
 	for (uint64_t i = 0;; i++) {
 		/* Mostly from where the daemon is, so that what follows is looked at at all. */
-		uint32_t k = rnd() % 8, th = __atomic_load_n(&tx->tail, __ATOMIC_ACQUIRE);
+		uint32_t k = rnd() % 8, th = __atomic_load_n(&tx->cons.tail, __ATOMIC_ACQUIRE);
 		struct nc_desc dsc = { rnd(), rnd() % 4096, rnd() % 4, rnd() % 4 };
 
 		switch (k) {
@@ -456,7 +537,7 @@ hostile(const char *sock, long port, const char *secret, uint32_t flags)
 			__atomic_store_n(&tx->head, rnd(), __ATOMIC_RELEASE);
 			break;
 		case 2: { /* buffers given back that are not ours, or twice */
-			uint32_t fh = __atomic_load_n(&fr->tail, __ATOMIC_ACQUIRE);
+			uint32_t fh = __atomic_load_n(&fr->cons.tail, __ATOMIC_ACQUIRE);
 			uint32_t off = rnd() % 2 ? rx->desc[rnd() % r.h.rx_size].offset : rnd();
 
 			fr->desc[fh % r.h.free_size].offset = off;
@@ -465,13 +546,15 @@ hostile(const char *sock, long port, const char *secret, uint32_t flags)
 			break;
 		}
 		case 3: /* the consumer index of our rx ring moved by hand, past the producer */
-			__atomic_store_n(&rx->tail, rnd(), __ATOMIC_RELEASE);
+			__atomic_store_n(&rxc->tail, rnd(), __ATOMIC_RELEASE);
 			break;
-		case 4: /* the daemon's own index of the rx ring, and the geometry in the header */
-			__atomic_store_n(&rx->head, rnd(), __ATOMIC_RELAXED);
-			((struct nc_region_hdr *)r.base)->rx_size = rnd();
-			((struct nc_region_hdr *)r.base)->buf_off = rnd();
+		case 4: { /* a hole punched anywhere in its own part, under the daemon's reads */
+			off_t at = (off_t)(rnd() % r.csize) & ~(off_t)4095;
+
+			fallocate(r.cfd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, at,
+				  (off_t)(rnd() % 4 + 1) * 4096);
 			break;
+		}
 		case 5: /* the free ring's index wild */
 			__atomic_store_n(&fr->head, rnd(), __ATOMIC_RELEASE);
 			break;
@@ -483,9 +566,8 @@ hostile(const char *sock, long port, const char *secret, uint32_t flags)
 			tx->desc[th % r.h.tx_size] = dsc;
 			__atomic_store_n(&tx->head, th + 1, __ATOMIC_RELEASE);
 			break;
-		default: /* the whole buffer area scribbled on */
-			memset(r.base + r.h.buf_off + (rnd() % r.h.rx_bufs) * r.h.buf_size, rnd() & 0xff,
-			       r.h.buf_size);
+		default: /* its whole part scribbled on, a page at a time */
+			memset(r.cbase + ((rnd() % r.csize) & ~(uint64_t)4095), rnd() & 0xff, 4096);
 			break;
 		}
 	}
@@ -494,8 +576,8 @@ hostile(const char *sock, long port, const char *secret, uint32_t flags)
 
 /*
  * Take every buffer the daemon gives (traffic to udp/port without pause),
- * then give back, in one go: one buffer off by a byte, the first tx buffer
- * (just past the rx buffers), one buffer twice, the region's header, and one
+ * then give back, in one go: one buffer off by a byte, the place just past
+ * the rx buffers, one buffer twice, the region's header, and one
  * more buffer: two good returns and four bad. Hold until stdin closes.
  */
 static int
@@ -512,7 +594,7 @@ returns(const char *sock, long port)
 		head = __atomic_load_n(&r.rx->head, __ATOMIC_ACQUIRE);
 		for (; tail != head && n < r.h.rx_bufs; tail++)
 			off[n++] = r.rx->desc[tail % r.h.rx_size].offset;
-		__atomic_store_n(&r.rx->tail, tail, __ATOMIC_RELEASE);
+		__atomic_store_n(&r.rxc->tail, tail, __ATOMIC_RELEASE);
 		usleep(1000);
 	}
 	printf("held %u of %u\n", n, r.h.rx_bufs);
@@ -521,7 +603,7 @@ returns(const char *sock, long port)
 		return 1;
 	}
 	give[0] = off[0] + 1;                  /* inside a held buffer, not its start */
-	give[1] = (uint32_t)r.h.tx_buf_off;    /* the first tx buffer, just past the rx ones */
+	give[1] = (uint32_t)(r.h.buf_off + (uint64_t)r.h.rx_bufs * r.h.buf_size); /* just past them */
 	give[2] = give[3] = off[1];            /* a held buffer, twice */
 	give[4] = 0;                           /* the region's header */
 	give[5] = off[2];
@@ -1001,9 +1083,11 @@ main(int argc, char **argv)
 	if (argc == 5 && strcmp(argv[2], "follow") == 0)
 		return follow(argv[1], argv[3], argv[4]);
 	if (argc == 5 && strcmp(argv[2], "hostile") == 0)
-		return hostile(argv[1], strtol(argv[3], NULL, 0), argv[4], 0);
+		return hostile(argv[1], strtol(argv[3], NULL, 0), argv[4], 0, false);
 	if (argc == 5 && strcmp(argv[2], "hostile-one-ring") == 0)
-		return hostile(argv[1], strtol(argv[3], NULL, 0), argv[4], NC_HELLO_F_ONE_RING);
+		return hostile(argv[1], strtol(argv[3], NULL, 0), argv[4], NC_HELLO_F_ONE_RING, false);
+	if (argc == 5 && strcmp(argv[2], "hostile-go") == 0)
+		return hostile(argv[1], strtol(argv[3], NULL, 0), argv[4], 0, true);
 	if (argc == 4 && strcmp(argv[2], "returns") == 0)
 		return returns(argv[1], strtol(argv[3], NULL, 0));
 	if (argc == 5 && strcmp(argv[2], "onering") == 0)
@@ -1013,7 +1097,8 @@ main(int argc, char **argv)
 	if (argc == 5 && strcmp(argv[2], "churn") == 0)
 		return churn(argv[1], strtol(argv[3], NULL, 0), strtod(argv[4], NULL));
 	fprintf(stderr, "usage: nc_iso_client SOCK honest PORT SECONDS | copy PORT COUNT | "
-		"attach NAME COUNT | frames PORT HEX... | follow NAME WORD | hostile[-one-ring] PORT SECRET |\n"
+		"attach NAME COUNT | frames PORT HEX... | follow NAME WORD |\n"
+		"hostile[-one-ring|-go] PORT SECRET |\n"
 		"       returns PORT | onering BASE N | rings BASE N | churn BASE SECONDS\n");
 	return 2;
 }

@@ -18,7 +18,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ncd_test as T  # noqa: E402
 import nc_wire as W  # noqa: E402
 from test_datapath import EAL  # noqa: E402
-from test_isolated import NOBODY  # noqa: E402
+from test_isolated import FD_ATTACKS, NOBODY  # noqa: E402
 
 TESTBED = os.path.join(T.SRC, "scripts/testbed.sh")
 POOL = 8191
@@ -80,9 +80,11 @@ class HostileBed(T.DaemonCase):
         return r
 
     def bg(self, side, *cmd, user=(), stdin=None):
+        """cmd in a namespace, running on; its copies of the libraries are in self.w."""
         p = subprocess.Popen(["ip", "netns", "exec", self.env[f"TB_{side}_NS"]] + list(user) +
                              list(cmd), stdin=stdin, stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT, text=True)
+                             stderr=subprocess.STDOUT, text=True,
+                             env=dict(os.environ, LD_LIBRARY_PATH=self.w))
         self.procs.append(p)
         return p
 
@@ -108,11 +110,8 @@ class HostileBed(T.DaemonCase):
 
     def honest(self):
         """nc-echo as uid 65534 on UDP port 8, echoing."""
-        env = dict(os.environ, LD_LIBRARY_PATH=self.w)
-        p = subprocess.Popen(["ip", "netns", "exec", self.env["TB_HOST_NS"]] + NOBODY +
-                             [os.path.join(self.w, "nc-echo"), "-s", self.sock, "--dport", "8"],
-                             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        self.procs.append(p)
+        p = self.bg("HOST", os.path.join(self.w, "nc-echo"), "-s", self.sock, "--dport", "8",
+                    user=NOBODY)
         self.wait_line(p, "echoing udp port 8")
         return p
 
@@ -190,6 +189,66 @@ class HostileBed(T.DaemonCase):
         self.assertEqual(echo.wait(timeout=10), 0)
         self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
 
+    def test_region_holes_with_hugepages_exhausted(self):
+        """A client whose region is on hugepages empties the hugepage pool, then tries every
+        way to make the daemon fault through its region's descriptors: the daemon's part is
+        read-only and sealed, so it can neither write, map writable, punch a hole, resize nor
+        seal it; its own part it may punch holes in (the daemon reads zeros there), and it
+        does, at random, while it scribbles on the rest and the peer floods its port. The
+        daemon runs on, and ping and the honest client lose nothing."""
+        echo = self.honest()
+        baseline = self.in_use()
+        shutil.copy(os.path.join(T.BUILD, "tests/integration/nc_iso_client"), self.w)
+        bad = self.bg("HOST", os.path.join(self.w, "nc_iso_client"), self.sock, "hostile-go", "7",
+                      "no-secret-here", user=NOBODY, stdin=subprocess.PIPE)
+        self.wait_line(bad, "connected")
+        region = [cl for cl in self.ncctl("show clients") if cl["pid"] == bad.pid][0]["region"]
+        self.assertTrue(region["hugepages"], f"the attacker's region is on hugepages: {region}")
+        hog = self.bg("HOST", "/usr/bin/python3", "-c", HOG, user=NOBODY, stdin=subprocess.PIPE)
+        self.assertGreater(int(self.wait_line(hog, "held").split()[1]), 0)
+        self.assertEqual(hugepages_available(), 0, "the hugepage pool is empty")
+        bad.stdin.write("go\n")
+        bad.stdin.flush()
+        self.assertEqual(self.wait_line(bad, "fds"), FD_ATTACKS)
+        self.wait_line(bad, "attacking")
+        self.assert_pool_bounded(baseline, self.under_flood(7))
+        self.assertIsNone(self.daemon.proc.poll(), self.daemon.output())
+        region = [cl for cl in self.ncctl("show clients") if cl["pid"] == bad.pid][0]["region"]
+        self.assertGreater(region["bad_desc"] + region["bad_index"] + region["bad_free"], 0, region)
+        bad.kill()
+        bad.wait()
+        hog.stdin.close()
+        self.assertEqual(hog.wait(timeout=30), 0)
+        self.assert_pool_back(baseline)
+        echo.send_signal(signal.SIGTERM)
+        self.assertEqual(echo.wait(timeout=10), 0)
+        self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
+
+
+
+# uid 65534 takes every free 2 MiB hugepage it can (as any user may, with MAP_HUGETLB), says
+# how many, and holds them until its stdin closes.
+HOG = """
+import mmap, sys
+MAP_HUGETLB, MAP_POPULATE = 0x40000, 0x8000
+held = []
+while True:
+    try:
+        held.append(mmap.mmap(-1, 2 << 20, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS |
+                              MAP_HUGETLB | MAP_POPULATE))
+    except OSError:
+        break
+print("held", len(held), flush=True)
+sys.stdin.read()
+"""
+
+
+def hugepages_available():
+    """2 MiB hugepages free and promised to no mapping."""
+    def read(name):
+        with open(f"/sys/kernel/mm/hugepages/hugepages-2048kB/{name}") as f:
+            return int(f.read())
+    return read("free_hugepages") - read("resv_hugepages")
 
 # The peer's side of an echo exchange: how many of n datagrams came back whole.
 PEER_UDP = """

@@ -100,6 +100,14 @@ print("got", *got, flush=True)
 """
 
 
+# What nc_iso_client's hostile modes may do to their region's descriptors: nothing to the
+# daemon's part (read-only, sealed), nothing but punch holes in their own (sealed; a hole reads
+# back as zeros).
+FD_ATTACKS = ("fds daemon-part write refused map-writable refused mprotect refused "
+              "punch refused shrink refused grow refused seal refused "
+              "client-part shrink refused grow refused seal refused punch allowed")
+
+
 def whole_payload(ident, size):
     """The payload WHOLE expects of the datagram of IP id ident."""
     return bytes((ident * 7 + k) & 0xff for k in range(size))
@@ -498,8 +506,8 @@ class Isolated(T.DaemonCase):
 
     def test_buffer_returns_checked(self):
         """A client that holds every buffer gives back, in one go, one off by a byte, the
-        first tx buffer, one buffer twice, the region's header and one more buffer: the two
-        good returns are the daemon's again (and filled again at once by the traffic that
+        place just past the rx buffers, one buffer twice, the region's header and one more
+        buffer: the two good returns are the daemon's again (and filled again at once by the traffic that
         waited for them), the four bad ones are counted and change nothing."""
         self.returns_checked(None, 2048)
 
@@ -652,9 +660,7 @@ class Isolated(T.DaemonCase):
         honest = self.nobody("nc_iso_client", self.sock, "honest", "5001", "8")
         self.wait_line(honest, "ready")
         bad = self.nobody("nc_iso_client", self.sock, mode, "5000", self.secret)
-        self.assertEqual(self.wait_line(bad, "shrink"),
-                         "shrink Operation not permitted grow Operation not permitted "
-                         "unseal Operation not permitted")
+        self.assertEqual(self.wait_line(bad, "fds"), FD_ATTACKS)
         self.assertEqual(self.wait_line(bad, "secret found"), "secret found 0 daemon files opened 0")
         self.wait_line(bad, "attacking")
         time.sleep(4)

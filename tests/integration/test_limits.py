@@ -155,10 +155,10 @@ class Limits(Isolated):
         self.assertEqual(got, [(0, "")] * 8 + [(-errno.EDQUOT, why)] * 2)
         self.root_creates("ops")
         self.release(p)
-        # Two regions of 10 MiB fit in 24 MiB; a third does not.
+        # Two regions of 10.6 MiB fit in 24 MiB; a third does not.
         p, got = self.attack("connect", 3, "hello")
         self.assertEqual(got, [(0, "")] * 2 + [(-errno.EDQUOT, "control.limits.memory_mb: "
-                                                "uid 65534 would hold 30 MiB, over its 24")])
+                                                "uid 65534 would hold 32 MiB, over its 24")])
         self.release(p)
         # Zero-copy rings of 2^20 entries take 16 MiB each: the second is refused.
         p, got = self.attack("ring", 1 << 20, 2)

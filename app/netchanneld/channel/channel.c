@@ -150,7 +150,7 @@ ncd_channel_region_attach(struct ncd_channel *ch, struct ncd_region *rg)
 	ch->region_ring = ring;
 	/* A static channel's ring_size may be over the region's: its ring is what it gets. */
 	ch->region_limit = ncd_region_limit(rg, ring, ch->dir->ring_size);
-	__atomic_store_n(&ch->wakeup, &rg->rx[ring].r->want_wakeup, __ATOMIC_RELAXED);
+	__atomic_store_n(&ch->wakeup, &rg->rx[ring].c->want_wakeup, __ATOMIC_RELAXED);
 	/* Release: a worker that sees the region sees its ring and limit. */
 	__atomic_store_n(&ch->region, rg, __ATOMIC_RELEASE);
 	return ring;
@@ -224,7 +224,7 @@ ncd_channel_share_join(struct ncd *d, struct ncd_channel *ch, struct ncd_region 
 		.rg = rg, .ring = ring, .slot = slot, .efd = -1,
 		/* A static channel's ring_size may be over the region's: its ring is what it gets. */
 		.limit = ncd_region_limit(rg, ring, ch->dir->ring_size),
-		.wakeup = &rg->rx[ring].r->want_wakeup };
+		.wakeup = &rg->rx[ring].c->want_wakeup };
 	ret = share_publish(d, ch, &next);
 	if (ret < 0)
 		ncd_region_ring_put(rg, ring);
@@ -404,7 +404,7 @@ ncd_channel_add(struct ncd *d, const struct ncd_channel_conf *cc, int owner,
 		ch->region_ring = ret;
 		/* Its ring is one of the region's, whose size was fixed at HELLO: at most that. */
 		ch->region_limit = ncd_region_limit(region, ret, cc->ring_size);
-		ch->wakeup = &region->rx[ret].r->want_wakeup;
+		ch->wakeup = &region->rx[ret].c->want_wakeup;
 		e->rx_ring[0] = '\0';
 	} else if (cc->action == NC_ACTION_DELIVER) {
 		/* Any worker may enqueue; one client dequeues. */

@@ -66,19 +66,22 @@ huge_available(void)
 }
 
 /*
- * The memfd, sized and sealed: a client cannot shrink it under a worker's
- * copy (SIGBUS in the daemon), grow it, or lift the seals.
+ * A part's memfd, sized, sealed against shrinking and growing (a client
+ * cannot shrink it under a worker's copy), and mapped for the daemon. On
+ * hugepages only if huge and the host has them to spare. The seal against
+ * further seals is the caller's to add, once it has added what it wants.
+ * @return the fd, or -1 (logged)
  */
 static int
-region_fd(struct ncd_region *rg)
+part_map(struct ncd_region *rg, const char *name, uint64_t *size, bool huge, uint8_t **base)
 {
-	uint64_t huge = RTE_ALIGN_CEIL(rg->size, HUGE_PAGE);
+	uint64_t hsize = RTE_ALIGN_CEIL(*size, HUGE_PAGE);
 	int fd = -1;
 
-	if (huge_available() >= huge + HUGE_SPARE) {
-		fd = memfd_create("netchannel-region", MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_HUGETLB);
-		if (fd >= 0 && ftruncate(fd, (off_t)huge) == 0) {
-			rg->size = huge;
+	if (huge && huge_available() >= hsize + HUGE_SPARE) {
+		fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_HUGETLB);
+		if (fd >= 0 && ftruncate(fd, (off_t)hsize) == 0) {
+			*size = hsize;
 			rg->hugepages = true;
 		} else if (fd >= 0) {
 			close(fd);
@@ -86,26 +89,65 @@ region_fd(struct ncd_region *rg)
 		}
 	}
 	if (fd < 0) {
-		fd = memfd_create("netchannel-region", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-		if (fd < 0 || ftruncate(fd, (off_t)rg->size) != 0) {
-			NCD_LOG(ERR, "region: memfd of %" PRIu64 " bytes: %s", rg->size, strerror(errno));
-			if (fd >= 0)
-				close(fd);
-			return -1;
+		fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+		if (fd < 0 || ftruncate(fd, (off_t)*size) != 0) {
+			NCD_LOG(ERR, "region: memfd %s of %" PRIu64 " bytes: %s", name, *size,
+				strerror(errno));
+			goto out_close;
 		}
 	}
-	if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
-		NCD_LOG(ERR, "region: sealing the memfd: %s", strerror(errno));
+	if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) != 0) {
+		NCD_LOG(ERR, "region: sealing memfd %s: %s", name, strerror(errno));
+		goto out_close;
+	}
+	*base = mmap(NULL, *size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (*base == MAP_FAILED) {
+		NCD_LOG(ERR, "region: mmap of memfd %s, %" PRIu64 " bytes: %s", name, *size,
+			strerror(errno));
+		*base = NULL;
+		goto out_close;
+	}
+	return fd;
+
+out_close:
+	if (fd >= 0)
+		close(fd);
+	return -1;
+}
+
+/*
+ * The daemon's part for the client: no one may write it but through the
+ * daemon's mapping (F_SEAL_FUTURE_WRITE), and the client's descriptor is
+ * read-only besides, so that it can neither map it writable nor punch a
+ * hole in it (fallocate() needs a writable descriptor): a hugetlb page freed
+ * under the daemon's mapping, with the pool empty, was SIGBUS in a worker.
+ * @return the read-only fd (fd closed), or -1 (logged)
+ */
+static int
+part_read_only(int fd)
+{
+	char path[64];
+	int ro;
+
+	if (fcntl(fd, F_ADD_SEALS, F_SEAL_FUTURE_WRITE | F_SEAL_SEAL) != 0) {
+		NCD_LOG(ERR, "region: sealing the daemon's part against writes: %s",
+			strerror(errno));
 		close(fd);
 		return -1;
 	}
-	return fd;
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	ro = open(path, O_RDONLY | O_CLOEXEC);
+	if (ro < 0)
+		NCD_LOG(ERR, "region: open(%s, O_RDONLY): %s", path, strerror(errno));
+	close(fd);
+	return ro;
 }
 
 static void
-ring_init(struct ncd_region *rg, struct ncd_region_ring *q, uint64_t off, uint32_t size)
+ring_init(struct ncd_region_ring *q, uint8_t *ring, struct nc_region_cons *cons, uint32_t size)
 {
-	q->r = (struct nc_region_ring *)(rg->base + off);
+	q->r = (struct nc_region_ring *)ring;
+	q->c = cons != NULL ? cons : &q->r->cons;
 	q->size = size;
 	q->mask = size - 1;
 	q->own = 0;
@@ -137,6 +179,7 @@ ncd_region_create(const struct ncd *d, unsigned int slot, bool one_ring)
 	}
 	rte_spinlock_init(&rg->lock);
 	rg->fd = -1;
+	rg->cfd = -1;
 	rg->efd = -1;
 	rg->one_ring = one_ring;
 	rg->worker = slot % d->cfg.nworkers;
@@ -144,20 +187,22 @@ ncd_region_create(const struct ncd *d, unsigned int slot, bool one_ring)
 	rg->buf_size = RTE_ALIGN_CEIL(RTE_MAX(frame, 2048u), RTE_CACHE_LINE_SIZE);
 	rg->buf_shift = rte_is_power_of_2(rg->buf_size) ? rte_log2_u32(rg->buf_size) : 0;
 	rg->rx_bufs = nbufs;
-	off = NC_REGION_HDR_SIZE;
-	uint64_t rx_off = off, rx_stride = ring_bytes(rx_size);
-	off += rx_stride * nrx;
+	/* The daemon's part: the header, the rx rings, the rx buffers. */
+	uint64_t rx_off = NC_REGION_HDR_SIZE, rx_stride = ring_bytes(rx_size);
+	rg->buf_off = RTE_ALIGN_CEIL(rx_off + rx_stride * nrx, 4096);
+	rg->size = RTE_ALIGN_CEIL(rg->buf_off + (uint64_t)rg->buf_size * nbufs, 4096);
+	/* The client's part: the rx rings' consumer lines, the tx and free rings, the tx buffers. */
+	off = (uint64_t)nrx * sizeof(struct nc_region_cons);
 	uint64_t tx_off = off;
 	off += ring_bytes(tx_size);
 	uint64_t free_off = off;
 	off += ring_bytes(nbufs);
-	rg->buf_off = RTE_ALIGN_CEIL(off, 4096);
-	rg->tx_buf_off = rg->buf_off + (uint64_t)rg->buf_size * nbufs;
-	rg->size = RTE_ALIGN_CEIL(rg->tx_buf_off + (uint64_t)rg->buf_size * tx_size, 4096);
+	rg->tx_buf_off = RTE_ALIGN_CEIL(off, 4096);
+	rg->csize = RTE_ALIGN_CEIL(rg->tx_buf_off + (uint64_t)rg->buf_size * tx_size, 4096);
 	/* Descriptors name buffers by a 32-bit offset. */
-	if (rg->size > UINT32_MAX) {
-		NCD_LOG(ERR, "region: %" PRIu64 " bytes, over 4 GiB: control.region is too large",
-			rg->size);
+	if (rg->size > UINT32_MAX || rg->csize > UINT32_MAX) {
+		NCD_LOG(ERR, "region: %" PRIu64 " and %" PRIu64 " bytes, over 4 GiB: "
+			"control.region is too large", rg->size, rg->csize);
 		errno = EFBIG;
 		goto fail;
 	}
@@ -169,22 +214,24 @@ ncd_region_create(const struct ncd *d, unsigned int slot, bool one_ring)
 		errno = ENOMEM;
 		goto fail;
 	}
-	rg->fd = region_fd(rg);
+	rg->fd = part_map(rg, "netchannel-region", &rg->size, true, &rg->base);
 	if (rg->fd < 0)
 		goto fail;
-	rg->base = mmap(NULL, rg->size, PROT_READ | PROT_WRITE, MAP_SHARED, rg->fd, 0);
-	if (rg->base == MAP_FAILED) {
-		NCD_LOG(ERR, "region: mmap of %" PRIu64 " bytes: %s", rg->size, strerror(errno));
-		rg->base = NULL;
+	rg->cfd = part_map(rg, "netchannel-region-client", &rg->csize, false, &rg->cbase);
+	if (rg->cfd < 0)
+		goto fail;
+	if (fcntl(rg->cfd, F_ADD_SEALS, F_SEAL_SEAL) != 0) {
+		NCD_LOG(ERR, "region: sealing the client's part: %s", strerror(errno));
 		goto fail;
 	}
 	for (uint32_t k = 0; k < nrx; k++) {
-		ring_init(rg, &rg->rx[k], rx_off + k * rx_stride, rx_size);
+		ring_init(&rg->rx[k], rg->base + rx_off + k * rx_stride,
+			  (struct nc_region_cons *)rg->cbase + k, rx_size);
 		rg->rx[k].r->channel = one_ring ? NC_RING_ALL_CHANNELS : NC_RING_NO_CHANNEL;
 		rg->rx_channel[k] = UINT32_MAX;
 	}
-	ring_init(rg, &rg->tx, tx_off, tx_size);
-	ring_init(rg, &rg->fr, free_off, nbufs);
+	ring_init(&rg->tx, rg->cbase + tx_off, NULL, tx_size);
+	ring_init(&rg->fr, rg->cbase + free_off, NULL, nbufs);
 	for (uint32_t i = 0; i < nbufs; i++)
 		rg->free_bufs[i] = nbufs - 1 - i;
 	rg->nfree = nbufs;
@@ -194,8 +241,12 @@ ncd_region_create(const struct ncd *d, unsigned int slot, bool one_ring)
 		.nrx = nrx, .rx_size = rx_size, .tx_size = tx_size, .free_size = nbufs,
 		.buf_size = rg->buf_size, .rx_bufs = nbufs, .rx_off = rx_off,
 		.rx_stride = rx_stride, .tx_off = tx_off, .free_off = free_off,
-		.buf_off = rg->buf_off, .tx_buf_off = rg->tx_buf_off,
+		.buf_off = rg->buf_off, .tx_buf_off = rg->tx_buf_off, .client_size = rg->csize,
+		.rx_cons_off = 0,
 	};
+	rg->fd = part_read_only(rg->fd);
+	if (rg->fd < 0)
+		goto fail;
 	return rg;
 
 fail:
@@ -212,8 +263,12 @@ ncd_region_free(struct ncd_region *rg)
 		return;
 	if (rg->base != NULL)
 		munmap(rg->base, rg->size);
+	if (rg->cbase != NULL)
+		munmap(rg->cbase, rg->csize);
 	if (rg->fd >= 0)
 		close(rg->fd);
+	if (rg->cfd >= 0)
+		close(rg->cfd);
 	if (rg->efd >= 0) {
 		/* A client asleep on its copy wakes, and finds the daemon gone. */
 		eventfd_write(rg->efd, 1);
@@ -238,8 +293,8 @@ ncd_region_ring_take(struct ncd_region *rg, uint32_t channel, uint64_t generatio
 			/* A fresh start: indexes where the last user left them, told to the client. */
 			q->seen = q->own;
 			__atomic_store_n(&q->r->head, q->own, __ATOMIC_RELEASE);
-			__atomic_store_n(&q->r->tail, q->own, __ATOMIC_RELEASE);
-			__atomic_store_n(&q->r->want_wakeup, 0, __ATOMIC_RELAXED);
+			__atomic_store_n(&q->c->tail, q->own, __ATOMIC_RELEASE);
+			__atomic_store_n(&q->c->want_wakeup, 0, __ATOMIC_RELAXED);
 			__atomic_store_n(&q->r->generation, (uint32_t)generation, __ATOMIC_RELAXED);
 			/* Release: a client that sees its channel here sees the fresh indexes. */
 			__atomic_store_n(&q->r->channel, channel, __ATOMIC_RELEASE);
@@ -326,7 +381,7 @@ rx_room(struct ncd_region *rg, struct ncd_region_ring *q, uint32_t limit, uint32
 
 	if (room >= want)
 		return room;
-	t = __atomic_load_n(&q->r->tail, __ATOMIC_ACQUIRE);
+	t = __atomic_load_n(&q->c->tail, __ATOMIC_ACQUIRE);
 	if ((uint32_t)(t - q->seen) <= (uint32_t)(q->own - q->seen))
 		q->seen = t;
 	else
@@ -690,7 +745,7 @@ serve_free(struct ncd_region *rg)
 	q->own += n;
 	region_unlock(rg);
 	if (n > 0)
-		__atomic_store_n(&q->r->tail, q->own, __ATOMIC_RELEASE);
+		__atomic_store_n(&q->c->tail, q->own, __ATOMIC_RELEASE);
 }
 
 /* Whether a channel delivers into this region: its own, or one it attached to, shared or not. */
@@ -739,7 +794,7 @@ tx_take(struct ncd *d, struct ncd_region *rg, const struct nc_desc *dsc, struct 
 		rte_pktmbuf_free(m);
 		return NULL;
 	}
-	rte_memcpy(p, rg->base + dsc->offset, dsc->length);
+	rte_memcpy(p, rg->cbase + dsc->offset, dsc->length);
 	m->packet_type = dsc->flags & NC_DESC_F_IP ? RTE_PTYPE_UNKNOWN : RTE_PTYPE_L2_ETHER;
 	return m;
 }
@@ -788,7 +843,7 @@ serve_tx(struct ncd *d, struct ncd_worker *w, struct ncd_region *rg, uint64_t no
 	q->own += n;
 	rg->st.tx_taken += n;
 	if (n > 0)
-		__atomic_store_n(&q->r->tail, q->own, __ATOMIC_RELEASE);
+		__atomic_store_n(&q->c->tail, q->own, __ATOMIC_RELEASE);
 }
 
 void

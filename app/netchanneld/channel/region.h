@@ -24,6 +24,7 @@ struct rte_mbuf;
 /* A ring as the daemon sees it: its geometry and its own index kept here, never read back. */
 struct ncd_region_ring {
 	struct nc_region_ring *r;
+	struct nc_region_cons *c;      /* the consumer's line: r's own, or an rx ring's apart */
 	uint32_t size, mask;
 	uint32_t own;                  /* the daemon's index: head of an rx ring, tail of the others */
 	uint32_t seen;                 /* rx rings: the client's tail as last accepted */
@@ -42,13 +43,17 @@ struct ncd_region_stats {
 struct ncd_region {
 	/* Taken by workers that deliver and by the one that drains the free ring. */
 	rte_spinlock_t lock;
-	uint8_t *base;
+	uint8_t *base;                 /* the daemon's part: header, rx rings, rx buffers */
 	uint64_t size;
-	int fd;                        /* the memfd, until it is passed on */
-	bool hugepages;
+	uint8_t *cbase;                /* the client's part: consumer lines, tx and free rings, tx buffers */
+	uint64_t csize;
+	int fd;                        /* the daemon's part, read-only, until it is passed on */
+	int cfd;                       /* the client's part, until it is passed on */
+	bool hugepages;                /* the daemon's part is on hugepages */
 	uint32_t nrx, buf_size, rx_bufs;
 	uint32_t buf_shift;             /* log2(buf_size) when a power of two, else 0 */
-	uint64_t buf_off, tx_buf_off;
+	uint64_t buf_off;               /* the first rx buffer, in the daemon's part */
+	uint64_t tx_buf_off;            /* the first tx buffer, in the client's part */
 	struct ncd_region_ring *rx;    /* [nrx] */
 	uint32_t *rx_channel;          /* [nrx]: the channel using rx ring k, or UINT32_MAX */
 	struct ncd_region_ring tx, fr;
@@ -62,8 +67,9 @@ struct ncd_region {
 };
 
 /**
- * Make a connection's region, sized for the daemon's ports, and its
- * memfd, sealed against resizing.
+ * Make a connection's region, sized for the daemon's ports: its two parts
+ * (nc_region.h), each a memfd sealed against resizing, the daemon's part's
+ * descriptor read-only.
  * @return it, or NULL with errno set (the log says what failed)
  */
 struct ncd_region *ncd_region_create(const struct ncd *d, unsigned int slot, bool one_ring);

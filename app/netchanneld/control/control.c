@@ -230,7 +230,7 @@ user_usage(const struct ncd *d, uid_t uid, uint64_t use[LIM_N])
 		use[LIM_CONNECTIONS]++;
 		use[LIM_CHANNELS] += c->nchannels;
 		if (c->slot >= 0 && d->regions[c->slot] != NULL)
-			use[LIM_MEMORY] += d->regions[c->slot]->size;
+			use[LIM_MEMORY] += d->regions[c->slot]->size + d->regions[c->slot]->csize;
 		for (unsigned int k = 0; k < c->nchannels; k++) {
 			const struct ncd_channel *ch = d->channels[c->channels[k]];
 
@@ -401,8 +401,10 @@ ncd_view_clients(const struct ncd *d, const struct ncd_conn *viewer)
 			      "quota_stalls", (json_int_t)e->quota_stalls, "bad_messages",
 			      (int)c->errors);
 		if (rg != NULL) {
-			json_t *r = json_pack("{s:I, s:b, s:i, s:i, s:i}", "size", (json_int_t)rg->size,
-					      "hugepages", rg->hugepages, "buffers", (int)rg->rx_bufs,
+			json_t *r = json_pack("{s:I, s:I, s:b, s:i, s:i, s:i}", "size",
+					      (json_int_t)(rg->size + rg->csize), "client_size",
+					      (json_int_t)rg->csize, "hugepages", rg->hugepages,
+					      "buffers", (int)rg->rx_bufs,
 					      "buffers_held", (int)(rg->rx_bufs - rg->nfree),
 					      "buffer_size", (int)rg->buf_size);
 
@@ -651,10 +653,10 @@ client_close(struct ncd *d, struct ncd_conn *c)
 	}
 }
 
-/* A reply, with a file descriptor attached when fd >= 0. */
+/* A reply, with nfds file descriptors attached (SCM_RIGHTS, in one message). */
 static int
-reply_fd(struct ncd_conn *c, const struct nc_ctl_req *req, int32_t status, const void *body,
-	 size_t len, int fd)
+reply_fds(struct ncd_conn *c, const struct nc_ctl_req *req, int32_t status, const void *body,
+	  size_t len, const int *fds, unsigned int nfds)
 {
 	struct nc_ctl_rep rep = {
 		.magic = NC_CTL_MAGIC, .type = req ? req->type : 0, .for_id = req ? req->id : 0,
@@ -664,20 +666,29 @@ reply_fd(struct ncd_conn *c, const struct nc_ctl_req *req, int32_t status, const
 	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = len ? 2 : 1 };
 	union {
 		struct cmsghdr h;
-		char buf[CMSG_SPACE(sizeof(int))];
+		char buf[CMSG_SPACE(2 * sizeof(int))];
 	} cm;
 
-	if (fd >= 0) {
+	RTE_VERIFY(nfds <= 2);
+	if (nfds > 0) {
 		memset(&cm, 0, sizeof(cm));
 		mh.msg_control = cm.buf;
-		mh.msg_controllen = sizeof(cm.buf);
+		mh.msg_controllen = CMSG_SPACE(nfds * sizeof(int));
 		cm.h.cmsg_level = SOL_SOCKET;
 		cm.h.cmsg_type = SCM_RIGHTS;
-		cm.h.cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(&cm.h), &fd, sizeof(int));
+		cm.h.cmsg_len = CMSG_LEN(nfds * sizeof(int));
+		memcpy(CMSG_DATA(&cm.h), fds, nfds * sizeof(int));
 	}
 	/* A client that does not read its replies only stalls itself. */
 	return sendmsg(c->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) < 0 ? -errno : 0;
+}
+
+/* A reply, with a file descriptor attached when fd >= 0. */
+static int
+reply_fd(struct ncd_conn *c, const struct nc_ctl_req *req, int32_t status, const void *body,
+	 size_t len, int fd)
+{
+	return reply_fds(c, req, status, body, len, &fd, fd >= 0);
 }
 
 static int
@@ -1131,7 +1142,7 @@ do_hello(struct ncd *d, struct ncd_conn *c, const struct nc_ctl_req *req, const 
 			reply(c, req, ret, NULL, 0);
 			return ret;
 		}
-		if (!within_limit(d, &c->cred, LIM_MEMORY, rg->size, why, sizeof(why))) {
+		if (!within_limit(d, &c->cred, LIM_MEMORY, rg->size + rg->csize, why, sizeof(why))) {
 			ncd_region_free(rg);
 			reply(c, req, -EDQUOT, why, strlen(why));
 			return -EDQUOT;
@@ -1161,10 +1172,13 @@ do_hello(struct ncd *d, struct ncd_conn *c, const struct nc_ctl_req *req, const 
 	if (rg == NULL)
 		return reply(c, req, 0, &hr, sizeof(hr));
 	hr.region_size = rg->size;
-	ret = reply_fd(c, req, 0, &hr, sizeof(hr), rg->fd);
-	/* The client has its own; the daemon keeps only the mapping. */
+	/* The daemon's part (read-only), then the client's. */
+	ret = reply_fds(c, req, 0, &hr, sizeof(hr), (const int[]){ rg->fd, rg->cfd }, 2);
+	/* The client has its own; the daemon keeps only the mappings. */
 	close(rg->fd);
+	close(rg->cfd);
 	rg->fd = -1;
+	rg->cfd = -1;
 	return ret;
 }
 
