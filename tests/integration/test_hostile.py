@@ -224,8 +224,105 @@ class HostileBed(T.DaemonCase):
         self.assertEqual(echo.wait(timeout=10), 0)
         self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
 
+    def test_client_sends_only_as_the_host(self):
+        """Channels of port 7 for 0.0.0.0/1, 128.0.0.0/1, ::/1 and 8000::/1 (each a half of the
+        Internet) send from 8.8.8.8, from the peer's own address, from the host's port 53 and
+        from addresses of the prefix the host does not have: all refused and counted by
+        reason. The wire carries only the host's own replies from port 7."""
+        e = self.env
+        shutil.copytree(os.path.join(T.SRC, "python/netchannel"), os.path.join(self.w, "netchannel"))
+        for addr in (e["TB_HOST4"], e["TB_HOST6"]):   # the host's kernel learns the peer's MAC
+            self.ns("PEER", "ping", "-c", "1", "-W", "2", addr)
+        sniff = self.bg("PEER", "/usr/bin/python3", "-c", SNIFF, "10", "3")
+        self.wait_line(sniff, "sniffing")
+        env = T.python_env(dict(os.environ, PYTHONPATH=self.w, LD_LIBRARY_PATH=self.w,
+                                NETCHANNEL_LIB=os.path.join(self.w, "libnetchannel.so.0")),
+                           os.path.join(self.w, "libnetchannel.so.0"))
+        spoof = subprocess.Popen(["ip", "netns", "exec", e["TB_HOST_NS"]] + NOBODY +
+                                 ["/usr/bin/python3", "-c", SPOOF, self.sock, e["TB_HOST4"],
+                                  e["TB_PEER4"], e["TB_HOST6"], e["TB_PEER6"]], env=env,
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                 stderr=subprocess.STDOUT, text=True)
+        self.procs.append(spoof)
+        self.wait_line(spoof, "sent")
+        wire = json.loads(self.finish(sniff).splitlines()[-1])
+        self.assertEqual(wire, sorted([[e["TB_HOST4"], 7], [e["TB_HOST6"], 7]]))
+
+        def spoofed(name):
+            cs = self.ncctl(f"show channel {name}")["counters"]
+            return {k: cs[k] for k in ("tx", "tx_spoofed_addr", "tx_spoofed_flow")}
+        self.assertEqual(spoofed("lo4"), {"tx": 1, "tx_spoofed_addr": 2, "tx_spoofed_flow": 1})
+        self.assertEqual(spoofed("hi4"), {"tx": 0, "tx_spoofed_addr": 1, "tx_spoofed_flow": 0})
+        self.assertEqual(spoofed("lo6"), {"tx": 0, "tx_spoofed_addr": 1, "tx_spoofed_flow": 0})
+        self.assertEqual(spoofed("hi6"), {"tx": 1, "tx_spoofed_addr": 1, "tx_spoofed_flow": 1})
+        spoof.stdin.close()
+        self.assertEqual(spoof.wait(timeout=30), 0, spoof.stdout.read())
+        self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
 
 
+
+# uid 65534 with the Python package: channels of udp port 7 for each half of the IPv4 and
+# IPv6 address spaces, and from them, IP packets to the peer's port 4000 from forged sources
+# and ports, and one honest reply from the host's address for each family.
+SPOOF = """
+import socket, struct, sys
+import netchannel
+sock, host4, peer4, host6, peer6 = sys.argv[1:6]
+
+def csum(b):
+    b += b"\\0" * (len(b) & 1)
+    s = sum(struct.unpack("!%dH" % (len(b) // 2), b))
+    s = (s >> 16) + (s & 0xffff)
+    return ~(s + (s >> 16)) & 0xffff
+
+def udp(src, dst, sport, payload):
+    fam = socket.AF_INET6 if ":" in src else socket.AF_INET
+    s, d = socket.inet_pton(fam, src), socket.inet_pton(fam, dst)
+    u = struct.pack("!HHHH", sport, 4000, 8 + len(payload), 0) + payload
+    if fam == socket.AF_INET:
+        h = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(u), 1, 0, 64, 17, 0, s, d)
+        return h[:10] + struct.pack("!H", csum(h)) + h[12:] + u
+    c = csum(s + d + struct.pack("!IxxxB", len(u), 17) + u) or 0xffff
+    u = u[:6] + struct.pack("!H", c) + u[8:]
+    return struct.pack("!IHBB16s16s", 0x60000000, len(u), 17, 64, s, d) + u
+
+with netchannel.Client(sock) as c:
+    ch = {n: c.create(n, 7, dst=d, tx=True) for n, d in
+          (("lo4", "0.0.0.0/1"), ("hi4", "128.0.0.0/1"), ("lo6", "::/1"), ("hi6", "8000::/1"))}
+    for name, src, dst, sport in (
+            ("lo4", "8.8.8.8", peer4, 7), ("lo4", peer4, peer4, 7), ("lo4", host4, peer4, 53),
+            ("hi4", "200.1.1.1", peer4, 7), ("lo4", host4, peer4, 7),
+            ("lo6", "2001:4860::8888", peer6, 7), ("hi6", peer6, peer6, 7),
+            ("hi6", host6, peer6, 53), ("hi6", host6, peer6, 7)):
+        ch[name].send_ip(udp(src, dst, sport, b"from " + src.encode()))
+    print("sent", flush=True)
+    sys.stdin.read()
+"""
+
+# The peer's eth0, watched: the sources and source ports of the UDP datagrams to port 4000 that
+# reach the wire within secs seconds (or once n have), as JSON.
+SNIFF = """
+import json, socket, struct, sys, time
+secs, n = float(sys.argv[1]), int(sys.argv[2])
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
+s.bind(("eth0", 0))
+s.settimeout(0.2)
+print("sniffing", flush=True)
+seen, end = [], time.time() + secs
+while time.time() < end and len(seen) < n:
+    try:
+        f = s.recv(2048)
+    except socket.timeout:
+        continue
+    t = struct.unpack("!H", f[12:14])[0]
+    if t == 0x0800 and f[23] == 17 and struct.unpack("!H", f[36:38])[0] == 4000:
+        seen.append([socket.inet_ntop(socket.AF_INET, f[26:30]),
+                     struct.unpack("!H", f[34:36])[0]])
+    elif t == 0x86dd and f[20] == 17 and struct.unpack("!H", f[56:58])[0] == 4000:
+        seen.append([socket.inet_ntop(socket.AF_INET6, f[22:38]),
+                     struct.unpack("!H", f[54:56])[0]])
+print(json.dumps(sorted(seen)), flush=True)
+"""
 # uid 65534 takes every free 2 MiB hugepage it can (as any user may, with MAP_HUGETLB), says
 # how many, and holds them until its stdin closes.
 HOG = """

@@ -75,7 +75,7 @@ struct ncd_chan_stats {
 	uint64_t tx_spoofed;               /* not its own to send: the sum of the reasons below */
 	uint64_t tx_spoofed_mac;           /* a frame whose source MAC is not the port's */
 	uint64_t tx_spoofed_vlan;          /* a frame with a VLAN tag */
-	uint64_t tx_spoofed_addr;          /* from an address not the host's (a channel of any dst) */
+	uint64_t tx_spoofed_addr;          /* from an address not the host's */
 	uint64_t tx_spoofed_flow;          /* not the reverse of the channel's flows (proto, dst, ports) */
 	uint64_t tx_spoofed_not_ip;        /* ARP and the like: the kernel's to send */
 	uint64_t tx_malformed;             /* not a well-formed IP packet */

@@ -30,8 +30,11 @@
  * puts the packet back on the ring once resolved). Either must come from the
  * channel's own flows, or it is dropped as spoofed: a frame from the port's
  * own MAC and with no VLAN tag; its reversed 5-tuple matching the channel's
- * rule (without the rule's source side); and, for a channel that names no
- * destination, from one of the host's addresses (its kernel interface's).
+ * rule (without the rule's source side): the channel's protocol, a source
+ * port among its destination ports, a source address in its destination
+ * prefix; and, whatever the prefix (a rule for 0.0.0.0/1 spans most of the
+ * Internet), from one of the host's addresses on the port, as netlink last
+ * gave them: else a user allowed port 7 could send as anyone, the peer too.
  */
 void
 ncd_dp_tx_send(struct ncd *d, struct ncd_worker *w, const struct ncd_channel *ch,
@@ -104,7 +107,7 @@ ncd_dp_tx_send(struct ncd *d, struct ncd_worker *w, const struct ncd_channel *ch
 			bad[nbad++] = x;
 			continue;
 		}
-		if (ch->tx_rule.dst_len == 0 && !ncd_host_addr(p, &pp.key)) {
+		if (!ncd_host_addr(p, &pp.key)) {
 			SPOOFED(cs, tx_spoofed_addr);
 			bad[nbad++] = x;
 			continue;
