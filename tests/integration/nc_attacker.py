@@ -14,8 +14,11 @@ then holds on to everything until its stdin closes.
                                               channels of udp/PORT, at priorities 0..N-1
     nc_attacker.py SOCKET sink PORT           an isolated client's channel of udp/PORT,
                                               never read
-    nc_attacker.py SOCKET look NAME           what it sees: CHANNEL_LIST's and STATS' channels,
-                                              show clients' uids, show channel NAME's status
+    nc_attacker.py SOCKET look NAME [ID]      what it sees: CHANNEL_LIST's and STATS' channels,
+                                              show clients' uids, show channel NAME's status;
+                                              with ID, what DESTROY and CHANNEL_STATS of ID
+                                              and of an unused id, and ATTACH of NAME and of
+                                              an unused name, answer
 """
 import json
 import socket
@@ -126,6 +129,15 @@ def main():
                sorted(ch["name"] for ch in c.json(W.STATS)["channels"]),
                sorted({cl["uid"] for cl in json.loads(body)}),
                c.cli(f"show channel {args[0]}", W.CLI_F_JSON)[0]]
+        if len(args) > 1:
+            # Probing: another user's channel by id and by name, and ones that do not exist.
+            iso = W.Ctl(path)
+            conns.append(iso)
+            assert hello(iso)[0] == 0
+            out.append([[c.call(t, W.ID.pack(i))[0] for t in (W.DESTROY, W.CHAN_STATS)]
+                        for i in (int(args[1]), 4000)] +
+                       [[iso.call(W.ATTACH, W.NAME.pack(n.encode()))[0]
+                         for n in (args[0], "no-such-channel")]])
     print(json.dumps(out), flush=True)
     sys.stdin.read()
 

@@ -849,10 +849,17 @@ do_create(struct ncd *d, struct ncd_conn *c, const struct nc_ctl_req *req, const
 
 		if (same_user(c, o))
 			continue;
-		owner_name(o, owner, sizeof(owner));
-		n = snprintf(why, sizeof(why), "it would take the flows of channel %s of %s "
-			     "(priority %u, this one %u)", o->name, owner, o->rule.priority,
-			     cc.rule.priority);
+		/* Another user's channel, named only to a user who may see it. */
+		if (ncd_conn_sees(d, c, o)) {
+			owner_name(o, owner, sizeof(owner));
+			n = snprintf(why, sizeof(why), "it would take the flows of channel %s of %s "
+				     "(priority %u, this one %u)", o->name, owner,
+				     o->rule.priority, cc.rule.priority);
+		} else {
+			n = snprintf(why, sizeof(why), "it would take the flows of another user's "
+				     "channel (priority %u, this one %u)", o->rule.priority,
+				     cc.rule.priority);
+		}
 		ctl.shadow_refusals++;
 		NCD_LOG(INFO, "control: pid %d uid %u refused: %s", (int)c->cred.pid, c->cred.uid,
 			why);
@@ -898,9 +905,13 @@ do_destroy(struct ncd *d, struct ncd_conn *c, const struct nc_ctl_req *req, cons
 			detach(d, c, i);
 			return reply(c, req, 0, NULL, 0);
 		}
-	/* Not this connection's: static channels and others' are not to be destroyed here. */
-	return reply(c, req, m->id < d->cfg.max_channels && d->channels[m->id] ? -EPERM : -ENOENT,
-		     NULL, 0);
+	/*
+	 * Not this connection's: static channels and others' are not to be
+	 * destroyed here. One the user may not see is no channel at all, so that
+	 * ids cannot be probed.
+	 */
+	return reply(c, req, m->id < d->cfg.max_channels && d->channels[m->id] != NULL &&
+		     ncd_conn_sees(d, c, d->channels[m->id]) ? -EPERM : -ENOENT, NULL, 0);
 }
 
 /*
@@ -946,9 +957,10 @@ do_attach(struct ncd *d, struct ncd_conn *c, const struct nc_ctl_req *req, const
 	if (id >= 0 && d->channels[id] != NULL) {
 		const struct ncd_channel *ch = d->channels[id];
 
-		if (ch->owner >= 0)        /* a client's own */
-			return reply(c, req, -EPERM, NULL, 0);
-		if (!allowed(d, &c->cred, &ch->rule))
+		/* One it may not see is none; a client's own it may see (its user's) is not for it. */
+		if (!ncd_conn_sees(d, c, ch))
+			return reply(c, req, -ENOENT, NULL, 0);
+		if (ch->owner >= 0 || !allowed(d, &c->cred, &ch->rule))
 			return reply(c, req, -EPERM, NULL, 0);
 		if (c->hello_flags & NC_HELLO_F_CONTROL)
 			return reply(c, req, -EOPNOTSUPP, NULL, 0);
@@ -1004,7 +1016,7 @@ usable_channel(const struct ncd *d, const struct ncd_conn *c, uint32_t id, struc
 {
 	struct ncd_channel *ch = id < d->cfg.max_channels ? d->channels[id] : NULL;
 
-	if (ch == NULL)
+	if (ch == NULL || !ncd_conn_sees(d, c, ch))
 		return -ENOENT;
 	if (ch->owner != c->slot &&
 	    (ch->owner >= 0 || !allowed(d, &c->cred, &ch->rule)))
