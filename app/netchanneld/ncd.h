@@ -19,6 +19,7 @@
 #include <rte_mbuf_dyn.h>
 
 #include "core/config.h"
+#include "core/log.h"
 #include "core/stats.h"
 #include "nat/nat.h"
 #include "nc_proto.h"
@@ -31,6 +32,22 @@ extern int ncd_logtype, ncd_logtype_control, ncd_logtype_worker, ncd_logtype_nex
 #endif
 #define NCD_LOG(level, fmt, ...) \
 	rte_log(RTE_LOG_##level, NCD_LOGTYPE, "netchanneld: " fmt "\n", ##__VA_ARGS__)
+
+/*
+ * NCD_LOG() for what a user can make the daemon say again and again (a
+ * refusal, a connection closed): NCD_LOG_BURST lines of each kind a second
+ * for each uid, the rest counted and said by number (ncd_log_allow()).
+ */
+#define NCD_LOG_USER(level, uid, fmt, ...) do { \
+	unsigned int ncd_sup_; \
+	if (ncd_log_allow(fmt, (uid), &ncd_sup_)) { \
+		if (ncd_sup_ > 0) \
+			NCD_LOG(level, fmt " (and %u more like it suppressed)", ##__VA_ARGS__, \
+				ncd_sup_); \
+		else \
+			NCD_LOG(level, fmt, ##__VA_ARGS__); \
+	} \
+} while (0)
 
 /* The control thread's clock: milliseconds, from the TSC. */
 static inline uint64_t

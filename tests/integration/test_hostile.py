@@ -259,7 +259,48 @@ class HostileBed(T.DaemonCase):
         self.assertEqual(spoof.wait(timeout=30), 0, spoof.stdout.read())
         self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
 
+    def test_connection_flood_leaves_the_log_short(self):
+        """uid 65534 opens and closes connections as fast as it can for 5 s, with and without
+        HELLO, holding 20 at a time (over its 16): each kind of line about it is logged a few
+        times a second and the rest counted, so the log grows by at most 300 lines."""
+        before = len(self.daemon.output().splitlines())
+        r = self.ns("HOST", "/usr/bin/python3", "-c", CONN_FLOOD, self.w, self.sock, "5",
+                    user=NOBODY)
+        self.assertGreater(int(r.stdout), 1000, "the flood's connections")
+        T.wait_until(lambda: self.ncctl("show clients") is not None and
+                     not [cl for cl in self.ncctl("show clients") if cl["uid"] == 65534],
+                     what="the flood's connections closed")
+        T.wait_until(lambda: "suppressed" in self.daemon.output(), timeout=5,
+                     what="the count of suppressed lines")
+        grown = self.daemon.output().splitlines()[before:]
+        self.assertLessEqual(len(grown), 300, "\n".join(grown[:50]))
+        self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
 
+
+# uid 65534 opens and closes connections for secs seconds: HELLO on every other one, 20 open at
+# a time (its limit is 16, so some are refused). Prints how many it opened.
+CONN_FLOOD = """
+import sys, time
+sys.path.insert(0, sys.argv[1])
+import nc_wire as W
+path, secs = sys.argv[2], float(sys.argv[3])
+held, n, end = [], 0, time.time() + secs
+while time.time() < end:
+    c = W.Ctl(path, timeout=1)
+    try:
+        if n % 2:
+            c.send(W.HELLO, W.hello_body(flags=W.HELLO_F_CONTROL))
+        held.append(c)
+        c.s
+    except OSError:
+        pass
+    n += 1
+    if len(held) > 20:
+        held.pop(0).close()
+for c in held:
+    c.close()
+print(n)
+"""
 
 # uid 65534 with the Python package: channels of udp port 7 for each half of the IPv4 and
 # IPv6 address spaces, and from them, IP packets to the peer's port 4000 from forged sources

@@ -268,7 +268,7 @@ within_limit(const struct ncd *d, const struct ucred *cr, int k, uint64_t more, 
 	else
 		snprintf(why, len, "control.limits.%s: uid %u would hold %" PRIu64 ", over its %"
 			 PRIu64, lim_names[k], cr->uid, use[k] + more, max);
-	NCD_LOG(INFO, "control: pid %d refused: %s", (int)cr->pid, why);
+	NCD_LOG_USER(INFO, cr->uid, "control: pid %d refused: %s", (int)cr->pid, why);
 	return false;
 }
 
@@ -511,9 +511,9 @@ reclaim_mbufs(struct ncd *d, struct ncd_conn *c)
 	d->mbufs_reclaimed += r.n;
 	d->cache_flushed += cached;
 	if (r.n > 0 || cached > 0)
-		NCD_LOG(INFO, "control: pid %d died holding %u mbufs (%" PRIu64 " counted) and %u in "
-			"its lcore %u cache: all back in the pool", (int)c->cred.pid, r.n, e->held,
-			cached, c->lcore_id);
+		NCD_LOG_USER(INFO, c->cred.uid, "control: pid %d died holding %u mbufs (%" PRIu64
+			     " counted) and %u in its lcore %u cache: all back in the pool",
+			     (int)c->cred.pid, r.n, e->held, cached, c->lcore_id);
 }
 
 int
@@ -615,8 +615,8 @@ expire_handshakes(struct ncd *d)
 
 		if (c->fd < 0 || c->hello || now - c->accepted_ms < d->cfg.hello_timeout_ms)
 			continue;
-		NCD_LOG(NOTICE, "control: pid %d uid %u said no HELLO in %u ms: closed",
-			(int)c->cred.pid, c->cred.uid, d->cfg.hello_timeout_ms);
+		NCD_LOG_USER(NOTICE, c->cred.uid, "control: pid %d uid %u said no HELLO in %u ms: "
+			     "closed", (int)c->cred.pid, c->cred.uid, d->cfg.hello_timeout_ms);
 		ctl.hello_timeouts++;
 		client_close(d, c);
 	}
@@ -633,8 +633,8 @@ client_close(struct ncd *d, struct ncd_conn *c)
 	}
 	while (c->nattached > 0)
 		detach(d, c, 0);
-	NCD_LOG(INFO, "control: pid %d uid %u closed, %u channels removed", (int)c->cred.pid,
-		c->cred.uid, c->nchannels);
+	NCD_LOG_USER(INFO, c->cred.uid, "control: pid %d uid %u closed, %u channels removed",
+		     (int)c->cred.pid, c->cred.uid, c->nchannels);
 	c->nchannels = 0;
 	epoll_ctl(ctl.epoll_fd, EPOLL_CTL_DEL, c->fd, NULL);
 	close(c->fd);
@@ -861,8 +861,8 @@ do_create(struct ncd *d, struct ncd_conn *c, const struct nc_ctl_req *req, const
 				     cc.rule.priority);
 		}
 		ctl.shadow_refusals++;
-		NCD_LOG(INFO, "control: pid %d uid %u refused: %s", (int)c->cred.pid, c->cred.uid,
-			why);
+		NCD_LOG_USER(INFO, c->cred.uid, "control: pid %d uid %u refused: %s",
+			     (int)c->cred.pid, c->cred.uid, why);
 		return reply(c, req, -EADDRINUSE, why, (size_t)n);
 	}
 	/* The last channels of max_channels are the operator's. */
@@ -880,7 +880,8 @@ do_create(struct ncd *d, struct ncd_conn *c, const struct nc_ctl_req *req, const
 	if (id < 0)
 		return reply(c, req, id, NULL, 0);
 	c->channels[c->nchannels++] = (uint32_t)id;
-	NCD_LOG(INFO, "control: pid %d created channel %s (%d)", (int)c->cred.pid, cc.name, id);
+	NCD_LOG_USER(INFO, c->cred.uid, "control: pid %d created channel %s (%d)",
+		     (int)c->cred.pid, cc.name, id);
 	owner_name(d->channels[id], why, sizeof(why));
 	ncd_log_shadowing(d, (uint32_t)id, why);
 	channel_info(d, d->channels[id], &info);
@@ -994,8 +995,8 @@ do_attach(struct ncd *d, struct ncd_conn *c, const struct nc_ctl_req *req, const
 				d->channels[id]->consumer = c->slot + 1;
 			c->attached[c->nattached].id = (uint32_t)id;
 			c->attached[c->nattached++].gen = ch->dir->generation;
-			NCD_LOG(INFO, "control: pid %d attached to channel %s (%d)", (int)c->cred.pid,
-				ch->name, id);
+			NCD_LOG_USER(INFO, c->cred.uid, "control: pid %d attached to channel %s (%d)",
+				     (int)c->cred.pid, ch->name, id);
 		}
 		channel_info(d, ch, &info);
 		/* A consumer of a shared channel: its packets come on a ring of its own. */
@@ -1128,8 +1129,8 @@ do_hello(struct ncd *d, struct ncd_conn *c, const struct nc_ctl_req *req, const 
 		return -EINVAL;
 	}
 	if ((h->flags & NC_HELLO_F_ZEROCOPY) && !zero_copy_allowed(d, &c->cred)) {
-		NCD_LOG(NOTICE, "control: pid %d uid %u refused zero-copy (control.allow's zero_copy)",
-			(int)c->cred.pid, c->cred.uid);
+		NCD_LOG_USER(NOTICE, c->cred.uid, "control: pid %d uid %u refused zero-copy "
+			     "(control.allow's zero_copy)", (int)c->cred.pid, c->cred.uid);
 		reply(c, req, -EPERM, NULL, 0);
 		return -EPERM;
 	}
@@ -1243,8 +1244,8 @@ client_readable(struct ncd *d, struct ncd_conn *c)
 		    (ret == -EINVAL && c->hello == false)) {
 			ctl.bad_messages++;
 			if (++c->errors >= NC_CTL_MAX_ERRORS) {
-				NCD_LOG(NOTICE, "control: pid %d sent %u bad messages: closing",
-					(int)c->cred.pid, c->errors);
+				NCD_LOG_USER(NOTICE, c->cred.uid, "control: pid %d sent %u bad messages: "
+					     "closing", (int)c->cred.pid, c->errors);
 				client_close(d, c);
 				return;
 			}
@@ -1418,6 +1419,7 @@ ncd_control_poll(struct ncd *d, int timeout_ms)
 	ncd_rates_tick(d);
 	ncd_capture_reap(d);
 	ncd_log_notes();
+	ncd_log_flush_suppressed();
 	for (int i = 0; i < n; i++) {
 		if (evs[i].data.ptr == NULL)
 			accept_clients(d);

@@ -174,3 +174,76 @@ ncd_log_notes(void)
 			said[i] = true;
 		}
 }
+
+/*
+ * The rate limits: a small table of the kinds and uids seen lately. A kind
+ * and uid not in it takes the slot idle longest; its count, if any, is said
+ * first.
+ */
+#define RL_SLOTS 64
+#define RL_WINDOW_MS 1000
+
+static struct {
+	const char *fmt;
+	unsigned int uid;
+	uint64_t since_ms;             /* the current window's start */
+	unsigned int logged;           /* lines in this window */
+	unsigned int suppressed;       /* lines suppressed since the last one logged */
+} rl[RL_SLOTS];
+
+static void
+say_suppressed(unsigned int k)
+{
+	NCD_LOG(NOTICE, "log: %u more lines like \"%.60s\" about uid %u suppressed",
+		rl[k].suppressed, rl[k].fmt, rl[k].uid);
+	rl[k].suppressed = 0;
+}
+
+bool
+ncd_log_allow(const char *fmt, unsigned int uid, unsigned int *suppressed)
+{
+	uint64_t now = ncd_now_ms();
+	unsigned int k, idle = 0;
+
+	for (k = 0; k < RL_SLOTS; k++) {
+		if (rl[k].fmt == fmt && rl[k].uid == uid)
+			break;
+		if (rl[k].fmt == NULL || rl[k].since_ms < rl[idle].since_ms)
+			idle = k;
+	}
+	if (k == RL_SLOTS) {
+		k = idle;
+		if (rl[k].fmt != NULL && rl[k].suppressed > 0)
+			say_suppressed(k);
+		rl[k].fmt = fmt;
+		rl[k].uid = uid;
+		rl[k].since_ms = now;
+		rl[k].logged = 0;
+		rl[k].suppressed = 0;
+	}
+	if (now - rl[k].since_ms >= RL_WINDOW_MS) {
+		rl[k].since_ms = now;
+		rl[k].logged = 0;
+	}
+	if (rl[k].logged >= NCD_LOG_BURST) {
+		rl[k].suppressed++;
+		return false;
+	}
+	rl[k].logged++;
+	*suppressed = rl[k].suppressed;
+	rl[k].suppressed = 0;
+	return true;
+}
+
+void
+ncd_log_flush_suppressed(void)
+{
+	uint64_t now = ncd_now_ms();
+
+	for (unsigned int k = 0; k < RL_SLOTS; k++)
+		if (rl[k].suppressed > 0 && now - rl[k].since_ms >= RL_WINDOW_MS) {
+			say_suppressed(k);
+			rl[k].since_ms = now;
+			rl[k].logged = 0;
+		}
+}

@@ -10,6 +10,8 @@
 #ifndef NCD_CORE_LOG_H
 #define NCD_CORE_LOG_H
 
+#include <stdbool.h>
+
 /**
  * Take over DPDK's log stream, and libbpf's and libxdp's messages (before
  * rte_eal_init(), so that the probes' messages pass through it).
@@ -22,5 +24,25 @@ void ncd_log_setup(void);
  * control poll: a TAP made again says its messages again).
  */
 void ncd_log_notes(void);
+
+/**
+ * Whether a line of this kind (its format string) about this uid may be
+ * logged now, as the kernel's net_ratelimit() decides: NCD_LOG_BURST lines
+ * of a kind and uid a second, the rest suppressed and counted, so that no
+ * user can flood the log. For the control thread only.
+ *
+ * @param suppressed
+ *   Set to the lines of this kind and uid suppressed since the last one
+ *   logged, for the line to say so.
+ */
+bool ncd_log_allow(const char *fmt, unsigned int uid, unsigned int *suppressed);
+
+/**
+ * Say, for each kind and uid whose lines were suppressed and that logged
+ * nothing since, how many (once a second at most; from the control poll).
+ */
+void ncd_log_flush_suppressed(void);
+
+#define NCD_LOG_BURST 5            /**< lines of a kind and uid a second, at most */
 
 #endif
