@@ -526,6 +526,7 @@ out_eal:
 	rte_eal_cleanup();
 	teardown_step("removing the prefix's files");
 	remove_prefix_files(d->file_prefix, runtime_dir);
+	ncd_ports_unclaim();
 	teardown_end();
 	ncd_config_free(&d->cfg);
 	return ret;

@@ -616,7 +616,7 @@ class TestBed(T.DaemonCase):
     def test_second_daemon_leaves_the_first_alone(self):
         """A second netchanneld on the same interface fails at start (exit 1), naming the
         first, before it touches the interface: the first keeps its XDP program, and the
-        host stays reachable through it."""
+        host stays reachable through it. The first's clean exit removes its lock file."""
         e = self.env
         self.ns("PEER", "ping", "-c", "1", "-W", "2", e["TB_HOST4"])
         with open(self.daemon.config) as f:
@@ -634,7 +634,10 @@ class TestBed(T.DaemonCase):
         rx = self.ncctl("show port stats wire0")[0]["rx"]
         self.ns("PEER", "ping", "-c", "2", "-W", "2", e["TB_HOST4"])
         self.assertGreater(self.ncctl("show port stats wire0")[0]["rx"], rx)
+        lock = re.search(r"\((/run/lock/netchanneld/[^)]+\.lock)\)", r.stderr).group(1)
+        self.assertTrue(os.path.exists(lock), "the second left the first's lock file")
         self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
+        self.assertFalse(os.path.exists(lock), f"{lock} is left after a clean exit")
 
     def test_nat_tcp_both_ways(self):
         """A peer connects to a NATed address:port on the host and reaches a server on

@@ -5,7 +5,7 @@
  * the interface's XDP program before it fails). So each port's device, and
  * its exception device, is claimed with a lock file before EAL probes
  * anything; the kernel releases the locks when the process ends, however it
- * ends.
+ * ends, and a clean exit removes the files too.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -17,10 +17,19 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <rte_common.h>
+
 #include "core/config.h"
 #include "port/port.h"
 
 #define LOCK_DIR "/run/lock/netchanneld"
+
+/* The locks this process holds: their files go at a clean exit (ncd_ports_unclaim()). */
+static struct {
+	int fd;
+	char path[256];
+} held[NCD_MAX_PORTS * 2];
+static unsigned int nheld;
 
 /*
  * What a device string names that another process could also take: a kernel
@@ -73,12 +82,26 @@ claim(const char *port, const char *dev, char *err, size_t errlen)
 	if (dev == NULL || !device_key(dev, key, sizeof(key)))
 		return 0;
 	snprintf(path, sizeof(path), LOCK_DIR "/%s.lock", key);
+again:
 	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
 	if (fd < 0) {
 		snprintf(err, errlen, "port %s: open(%s): %s", port, path, strerror(errno));
 		return -1;
 	}
-	if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+	if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+		struct stat a, b;
+
+		/*
+		 * The daemon before may have removed the file (a clean exit) between
+		 * this open and this lock: a lock on a file no longer at the path
+		 * guards nothing, so take the path's file anew.
+		 */
+		if (fstat(fd, &a) == 0 && (stat(path, &b) != 0 || a.st_ino != b.st_ino ||
+					   a.st_dev != b.st_dev)) {
+			close(fd);
+			goto again;
+		}
+	} else {
 		n = pread(fd, pid, sizeof(pid) - 1, 0);
 		pid[n > 0 ? n : 0] = '\0';
 		pid[strcspn(pid, "\n")] = '\0';
@@ -87,11 +110,26 @@ claim(const char *port, const char *dev, char *err, size_t errlen)
 		close(fd);
 		return -1;
 	}
-	/* Held until the process ends: the fd is never closed. The pid is for the message. */
+	/* Held until the process ends, or ncd_ports_unclaim(). The pid is for the message. */
 	n = snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
 	if (ftruncate(fd, 0) == 0 && pwrite(fd, pid, (size_t)n, 0) != n)
 		(void)ftruncate(fd, 0);
+	if (nheld < RTE_DIM(held)) {
+		held[nheld].fd = fd;
+		snprintf(held[nheld++].path, sizeof(held[0].path), "%s", path);
+	}
 	return 0;
+}
+
+void
+ncd_ports_unclaim(void)
+{
+	/* Removed while still locked: a daemon that opened it meanwhile sees it gone, and retries. */
+	while (nheld > 0) {
+		nheld--;
+		unlink(held[nheld].path);
+		close(held[nheld].fd);
+	}
 }
 
 int

@@ -99,13 +99,16 @@ bool ncd_devargs_iface(const char *dev, char *name, size_t len);
  * also take (a kernel interface, "iface=", in this network namespace; a PCI
  * address) with a lock file in /run/lock/netchanneld, before EAL probes
  * them: a second daemon on the same device fails here and leaves the first
- * alone. The locks last as long as the process.
+ * alone. The locks last as long as the process, or until ncd_ports_unclaim().
  *
  * @param err
  *   The reason when it fails: "port wire0: device ... is in use by netchanneld pid 7 (...)".
  * @return 0 or -1.
  */
 int ncd_ports_claim(const struct ncd_config *cfg, char *err, size_t errlen);
+
+/** At a clean exit: the lock files ncd_ports_claim() took removed, and let go. */
+void ncd_ports_unclaim(void);
 
 /** Start every port and exception device. @return 0 or -1. */
 int ncd_ports_start(struct ncd *d);
