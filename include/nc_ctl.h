@@ -184,7 +184,8 @@ struct nc_ctl_channel {
 	uint32_t flags;                /**< NC_CHANNEL_F_* */
 	/** With NC_CHANNEL_F_TX: its port's MAC, the only source MAC its frames may have. */
 	uint8_t tx_mac[6];
-	uint16_t reserved;
+	/** With NC_CHANNEL_F_TX: its port's MTU, the longest IP packet it may send (0: unsaid). */
+	uint16_t tx_mtu;
 };
 
 /** nc_ctl_channel flags. */

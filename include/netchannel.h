@@ -342,9 +342,10 @@ uint16_t nc_tx_bufs_get(struct nc_client *c, struct nc_buf *bufs, uint16_t n);
  * adds the Ethernet header (as nc_tx_burst_ip()).
  *
  * @return
- *   How many were sent; fewer than n with errno EINVAL when a buffer is not
- *   the next one nc_tx_bufs_get() gave, or is too long, or the channel cannot
- *   transmit.
+ *   How many were sent; fewer than n with errno EMSGSIZE when a frame is
+ *   longer than the port's MTU allows, or EINVAL when a buffer is not the
+ *   next one nc_tx_bufs_get() gave, or is longer than a buffer, or the
+ *   channel cannot transmit.
  */
 uint16_t nc_tx_bufs_send(struct nc_channel *ch, const struct nc_buf *bufs, uint16_t n, int ip);
 
@@ -386,8 +387,10 @@ uint16_t nc_tx_burst_ip(struct nc_channel *ch, struct rte_mbuf **pkts, uint16_t 
  * Copy a frame into an mbuf and transmit it, like the seed's write().
  *
  * @return
- *   len, or a negative errno: -EMSGSIZE (larger than an mbuf), -ENOBUFS (no
- *   mbuf, or the quota), -EAGAIN (the transmit ring is full), -EINVAL, -EPIPE.
+ *   len, or a negative errno: -EMSGSIZE (larger than an mbuf or a region's
+ *   buffer, or than the port's MTU allows: its MTU plus the 14 bytes of the
+ *   Ethernet header; nc_send_ip(): the MTU), -ENOBUFS (no mbuf, or the
+ *   quota), -EAGAIN (the transmit ring is full), -EINVAL, -EPIPE.
  */
 ssize_t nc_send(struct nc_channel *ch, const void *buf, size_t len);
 

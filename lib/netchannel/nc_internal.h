@@ -71,6 +71,7 @@ struct nc_channel {
 	uint32_t id;
 	uint64_t generation;       /* the channel's when we got it: another is a new channel */
 	uint8_t tx_mac[6];         /* its port's MAC, its frames' source (can_tx) */
+	uint16_t tx_mtu;           /* its port's MTU (can_tx; 0: the daemon did not say) */
 	int owned;                 /* created by this client: destroy it in the daemon */
 	int efd;                   /* the daemon's eventfd for this channel, or -1 */
 	int one_ring;              /* delivered on the client's one ring (NC_CONNECT_ONE_RING) */

@@ -404,6 +404,7 @@ channel_open(struct nc_client *c, const struct nc_ctl_channel *info, int owned)
 	ch->id = info->id;
 	ch->generation = info->generation;
 	memcpy(ch->tx_mac, info->tx_mac, sizeof(ch->tx_mac));
+	ch->tx_mtu = info->tx_mtu;
 	ch->owned = owned;
 	ch->can_tx = (info->flags & NC_CHANNEL_F_TX) != 0;
 	if (c->rg.base != NULL) {
@@ -657,9 +658,21 @@ send_region(struct nc_channel *ch, const void *buf, size_t len, int ip)
 	return (ssize_t)len;
 }
 
+/*
+ * Whether a frame (ip: an IP packet) of len bytes fits the port's MTU: the
+ * daemon drops a longer one (tx_too_big), which the NIC would not send.
+ */
+static int
+fits_mtu(const struct nc_channel *ch, size_t len, int ip)
+{
+	return ch->tx_mtu == 0 || len <= (size_t)ch->tx_mtu + (ip ? 0 : 14);
+}
+
 static ssize_t
 send_copy(struct nc_channel *ch, const void *buf, size_t len, int ip)
 {
+	if (ch->can_tx && !fits_mtu(ch, len, ip))
+		return -EMSGSIZE;
 	if (ch->client->rg.base != NULL)
 		return send_region(ch, buf, len, ip);
 	if (ch->tx == NULL)
@@ -827,6 +840,7 @@ nc_tx_bufs_send(struct nc_channel *ch, const struct nc_buf *bufs, uint16_t n, in
 {
 	struct region *g = &ch->client->rg;
 	uint32_t mask, k = 0;
+	int err = EINVAL;
 
 	if (g->base == NULL || !ch->can_tx) {
 		errno = g->base == NULL ? EOPNOTSUPP : EINVAL;
@@ -840,6 +854,10 @@ nc_tx_bufs_send(struct nc_channel *ch, const struct nc_buf *bufs, uint16_t n, in
 		if (bufs[k].offset != g->h.tx_buf_off + (uint64_t)slot * g->h.buf_size ||
 		    bufs[k].len > g->h.buf_size)
 			break;
+		if (!fits_mtu(ch, bufs[k].len, ip)) {
+			err = EMSGSIZE;
+			break;
+		}
 		g->tx->desc[slot] = (struct nc_desc){ .offset = bufs[k].offset, .length = bufs[k].len,
 						      .channel = ch->id,
 						      .flags = ip ? NC_DESC_F_IP : 0 };
@@ -848,7 +866,7 @@ nc_tx_bufs_send(struct nc_channel *ch, const struct nc_buf *bufs, uint16_t n, in
 	g->tx_pending -= k;
 	__atomic_store_n(&g->tx->head, g->tx_head, __ATOMIC_RELEASE);
 	if (k < n)
-		errno = EINVAL;
+		errno = err;
 	return (uint16_t)k;
 }
 

@@ -8,6 +8,7 @@
  *   nc_iso_client SOCK attach NAME COUNT     attach to a static channel, receive COUNT, hold 3 s
  *   nc_iso_client SOCK frames PORT HEX...    claim udp/PORT (any destination), send each frame,
  *                                            print the outcomes, hold until stdin closes
+ *   nc_iso_client SOCK raw-frames PORT HEX... the same, each frame put on the tx ring as it is
  *   nc_iso_client SOCK follow NAME WORD      attach, receive until the channel is gone (ESTALE),
  *                                            every packet carrying WORD
  *   nc_iso_client SOCK hostile PORT SECRET   look for SECRET, attack the region until killed
@@ -243,6 +244,19 @@ follow(const char *sock, const char *name, const char *word)
  * the daemon lets out only those from the port's MAC and one of the host's
  * addresses. Prints the outcomes, and keeps the channel until stdin closes.
  */
+/* A frame written in hex, into f (size bytes at most). @return its length */
+static size_t
+unhex(const char *hex, uint8_t *f, size_t size)
+{
+	size_t len = strlen(hex) / 2;
+
+	if (len > size)
+		len = size;
+	for (size_t k = 0; k < len; k++)
+		sscanf(hex + 2 * k, "%2hhx", &f[k]);
+	return len;
+}
+
 static int
 send_frames(const char *sock, long port, int n, char **hex)
 {
@@ -256,14 +270,16 @@ send_frames(const char *sock, long port, int n, char **hex)
 		return 2;
 	}
 	ch = claim(c, "frames", port);
+	printf("results");
 	for (int i = 0; i < n; i++) {
 		uint8_t f[2048];
-		size_t len = strlen(hex[i]) / 2;
+		size_t len = unhex(hex[i], f, sizeof(f));
+		ssize_t r = nc_send(ch, f, len);
 
-		for (size_t k = 0; k < len && k < sizeof(f); k++)
-			sscanf(hex[i] + 2 * k, "%2hhx", &f[k]);
-		sent += nc_send(ch, f, len < sizeof(f) ? len : sizeof(f)) > 0;
+		printf(" %zd", r);
+		sent += r > 0;
 	}
+	printf("\n");
 	/* Until the daemon has an outcome for each (2 s at most). */
 	for (int i = 0; i < 200 && nc_channel_stats(ch, &st) == 0 &&
 	     st.tx + st.tx_spoofed + st.tx_malformed + st.tx_dropped < (uint64_t)sent; i++)
@@ -615,6 +631,37 @@ returns(const char *sock, long port)
 	while (getchar() != EOF)
 		;
 	free(off);
+	return 0;
+}
+
+/*
+ * Claim udp/port and put each frame on the tx ring as it is, as a client
+ * that does not use libnetchannel would (which checks the MTU itself);
+ * then hold until stdin closes.
+ */
+static int
+raw_frames(const char *sock, long port, int n, char **hex)
+{
+	struct raw r;
+	uint32_t head;
+
+	if (raw_open(sock, port, 0, "rawframes", &r) != 0)
+		return 2;
+	head = __atomic_load_n(&r.tx->head, __ATOMIC_RELAXED);
+	for (int i = 0; i < n && (uint32_t)i < r.h.tx_size; i++, head++) {
+		uint32_t slot = head & (r.h.tx_size - 1);
+		uint64_t off = r.h.tx_buf_off + (uint64_t)slot * r.h.buf_size;
+
+		r.tx->desc[slot] = (struct nc_desc){
+			.offset = (uint32_t)off, .length = (uint32_t)unhex(hex[i], r.cbase + off,
+									  r.h.buf_size),
+			.channel = r.info.id };
+	}
+	__atomic_store_n(&r.tx->head, head, __ATOMIC_RELEASE);
+	printf("queued %d\n", n);
+	fflush(stdout);
+	while (getchar() != EOF)
+		;
 	return 0;
 }
 
@@ -1080,6 +1127,8 @@ main(int argc, char **argv)
 		return attach(argv[1], argv[3], strtol(argv[4], NULL, 0));
 	if (argc >= 4 && strcmp(argv[2], "frames") == 0)
 		return send_frames(argv[1], strtol(argv[3], NULL, 0), argc - 4, argv + 4);
+	if (argc >= 4 && strcmp(argv[2], "raw-frames") == 0)
+		return raw_frames(argv[1], strtol(argv[3], NULL, 0), argc - 4, argv + 4);
 	if (argc == 5 && strcmp(argv[2], "follow") == 0)
 		return follow(argv[1], argv[3], argv[4]);
 	if (argc == 5 && strcmp(argv[2], "hostile") == 0)
@@ -1097,7 +1146,7 @@ main(int argc, char **argv)
 	if (argc == 5 && strcmp(argv[2], "churn") == 0)
 		return churn(argv[1], strtol(argv[3], NULL, 0), strtod(argv[4], NULL));
 	fprintf(stderr, "usage: nc_iso_client SOCK honest PORT SECONDS | copy PORT COUNT | "
-		"attach NAME COUNT | frames PORT HEX... | follow NAME WORD |\n"
+		"attach NAME COUNT | [raw-]frames PORT HEX... | follow NAME WORD |\n"
 		"hostile[-one-ring|-go] PORT SECRET |\n"
 		"       returns PORT | onering BASE N | rings BASE N | churn BASE SECONDS\n");
 	return 2;

@@ -19,6 +19,7 @@ import ncd_test as T  # noqa: E402
 import nc_wire as W  # noqa: E402
 from test_datapath import EAL  # noqa: E402
 from test_isolated import FD_ATTACKS, NOBODY  # noqa: E402
+from test_tx import scapy  # noqa: E402
 
 TESTBED = os.path.join(T.SRC, "scripts/testbed.sh")
 POOL = 8191
@@ -274,6 +275,52 @@ class HostileBed(T.DaemonCase):
                      what="the count of suppressed lines")
         grown = self.daemon.output().splitlines()[before:]
         self.assertLessEqual(len(grown), 300, "\n".join(grown[:50]))
+        self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
+
+    def test_source_routes_and_oversize_frames_refused(self):
+        """From the host's own address and port: an IPv4 packet with a loose source route,
+        an IPv6 one with routing header 0, and a frame over the port's MTU. libnetchannel
+        refuses the oversize frame (EMSGSIZE); put on the tx ring by hand it is dropped and
+        counted (tx_too_big), and so are the source-routed ones (tx_source_route). Only the
+        honest datagram reaches the wire."""
+        e = self.env
+        s = scapy()
+        mac = self.ns("HOST", "cat", "/sys/class/net/veth0/address").stdout.strip()
+        peer_mac = self.ns("PEER", "cat", "/sys/class/net/eth0/address").stdout.strip()
+
+        def frame(sport, ip, payload=b"x"):
+            return bytes(s.Ether(src=mac, dst=peer_mac) / ip / s.UDP(sport=sport, dport=4000) /
+                         s.Raw(payload)).hex()
+        lsrr = frame(7, s.IP(src=e["TB_HOST4"], dst=e["TB_PEER4"],
+                             options=[s.IPOption_LSRR(routers=[e["TB_PEER4"]])]))
+        rh0 = frame(7, s.IPv6(src=e["TB_HOST6"], dst=e["TB_PEER6"]) /
+                    s.IPv6ExtHdrRouting(type=0, addresses=[e["TB_PEER6"]]))
+        big = frame(7, s.IP(src=e["TB_HOST4"], dst=e["TB_PEER4"]), b"b" * 1600)
+        good = frame(7, s.IP(src=e["TB_HOST4"], dst=e["TB_PEER4"]), b"good")
+        shutil.copy(os.path.join(T.BUILD, "tests/integration/nc_iso_client"), self.w)
+        sniff = self.bg("PEER", "/usr/bin/python3", "-c", SNIFF, "6", "10")
+        self.wait_line(sniff, "sniffing")
+        p = self.bg("HOST", os.path.join(self.w, "nc_iso_client"), self.sock, "frames", "7",
+                    lsrr, rh0, big, good, user=NOBODY, stdin=subprocess.PIPE)
+        results = self.wait_line(p, "results").split()[1:]
+        self.assertEqual(results, [str(len(lsrr) // 2), str(len(rh0) // 2), "-90",
+                                   str(len(good) // 2)], "nc_send(): the big one EMSGSIZE")
+        big8 = frame(8, s.IP(src=e["TB_HOST4"], dst=e["TB_PEER4"]), b"b" * 1600)
+        raw = self.bg("HOST", os.path.join(self.w, "nc_iso_client"), self.sock, "raw-frames",
+                      "8", big8, user=NOBODY, stdin=subprocess.PIPE)
+        self.wait_line(raw, "queued 1")
+
+        def counters(name):
+            cs = self.ncctl(f"show channel {name}")["counters"]
+            return {k: cs[k] for k in ("tx", "tx_source_route", "tx_too_big")}
+        T.wait_until(lambda: counters("rawframes")["tx_too_big"] == 1, what="the raw frame's end")
+        self.assertEqual(counters("frames"), {"tx": 1, "tx_source_route": 2, "tx_too_big": 0})
+        self.assertEqual(counters("rawframes"), {"tx": 0, "tx_source_route": 0, "tx_too_big": 1})
+        wire = json.loads(self.finish(sniff).splitlines()[-1])
+        self.assertEqual(wire, [[e["TB_HOST4"], 7]], "only the honest datagram on the wire")
+        for q in (p, raw):
+            q.stdin.close()
+            self.assertEqual(q.wait(timeout=30), 0, q.stdout.read())
         self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
 
 

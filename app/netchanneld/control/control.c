@@ -788,6 +788,7 @@ channel_info(const struct ncd *d, const struct ncd_channel *ch, struct nc_ctl_ch
 	if (ch->can_tx) {
 		info->flags |= NC_CHANNEL_F_TX;
 		memcpy(info->tx_mac, d->ports[ch->port].mac.addr_bytes, sizeof(info->tx_mac));
+		info->tx_mtu = d->cfg.ports[ch->port].mtu;
 	}
 }
 

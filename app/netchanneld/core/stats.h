@@ -79,6 +79,8 @@ struct ncd_chan_stats {
 	uint64_t tx_spoofed_flow;          /* not the reverse of the channel's flows (proto, dst, ports) */
 	uint64_t tx_spoofed_not_ip;        /* ARP and the like: the kernel's to send */
 	uint64_t tx_malformed;             /* not a well-formed IP packet */
+	uint64_t tx_too_big;               /* its IP packet is longer than the port's MTU */
+	uint64_t tx_source_route;          /* IPv4 LSRR or SSRR option, IPv6 routing header 0 */
 	uint64_t tx_no_route;              /* IP packet: no route out of this port */
 	uint64_t tx_no_neigh;              /* IP packet: next hop unresolved */
 	uint64_t tx_ring_full;             /* IP packet: resolved, but its tx ring was full */
@@ -106,7 +108,7 @@ struct ncd_chan_stats {
 #define CHAN_FIELDS(X) X(hits) X(hits_mark) X(hits_trie) X(delivered) X(bytes) X(drop_ring_full) X(drop_queue_bytes) \
 	X(drop_no_buf) X(dropped) X(wakeups) X(wakeup_errors) X(tx) X(tx_bytes) X(tx_dropped) X(tx_spoofed) \
 	X(tx_spoofed_mac) X(tx_spoofed_vlan) X(tx_spoofed_addr) X(tx_spoofed_flow) X(tx_spoofed_not_ip) \
-	X(tx_malformed) X(tx_no_route) X(tx_no_neigh) X(tx_ring_full) X(tx_resolving) \
+	X(tx_malformed) X(tx_too_big) X(tx_source_route) X(tx_no_route) X(tx_no_neigh) X(tx_ring_full) X(tx_resolving) \
 	X(nat) X(nat_bytes) X(nat_drop_invalid) X(nat_drop_no_route) X(nat_drop_no_neigh) \
 	X(nat_drop_table_full) X(nat_drop_channel_full) X(nat_drop_conflict) X(nat_drop_tx) \
 	X(nat_reverse) \
