@@ -564,8 +564,14 @@ hostile(const char *sock, long port, const char *secret, uint32_t flags, bool go
 		case 3: /* the consumer index of our rx ring moved by hand, past the producer */
 			__atomic_store_n(&rxc->tail, rnd(), __ATOMIC_RELEASE);
 			break;
-		case 4: { /* a hole punched anywhere in its own part, under the daemon's reads */
-			off_t at = (off_t)(rnd() % r.csize) & ~(off_t)4095;
+		case 4: { /* a hole punched in its own part, under the daemon's reads */
+			/*
+			 * Mostly in the tx buffers, now and then anywhere (rings and
+			 * indexes too): zeroed indexes all the time would leave the
+			 * daemon nothing else to look at.
+			 */
+			uint64_t from = rnd() % 16 ? r.h.tx_buf_off : 0;
+			off_t at = (off_t)(from + rnd() % (r.csize - from)) & ~(off_t)4095;
 
 			fallocate(r.cfd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, at,
 				  (off_t)(rnd() % 4 + 1) * 4096);
@@ -582,8 +588,9 @@ hostile(const char *sock, long port, const char *secret, uint32_t flags, bool go
 			tx->desc[th % r.h.tx_size] = dsc;
 			__atomic_store_n(&tx->head, th + 1, __ATOMIC_RELEASE);
 			break;
-		default: /* its whole part scribbled on, a page at a time */
-			memset(r.cbase + ((rnd() % r.csize) & ~(uint64_t)4095), rnd() & 0xff, 4096);
+		default: /* the tx buffers scribbled on, a page at a time */
+			memset(r.cbase + ((r.h.tx_buf_off + rnd() % (r.csize - r.h.tx_buf_off)) &
+					  ~(uint64_t)4095), rnd() & 0xff, 4096);
 			break;
 		}
 	}
