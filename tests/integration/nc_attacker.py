@@ -14,6 +14,7 @@ then holds on to everything until its stdin closes.
                                               channels of udp/PORT, at priorities 0..N-1
     nc_attacker.py SOCKET sink PORT           an isolated client's channel of udp/PORT,
                                               never read
+    nc_attacker.py SOCKET attach NAME...      an isolated client attaches to each static channel
     nc_attacker.py SOCKET look NAME [ID]      what it sees: CHANNEL_LIST's and STATS' channels,
                                               show clients' uids, show channel NAME's status;
                                               with ID, what DESTROY and CHANNEL_STATS of ID
@@ -119,6 +120,14 @@ def main():
             status, body = c.call(W.CREATE, W.create_body(
                 mode if mode != "control-deliver" else f"cd{i}",
                 W.rule(proto=17, dport=int(args[0]), priority=i)))
+            out.append((status, body.decode() if status < 0 else ""))
+    elif mode == "attach":
+        # An isolated client's ATTACH of each static channel named.
+        c = W.Ctl(path)
+        conns.append(c)
+        assert hello(c)[0] == 0
+        for name in args:
+            status, body = c.call(W.ATTACH, W.NAME.pack(name.encode()))
             out.append((status, body.decode() if status < 0 else ""))
     elif mode == "look":
         c = W.Ctl(path)

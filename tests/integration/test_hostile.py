@@ -4,6 +4,7 @@
 daemon while the real kernel is the peer. Each attack is refused or bounded; meanwhile ping
 from the peer to the host loses nothing, an honest client (uid 65534 too, on port 8) keeps
 receiving, the pool stays within its baseline plus 10%, and returns to it afterwards."""
+import errno
 import json
 import os
 import shutil
@@ -321,6 +322,24 @@ class HostileBed(T.DaemonCase):
         for q in (p, raw):
             q.stdin.close()
             self.assertEqual(q.wait(timeout=30), 0, q.stdout.read())
+        self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
+
+    def test_static_channels_name_who_attaches(self):
+        """A static channel of port 7, which uid 65534's allow entry covers: without an
+        "attach" entry for it, it is no channel to that user (ENOENT), and the operator's own
+        consumer gets it; one that names uid 65534 lets it attach."""
+        self.ncctl("channel create ops7 proto udp dport 7")
+        self.ncctl("channel create pub7 proto udp dport 7 priority 1 attach uid:65534 "
+                   "attach gid:4242")
+        got, p = self.attack("attach", "ops7", "pub7")
+        self.assertEqual(got, [(-errno.ENOENT, ""), (0, "")])
+        self.assertEqual(self.ncctl("show channel pub7")["attach"], [{"uid": 65534},
+                                                                     {"gid": 4242}])
+        root = W.Ctl(self.sock)
+        self.addCleanup(root.close)
+        self.assertEqual(root.hello(flags=0)[0], 0)
+        self.assertEqual(root.call(W.ATTACH, W.NAME.pack(b"ops7"))[0], 0, "the operator's")
+        self.release(p)
         self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
 
 

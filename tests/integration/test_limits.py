@@ -181,7 +181,8 @@ class Limits(Isolated):
         channel that does not exist). An allow entry with "view": "all" sees everything, as
         root."""
         self.start_as({}, more=[{"uid": 65533, "view": "all"}])
-        for line in ("channel create pub dport 5001", "channel create ops dport 9"):
+        for line in ("channel create pub dport 5001 attach uid:65534",
+                     "channel create ops dport 9"):
             self.assertEqual(self.root.cli(line)[0], 0, line)
         rooted = Ctl(self.sock)
         self.addCleanup(rooted.close)
@@ -220,11 +221,12 @@ class Limits(Isolated):
         self.procs.append(echo)
         self.wait_line(echo, "echoing udp port 5000")
         p, got = self.attack("claim", 5000, 10)
-        self.assertEqual(got, [(-errno.EADDRINUSE, "it would take the flows of another user's "
-                                "channel (priority 0, this one 10)")])
+        self.assertEqual(got, [(-errno.EADDRINUSE, "it would take the flows of a channel of "
+                                "another owner (priority 0, this one 10)")])
         self.release(p)
         # The operator's static channel likewise; below its priority a claim takes nothing.
-        self.assertEqual(self.root.cli("channel create pub dport 5001 priority 5")[0], 0)
+        self.assertEqual(self.root.cli("channel create pub dport 5001 priority 5 "
+                                       "attach uid:65534")[0], 0)
         for prio, want in ((5, [(-errno.EADDRINUSE, "it would take the flows of channel pub "
                                  "of the operator (priority 5, this one 5)")]),
                            (4, [(0, "")])):

@@ -361,6 +361,8 @@ ncd_channel_add(struct ncd *d, const struct ncd_channel_conf *cc, int owner,
 	ch->efd = -1;                  /* made when a client first asks (ncd_channel_eventfd) */
 	ch->queue = cc->steer ? cc->queue : -1;
 	ch->shared = cc->shared;
+	ch->nattach = cc->nattach;
+	memcpy(ch->attach, cc->attach, sizeof(ch->attach));
 	if (cc->action == NC_ACTION_NAT) {
 		if (cc->nat.has_port && cc->nat.port >= d->cfg.nports) {
 			ret = -EINVAL;

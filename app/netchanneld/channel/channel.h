@@ -79,6 +79,8 @@ struct ncd_channel {
 	bool consumer_gone;            /* its client died: its rings are drained from their tail */
 	int consumer;                  /* a static deliver channel's one attached client: slot + 1, or 0 */
 	struct ncd_share *share;       /* a shared channel's consumers; NULL while it has none */
+	uint8_t nattach;               /* a static channel's "attach": who may, besides root */
+	struct ncd_attach_conf attach[NCD_ATTACH_MAX];
 	struct ncd_nat_conf nat;       /* a NAT channel's translation (action NC_ACTION_NAT) */
 	/* Per port: the mark its flow rule sets, 0 for none. Workers trust only this one. */
 	uint32_t mark[NCD_MAX_PORTS];

@@ -319,6 +319,43 @@ nat_option(struct cmd_ctx *x, struct ncd_nat_conf *nc, char **argv, int argc, in
 	return 0;
 }
 
+/*
+ * "attach uid:N", "attach gid:N" or "attach uid:N,gid:M": one more entry of
+ * the channel's "attach" list. @return 0, or -1 with the reason in err
+ */
+static int
+attach_option(const char *v, struct ncd_channel_conf *cc, char *err, size_t len)
+{
+	struct ncd_attach_conf a = { -1, -1 };
+	char *end;
+
+	if (cc->nattach == NCD_ATTACH_MAX) {
+		snprintf(err, len, "%d entries at most", NCD_ATTACH_MAX);
+		return -1;
+	}
+	while (*v != '\0') {
+		int64_t *to = strncmp(v, "uid:", 4) == 0 ? &a.uid :
+			      strncmp(v, "gid:", 4) == 0 ? &a.gid : NULL;
+		unsigned long n;
+
+		errno = 0;
+		n = to != NULL ? strtoul(v + 4, &end, 10) : 0;
+		if (to == NULL || end == v + 4 || errno != 0 || n >= UINT32_MAX ||
+		    (*end != '\0' && *end != ',')) {
+			snprintf(err, len, "'%s': uid:N, gid:N or uid:N,gid:M", v);
+			return -1;
+		}
+		*to = (int64_t)n;
+		v = *end == ',' ? end + 1 : end;
+	}
+	if (a.uid < 0 && a.gid < 0) {
+		snprintf(err, len, "uid:N, gid:N or uid:N,gid:M");
+		return -1;
+	}
+	cc->attach[cc->nattach++] = a;
+	return 0;
+}
+
 /* channel create NAME [key value | tx]...: the config's words, on one line. */
 static int
 cmd_channel_create(struct cmd_ctx *x, char **argv, int argc, json_t **res)
@@ -397,6 +434,9 @@ cmd_channel_create(struct cmd_ctx *x, char **argv, int argc, json_t **res)
 			if (strcmp(v, "shared") != 0 && strcmp(v, "one") != 0)
 				return fail(x, -EINVAL, "consumers: '%s': one or shared", v);
 			cc.shared = v[0] == 's';
+		} else if (strcmp(k, "attach") == 0) {
+			if (attach_option(v, &cc, err, sizeof(err)) != 0)
+				return fail(x, -EINVAL, "attach: %s", err);
 		} else if (strcmp(k, "port") == 0) {
 			unsigned int ps[NCD_MAX_PORTS];
 			int n = ports_of(x, v, ps);
@@ -407,12 +447,12 @@ cmd_channel_create(struct cmd_ctx *x, char **argv, int argc, json_t **res)
 		} else {
 			static const char *const opts[] = { "proto", "src", "dst", "sport", "dport",
 				"priority", "action", "ring_size", "queue_bytes", "port", "queue", "tx",
-				"consumers" };
+				"consumers", "attach" };
 			char msg[256];
 
 			snprintf(msg, sizeof(msg), "unknown option '%s' (proto, src, dst, sport, dport, "
-				 "priority, action, ring_size, queue_bytes, port, queue, tx, consumers)",
-				 k);
+				 "priority, action, ring_size, queue_bytes, port, queue, tx, consumers, "
+				 "attach)", k);
 			nc_cli_did_you_mean(msg, sizeof(msg), k, opts, RTE_DIM(opts));
 			return fail(x, -EINVAL, "%s", msg);
 		}

@@ -281,6 +281,23 @@ sees_all(const struct ncd *d, const struct ncd_conn *c)
 
 static bool allowed(const struct ncd *d, const struct ucred *cr, const struct nc_trie_rule *r);
 
+/*
+ * A static channel's "attach": may this peer attach to it? Root may; other
+ * users only if the channel names their uid or gid (SO_PEERCRED's, the
+ * process's effective ones), whatever control.allow lets them claim.
+ */
+static bool
+may_attach(const struct ncd_channel *ch, const struct ucred *cr)
+{
+	if (privileged(cr))
+		return true;
+	for (unsigned int k = 0; k < ch->nattach; k++)
+		if ((ch->attach[k].uid < 0 || ch->attach[k].uid == cr->uid) &&
+		    (ch->attach[k].gid < 0 || ch->attach[k].gid == cr->gid))
+			return true;
+	return false;
+}
+
 bool
 ncd_conn_sees(const struct ncd *d, const struct ncd_conn *c, const struct ncd_channel *ch)
 {
@@ -289,7 +306,7 @@ ncd_conn_sees(const struct ncd *d, const struct ncd_conn *c, const struct ncd_ch
 	if (sees_all(d, c))
 		return true;
 	if (ch->owner < 0)
-		return allowed(d, &c->cred, &ch->rule);
+		return may_attach(ch, &c->cred);
 	owner = ch->owner < NCD_MAX_CLIENTS ? ctl.slot_conn[ch->owner] : NULL;
 	return owner != NULL && owner->cred.uid == c->cred.uid;
 }
@@ -850,15 +867,15 @@ do_create(struct ncd *d, struct ncd_conn *c, const struct nc_ctl_req *req, const
 
 		if (same_user(c, o))
 			continue;
-		/* Another user's channel, named only to a user who may see it. */
+		/* Another owner's channel, named only to a user who may see it. */
 		if (ncd_conn_sees(d, c, o)) {
 			owner_name(o, owner, sizeof(owner));
 			n = snprintf(why, sizeof(why), "it would take the flows of channel %s of %s "
 				     "(priority %u, this one %u)", o->name, owner,
 				     o->rule.priority, cc.rule.priority);
 		} else {
-			n = snprintf(why, sizeof(why), "it would take the flows of another user's "
-				     "channel (priority %u, this one %u)", o->rule.priority,
+			n = snprintf(why, sizeof(why), "it would take the flows of a channel of "
+				     "another owner (priority %u, this one %u)", o->rule.priority,
 				     cc.rule.priority);
 		}
 		ctl.shadow_refusals++;
@@ -962,7 +979,7 @@ do_attach(struct ncd *d, struct ncd_conn *c, const struct nc_ctl_req *req, const
 		/* One it may not see is none; a client's own it may see (its user's) is not for it. */
 		if (!ncd_conn_sees(d, c, ch))
 			return reply(c, req, -ENOENT, NULL, 0);
-		if (ch->owner >= 0 || !allowed(d, &c->cred, &ch->rule))
+		if (ch->owner >= 0 || !may_attach(ch, &c->cred))
 			return reply(c, req, -EPERM, NULL, 0);
 		if (c->hello_flags & NC_HELLO_F_CONTROL)
 			return reply(c, req, -EOPNOTSUPP, NULL, 0);
@@ -1020,8 +1037,7 @@ usable_channel(const struct ncd *d, const struct ncd_conn *c, uint32_t id, struc
 
 	if (ch == NULL || !ncd_conn_sees(d, c, ch))
 		return -ENOENT;
-	if (ch->owner != c->slot &&
-	    (ch->owner >= 0 || !allowed(d, &c->cred, &ch->rule)))
+	if (ch->owner != c->slot && (ch->owner >= 0 || !may_attach(ch, &c->cred)))
 		return -EPERM;
 	*out = ch;
 	return 0;

@@ -262,7 +262,20 @@ ncd_view_channel(const struct ncd *d, uint32_t id)
 		json_object_set_new(o, "owner", json_pack("{s:s, s:i, s:i}", "kind", "client", "pid",
 							   (int)pid, "uid", (int)uid));
 	} else {
+		json_t *who = json_array();
+
 		json_object_set_new(o, "owner", json_pack("{s:s}", "kind", owner_kind(ch)));
+		/* Who may attach to it besides root. */
+		for (unsigned int k = 0; k < ch->nattach; k++) {
+			json_t *a = json_object();
+
+			if (ch->attach[k].uid >= 0)
+				json_object_set_new(a, "uid", json_integer(ch->attach[k].uid));
+			if (ch->attach[k].gid >= 0)
+				json_object_set_new(a, "gid", json_integer(ch->attach[k].gid));
+			json_array_append_new(who, a);
+		}
+		json_object_set_new(o, "attach", who);
 	}
 	if (ch->region != NULL) {
 		json_object_set_new(o, "ring_size", U64(ch->region_limit));

@@ -1123,12 +1123,46 @@ load_fragments(struct ctx *c, const json_t *root)
 	return 0;
 }
 
+/* A static channel's "attach": [{"uid": N}, {"gid": N}, {"uid": N, "gid": N}...]. */
+static int
+load_attach(struct ctx *c, const json_t *arr, struct ncd_channel_conf *cc)
+{
+	static const char *const keys[] = { "uid", "gid", NULL };
+	const json_t *a;
+	size_t i, l, la;
+
+	if (arr == NULL)
+		return 0;
+	l = push(c, "attach", 0);
+	la = strlen(c->where);
+	if (want_type(c, arr, JSON_ARRAY, "an array"))
+		return -1;
+	if (json_array_size(arr) > NCD_ATTACH_MAX)
+		return fail(c, "%zu entries, more than %d", json_array_size(arr), NCD_ATTACH_MAX);
+	json_array_foreach(arr, i, a) {
+		struct ncd_attach_conf *ac = &cc->attach[i];
+
+		push(c, NULL, (int)i);
+		if (want_type(c, a, JSON_OBJECT, "an object") || check_keys(c, a, keys) ||
+		    get_int(c, a, "uid", 0, UINT32_MAX - 1, -1, &ac->uid) ||
+		    get_int(c, a, "gid", 0, UINT32_MAX - 1, -1, &ac->gid))
+			return -1;
+		if (ac->uid < 0 && ac->gid < 0)
+			return fail(c, "a uid, a gid or both: an entry that names neither would let "
+				    "anyone attach");
+		pop(c, la);
+	}
+	cc->nattach = (uint8_t)json_array_size(arr);
+	pop(c, l);
+	return 0;
+}
+
 static int
 load_channels(struct ctx *c, const json_t *root)
 {
 	static const char *const keys[] = { "name", "match", "priority", "action", "ring_size",
 					    "queue_bytes", "memory_limit_order", "tx", "port", "queue",
-					    "consumers", NULL };
+					    "consumers", "attach", NULL };
 	json_t *chs = json_object_get(root, "channels"), *ch;
 	struct nc_trie_config tc = { .name = "config", .socket_id = -1,
 				     .max_rules = c->cfg->max_channels };
@@ -1178,6 +1212,8 @@ load_channels(struct ctx *c, const json_t *root)
 		    get_str(c, ch, "consumers", false, &consumers))
 			goto out;
 #undef LIMITS
+		if (load_attach(c, json_object_get(ch, "attach"), cc))
+			goto out;
 		if (consumers != NULL) {
 			push(c, "consumers", 0);
 			if (strcmp(consumers, "shared") != 0 && strcmp(consumers, "one") != 0) {

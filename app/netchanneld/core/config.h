@@ -91,6 +91,13 @@ struct ncd_worker_conf {
 	unsigned int nrx;
 };
 
+/* A static channel's "attach": who may attach to it besides root (each -1: any). */
+#define NCD_ATTACH_MAX 8
+struct ncd_attach_conf {
+	int64_t uid;
+	int64_t gid;
+};
+
 struct ncd_channel_conf {
 	char name[NCD_NAME_MAX];
 	struct nc_trie_rule rule;
@@ -99,6 +106,8 @@ struct ncd_channel_conf {
 	uint64_t queue_bytes;
 	bool tx;                     /* it has a transmit ring */
 	bool shared;                 /* "consumers": "shared": isolated clients share its flows */
+	uint8_t nattach;             /* "attach": users who may attach to it besides root */
+	struct ncd_attach_conf attach[NCD_ATTACH_MAX];
 	uint16_t port;               /* the port it transmits on (index in ports[]) */
 	bool steer;                  /* offload: steer its flow to rx queue `queue` */
 	uint16_t queue;
