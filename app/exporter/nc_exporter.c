@@ -31,6 +31,20 @@
 
 #define DEFAULT_LISTEN "127.0.0.1:9487"
 
+/*
+ * What slow and bad clients may take. Connections are served by an epoll
+ * loop in each of THREADS threads, so one that trickles its request in
+ * (slowloris) holds a connection slot, not a thread: with CONNECTIONS
+ * slots, PER_ADDRESS of them for one address, and TIMEOUT_S of silence
+ * before a connection is closed, 64 slow clients from 64 addresses leave
+ * every scrape its answer.
+ */
+#define THREADS 2u
+#define CONNECTIONS 1024u
+#define PER_ADDRESS 16u
+#define TIMEOUT_S 5u
+#define MEMORY_PER_CONNECTION (16u << 10)  /* a request's headers; Prometheus sends < 1 KiB */
+
 static const char *sock_path;
 static volatile sig_atomic_t stop;
 
@@ -369,10 +383,14 @@ main(int argc, char **argv)
 		return 2;
 	}
 	sa.sin_port = htons((uint16_t)port);
-	/* One scrape at a time, on its own thread: the daemon answers one request at a time too. */
-	mhd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD, 0, NULL, NULL, answer, NULL,
-			       MHD_OPTION_SOCK_ADDR, &sa, MHD_OPTION_CONNECTION_TIMEOUT, 10u,
-			       MHD_OPTION_CONNECTION_LIMIT, 16u, MHD_OPTION_END);
+	mhd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL, 0, NULL, NULL,
+			       answer, NULL, MHD_OPTION_SOCK_ADDR, &sa,
+			       MHD_OPTION_THREAD_POOL_SIZE, THREADS,
+			       MHD_OPTION_CONNECTION_LIMIT, CONNECTIONS,
+			       MHD_OPTION_PER_IP_CONNECTION_LIMIT, PER_ADDRESS,
+			       MHD_OPTION_CONNECTION_TIMEOUT, TIMEOUT_S,
+			       MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)MEMORY_PER_CONNECTION,
+			       MHD_OPTION_END);
 	if (mhd == NULL) {
 		fprintf(stderr, "nc-exporter: MHD_start_daemon on %s: %s\n", listen, strerror(errno));
 		return 1;

@@ -342,6 +342,91 @@ class HostileBed(T.DaemonCase):
         self.release(p)
         self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
 
+    def test_exporter_under_slow_and_bad_clients(self):
+        """uid 65534 holds 64 slowloris connections to nc-exporter from 64 addresses (each
+        sends its request a byte every 0.5 s), then sends malformed requests; every scrape
+        meanwhile answers in full within 1 s, and the bad requests get a 4xx or a close."""
+        exporter = self.bg("HOST", os.path.join(T.BUILD, "app/exporter/nc-exporter"), "-s",
+                           self.sock, "-l", "127.0.0.1:9487")
+        self.wait_line(exporter, "serving")
+        slow = self.bg("HOST", "/usr/bin/python3", "-c", SLOWLORIS, "64", "5", user=NOBODY)
+        self.assertEqual(self.wait_line(slow, "slow"), "slow 64")
+        took = json.loads(self.ns("HOST", "/usr/bin/python3", "-c", SCRAPE, "8").stdout)
+        self.assertEqual(len(took), 8)
+        self.assertLess(max(took), 1.0, f"scrape times under 64 slow clients: {took}")
+        out = self.finish(slow)
+        self.assertIn("still open 64", out, "the slow clients were at it all along")
+        bad = self.ns("HOST", "/usr/bin/python3", "-c", BAD_HTTP, user=NOBODY).stdout
+        for line in bad.splitlines():
+            what, answer = line.split(": ", 1)
+            self.assertTrue(answer == "closed" or answer.split()[1][0] == "4", line)
+        took = json.loads(self.ns("HOST", "/usr/bin/python3", "-c", SCRAPE, "2").stdout)
+        self.assertLess(max(took), 1.0, took)
+        self.assertIsNone(exporter.poll(), "nc-exporter still runs")
+        exporter.send_signal(signal.SIGTERM)
+        self.assertEqual(exporter.wait(timeout=10), 0)
+        self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
+
+
+# n slowloris connections to nc-exporter (127.0.0.1:9487), each from an address of its own
+# (127.0.0.2 on), each sending its request a byte every 0.5 s for secs seconds.
+SLOWLORIS = """
+import socket, sys, time
+n, secs = int(sys.argv[1]), float(sys.argv[2])
+conns = []
+for i in range(n):
+    s = socket.socket()
+    s.bind(("127.0.0.%d" % (2 + i), 0))
+    s.connect(("127.0.0.1", 9487))
+    s.send(b"GET /metrics HTTP/1.1\\r\\nHost: x\\r\\n")
+    conns.append(s)
+print("slow", len(conns), flush=True)
+end, k, alive = time.time() + secs, 0, set(conns)
+while time.time() < end:
+    for s in list(alive):
+        try:
+            s.send(b"X-Slow-%d: %d\\r\\n" % (k, k))
+        except OSError:
+            alive.discard(s)
+    k += 1
+    time.sleep(0.5)
+print("still open", len(alive), flush=True)
+"""
+
+# n scrapes of nc-exporter, each whole (netchanneld up, the port's counters, a final newline):
+# how long each took, as JSON.
+SCRAPE = """
+import json, sys, time, urllib.request
+took = []
+for _ in range(int(sys.argv[1])):
+    t = time.time()
+    with urllib.request.urlopen("http://127.0.0.1:9487/metrics", timeout=5) as r:
+        body = r.read().decode()
+    took.append(time.time() - t)
+    assert "\\nnetchannel_up 1\\n" in body and 'netchannel_port_rx_total{port="wire0"}' in body \\
+        and body.endswith("\\n"), body[-200:]
+print(json.dumps(took))
+"""
+
+# Malformed HTTP to nc-exporter: each request and what came back (its status line, or closed).
+BAD_HTTP = """
+import socket
+reqs = {"garbage": b"\\x00\\xff\\x13garbage\\r\\n\\r\\n",
+        "no version": b"GET /metrics\\r\\n\\r\\n",
+        "unknown method": b"BREW /metrics HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n",
+        "huge header": b"GET /metrics HTTP/1.1\\r\\nHost: x\\r\\nX-Big: " + b"a" * 100000 +
+                       b"\\r\\n\\r\\n",
+        "body on GET": b"GET /metrics HTTP/1.1\\r\\nHost: x\\r\\nContent-Length: -5\\r\\n\\r\\n"}
+for what, req in reqs.items():
+    s = socket.create_connection(("127.0.0.1", 9487), timeout=10)
+    try:
+        s.sendall(req)
+        line = s.recv(4096).split(b"\\r\\n")[0].decode(errors="replace")
+    except OSError:
+        line = ""
+    print("%s: %s" % (what, line or "closed"))
+    s.close()
+"""
 
 # uid 65534 opens and closes connections for secs seconds: HELLO on every other one, 20 open at
 # a time (its limit is 16, so some are refused). Prints how many it opened.
