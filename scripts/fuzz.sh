@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Fuzz one target with libFuzzer for a bounded time:
 #
-#   scripts/fuzz.sh TARGET [SECONDS]     TARGET: packet, config, control, classbench
+#   scripts/fuzz.sh TARGET [SECONDS]     TARGET: packet, config, control, classbench, region
 #   scripts/fuzz.sh all [SECONDS]        each in turn (what CI does, 60 s each)
 #
 # Builds build-fuzz with clang (-Dfuzz=true: ASan, UBSan, coverage), starts
@@ -12,13 +12,13 @@ set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
-targets=(packet config control classbench)
+targets=(packet config control classbench region)
 target=${1:-}
 secs=${2:-60}
 case "$target" in
 all) ;;
-packet|config|control|classbench) targets=("$target") ;;
-*) echo "usage: scripts/fuzz.sh packet|config|control|classbench|all [SECONDS]" >&2; exit 2 ;;
+packet|config|control|classbench|region) targets=("$target") ;;
+*) echo "usage: scripts/fuzz.sh packet|config|control|classbench|region|all [SECONDS]" >&2; exit 2 ;;
 esac
 [[ "$secs" =~ ^[0-9]+$ ]] || { echo "fuzz: SECONDS must be a number" >&2; exit 2; }
 

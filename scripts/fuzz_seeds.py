@@ -7,6 +7,7 @@
   config      every invalid-config case of tests/config and every shipped config
   classbench  the first 60 lines of each shipped ClassBench set
   control     written by seed_control (its path is the --control-seeder argument)
+  region      an honest client's steps, a tx descriptor sent, and pseudo-random ones
 
 usage: fuzz_seeds.py OUT --classbench DIR --control-seeder EXE
 """
@@ -33,13 +34,31 @@ def frames(pcap):
     return out
 
 
+TARGETS = ("packet", "config", "classbench", "control", "region")
+
+
+def region_seeds():
+    """fuzz_region's inputs: a geometry byte, then steps (tests/fuzz/fuzz_region.c): 0 deliver
+    N, 1 serve the free ring, 2 serve the tx ring, 3 the client writes LEN bytes at OFF (2
+    bytes), 4 an honest client's turn, 5 the channel goes."""
+    honest = bytes([0]) + bytes([0, 5, 4, 1] * 24 + [5, 4, 1])
+    desc = struct.pack("<IIII", 4096, 60, 0, 0)
+    tx = bytes([2]) + bytes([3, 0, 192, 16]) + desc + bytes([3, 0, 64, 4, 1, 0, 0, 0, 2])
+    out = [("honest", honest), ("tx", tx)]
+    rnd = __import__("random").Random(7)
+    for i in range(30):
+        out.append((f"random-{i:02d}", bytes(rnd.randrange(256)
+                                             for _ in range(rnd.randrange(16, 600)))))
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("out")
     ap.add_argument("--classbench", required=True)
     ap.add_argument("--control-seeder", required=True)
     a = ap.parse_args()
-    for t in ("packet", "config", "classbench", "control"):
+    for t in TARGETS:
         shutil.rmtree(os.path.join(a.out, t), ignore_errors=True)
         os.makedirs(os.path.join(a.out, t))
     tmp = tempfile.mkdtemp(prefix="ncd_seeds_")
@@ -66,8 +85,10 @@ def main():
             with open(os.path.join(a.out, "classbench", os.path.basename(p)), "wb") as f:
                 f.write(head)
     subprocess.run([a.control_seeder, os.path.join(a.out, "control")], check=True)
-    n = {t: len(os.listdir(os.path.join(a.out, t))) for t in
-         ("packet", "config", "classbench", "control")}
+    for name, data in region_seeds():
+        with open(os.path.join(a.out, "region", name), "wb") as f:
+            f.write(data)
+    n = {t: len(os.listdir(os.path.join(a.out, t))) for t in TARGETS}
     print("fuzz seeds: " + ", ".join(f"{t} {c}" for t, c in n.items()))
     return 0 if all(n.values()) else 1
 

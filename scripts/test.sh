@@ -15,7 +15,7 @@ builds=(build)
 # Named tests (scripts/test.sh NAME...) are the unit and integration ones.
 [ "${FUZZ:-1}" = 1 ] && [ $# -eq 0 ] && builds+=(build-fuzz)
 fuzz_targets=(tests/fuzz/seeds.stamp tests/fuzz/fuzz_packet tests/fuzz/fuzz_config
-	      tests/fuzz/fuzz_control tests/fuzz/fuzz_classbench)
+	      tests/fuzz/fuzz_control tests/fuzz/fuzz_classbench tests/fuzz/fuzz_region)
 
 passed=0 failed=0 skipped=0 status=0
 for b in "${builds[@]}"; do

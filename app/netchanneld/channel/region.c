@@ -184,21 +184,22 @@ ncd_region_create(const struct ncd *d, unsigned int slot, bool one_ring)
 	rg->one_ring = one_ring;
 	rg->worker = slot % d->cfg.nworkers;
 	rg->nrx = nrx;
-	rg->buf_size = RTE_ALIGN_CEIL(RTE_MAX(frame, 2048u), RTE_CACHE_LINE_SIZE);
-	rg->buf_shift = rte_is_power_of_2(rg->buf_size) ? rte_log2_u32(rg->buf_size) : 0;
-	rg->rx_bufs = nbufs;
+	const uint32_t buf_size = RTE_ALIGN_CEIL(RTE_MAX(frame, 2048u), RTE_CACHE_LINE_SIZE);
 	/* The daemon's part: the header, the rx rings, the rx buffers. */
 	uint64_t rx_off = NC_REGION_HDR_SIZE, rx_stride = ring_bytes(rx_size);
-	rg->buf_off = RTE_ALIGN_CEIL(rx_off + rx_stride * nrx, 4096);
-	rg->size = RTE_ALIGN_CEIL(rg->buf_off + (uint64_t)rg->buf_size * nbufs, 4096);
+	uint64_t buf_off = RTE_ALIGN_CEIL(rx_off + rx_stride * nrx, 4096);
+
+	rg->size = RTE_ALIGN_CEIL(buf_off + (uint64_t)buf_size * nbufs, 4096);
 	/* The client's part: the rx rings' consumer lines, the tx and free rings, the tx buffers. */
 	off = (uint64_t)nrx * sizeof(struct nc_region_cons);
 	uint64_t tx_off = off;
 	off += ring_bytes(tx_size);
 	uint64_t free_off = off;
 	off += ring_bytes(nbufs);
-	rg->tx_buf_off = RTE_ALIGN_CEIL(off, 4096);
-	rg->csize = RTE_ALIGN_CEIL(rg->tx_buf_off + (uint64_t)rg->buf_size * tx_size, 4096);
+	uint64_t tx_buf_off = RTE_ALIGN_CEIL(off, 4096);
+
+	rg->csize = RTE_ALIGN_CEIL(tx_buf_off + (uint64_t)buf_size * tx_size, 4096);
+	ncd_rc_geom_init(&rg->g, buf_off, tx_buf_off, buf_size, nbufs, tx_size);
 	/* Descriptors name buffers by a 32-bit offset. */
 	if (rg->size > UINT32_MAX || rg->csize > UINT32_MAX) {
 		NCD_LOG(ERR, "region: %" PRIu64 " and %" PRIu64 " bytes, over 4 GiB: "
@@ -208,9 +209,9 @@ ncd_region_create(const struct ncd *d, unsigned int slot, bool one_ring)
 	}
 	rg->rx = calloc(nrx, sizeof(*rg->rx));
 	rg->rx_channel = malloc(nrx * sizeof(*rg->rx_channel));
-	rg->free_bufs = malloc(nbufs * sizeof(*rg->free_bufs));
-	rg->held = calloc(nbufs, 1);
-	if (rg->rx == NULL || rg->rx_channel == NULL || rg->free_bufs == NULL || rg->held == NULL) {
+	rg->b.free = malloc(nbufs * sizeof(*rg->b.free));
+	rg->b.held = calloc(nbufs, 1);
+	if (rg->rx == NULL || rg->rx_channel == NULL || rg->b.free == NULL || rg->b.held == NULL) {
 		errno = ENOMEM;
 		goto fail;
 	}
@@ -233,15 +234,15 @@ ncd_region_create(const struct ncd *d, unsigned int slot, bool one_ring)
 	ring_init(&rg->tx, rg->cbase + tx_off, NULL, tx_size);
 	ring_init(&rg->fr, rg->cbase + free_off, NULL, nbufs);
 	for (uint32_t i = 0; i < nbufs; i++)
-		rg->free_bufs[i] = nbufs - 1 - i;
-	rg->nfree = nbufs;
+		rg->b.free[i] = nbufs - 1 - i;
+	rg->b.nfree = nbufs;
 	h = (struct nc_region_hdr *)rg->base;
 	*h = (struct nc_region_hdr){
 		.magic = NC_REGION_MAGIC, .version = NC_REGION_VERSION, .size = rg->size,
 		.nrx = nrx, .rx_size = rx_size, .tx_size = tx_size, .free_size = nbufs,
-		.buf_size = rg->buf_size, .rx_bufs = nbufs, .rx_off = rx_off,
+		.buf_size = buf_size, .rx_bufs = nbufs, .rx_off = rx_off,
 		.rx_stride = rx_stride, .tx_off = tx_off, .free_off = free_off,
-		.buf_off = rg->buf_off, .tx_buf_off = rg->tx_buf_off, .client_size = rg->csize,
+		.buf_off = buf_off, .tx_buf_off = tx_buf_off, .client_size = rg->csize,
 		.rx_cons_off = 0,
 	};
 	rg->fd = part_read_only(rg->fd);
@@ -276,8 +277,8 @@ ncd_region_free(struct ncd_region *rg)
 	}
 	free(rg->rx);
 	free(rg->rx_channel);
-	free(rg->free_bufs);
-	free(rg->held);
+	free(rg->b.free);
+	free(rg->b.held);
 	free(rg);
 }
 
@@ -303,44 +304,6 @@ ncd_region_ring_take(struct ncd_region *rg, uint32_t channel, uint64_t generatio
 		}
 	return -ENOSPC;
 }
-
-/*
- * Buffer index of an rx buffer offset, or UINT32_MAX if the offset is not
- * one. A shift where the buffer size allows: a division for every buffer
- * given back was a tenth of the free ring's serving.
- */
-static inline uint32_t
-rx_buf_index(const struct ncd_region *rg, uint32_t off)
-{
-	uint32_t rel = off - (uint32_t)rg->buf_off, b;
-
-	if (off < rg->buf_off)
-		return UINT32_MAX;
-	if (rg->buf_shift != 0) {
-		b = rel >> rg->buf_shift;
-		if ((rel & (rg->buf_size - 1)) != 0)
-			return UINT32_MAX;
-	} else {
-		b = rel / rg->buf_size;
-		if (rel % rg->buf_size != 0)
-			return UINT32_MAX;
-	}
-	return b < rg->rx_bufs ? b : UINT32_MAX;
-}
-
-/* The client gave a buffer back: the daemon's again, if it was the client's. */
-static inline bool
-buf_return(struct ncd_region *rg, uint32_t off)
-{
-	uint32_t b = rx_buf_index(rg, off);
-
-	if (b == UINT32_MAX || !rg->held[b])
-		return false;
-	rg->held[b] = 0;
-	rg->free_bufs[rg->nfree++] = b;
-	return true;
-}
-
 
 /*
  * The region's lock let go with a release store. x86's rte_spinlock_unlock()
@@ -382,7 +345,7 @@ rx_room(struct ncd_region *rg, struct ncd_region_ring *q, uint32_t limit, uint32
 	if (room >= want)
 		return room;
 	t = __atomic_load_n(&q->c->tail, __ATOMIC_ACQUIRE);
-	if ((uint32_t)(t - q->seen) <= (uint32_t)(q->own - q->seen))
+	if (ncd_rc_tail_ok(q->seen, q->own, t))
 		q->seen = t;
 	else
 		bad_index(rg);
@@ -396,13 +359,13 @@ rx_room(struct ncd_region *rg, struct ncd_region_ring *q, uint32_t limit, uint32
 static inline uint32_t
 tx_avail(struct ncd_region *rg, struct ncd_region_ring *q)
 {
-	uint32_t h = __atomic_load_n(&q->r->head, __ATOMIC_ACQUIRE);
+	uint32_t n = ncd_rc_avail(q->own, q->size, __atomic_load_n(&q->r->head, __ATOMIC_ACQUIRE));
 
-	if ((uint32_t)(h - q->own) > q->size) {
+	if (n == NCD_RC_BAD) {
 		bad_index(rg);
 		return 0;
 	}
-	return h - q->own;
+	return n;
 }
 
 void
@@ -425,7 +388,7 @@ ncd_region_ring_put(struct ncd_region *rg, int ring)
 	for (uint32_t i = q->seen; i != q->own; i++) {
 		uint32_t off = q->r->desc[i & q->mask].offset;
 
-		buf_return(rg, off);
+		ncd_rc_buf_return(&rg->g, &rg->b, off);
 	}
 	q->seen = q->own;
 	rg->rx_channel[ring] = UINT32_MAX;
@@ -450,15 +413,15 @@ prefetch_room(const struct ncd_region *rg, const struct ncd_region_ring *q, uint
 	      uint32_t desc_from, uint32_t n)
 {
 	/* Relaxed loads: other workers may change them under the lock meanwhile. */
-	uint32_t nfree = __atomic_load_n(&rg->nfree, __ATOMIC_RELAXED);
+	uint32_t nfree = __atomic_load_n(&rg->b.nfree, __ATOMIC_RELAXED);
 	uint32_t own = __atomic_load_n(&q->own, __ATOMIC_RELAXED);
 
 	for (uint32_t i = 0; i < n && buf_from + i < nfree; i++) {
-		uint32_t b = __atomic_load_n(&rg->free_bufs[nfree - 1 - buf_from - i],
+		uint32_t b = __atomic_load_n(&rg->b.free[nfree - 1 - buf_from - i],
 					     __ATOMIC_RELAXED);
 		uint32_t e = own + desc_from + i;
 
-		ncd_prefetch_for_write(rg->base + rg->buf_off + (uint64_t)b * rg->buf_size);
+		ncd_prefetch_for_write(rg->base + rg->g.buf_off + (uint64_t)b * rg->g.buf_size);
 		if ((e & 3) == 0 || i == 0)
 			ncd_prefetch_for_write(&q->r->desc[e & q->mask]);
 	}
@@ -518,15 +481,15 @@ region_copy(struct ncd_region *rg, struct ncd_region_ring *q, uint32_t limit,
 	room = rx_room(rg, q, limit, n);
 	for (i = 0; i < n; i++) {
 		uint32_t len = m[i]->pkt_len;
-		uint32_t need = likely(len <= rg->buf_size) ? 1 :
-				(len + rg->buf_size - 1) / rg->buf_size;
+		uint32_t need = likely(len <= rg->g.buf_size) ? 1 :
+				(len + rg->g.buf_size - 1) / rg->g.buf_size;
 
 		/*
 		 * A frame longer than a buffer (a datagram reassembled from fragments)
 		 * takes several, each descriptor but the last marked NC_DESC_F_MORE,
 		 * and all of them or none.
 		 */
-		if (need > rg->nfree) {
+		if (need > rg->b.nfree) {
 			t->nobuf++;
 			continue;
 		}
@@ -536,12 +499,11 @@ region_copy(struct ncd_region *rg, struct ncd_region_ring *q, uint32_t limit,
 			t->full++;
 			continue;
 		}
-		for (uint32_t k = 0, at = 0; k < need; k++, at += rg->buf_size) {
-			uint32_t b = rg->free_bufs[--rg->nfree], part = RTE_MIN(len - at, rg->buf_size);
-			uint32_t off = (uint32_t)(rg->buf_off + (uint64_t)b * rg->buf_size);
+		for (uint32_t k = 0, at = 0; k < need; k++, at += rg->g.buf_size) {
+			uint32_t b = ncd_rc_buf_take(&rg->b), part = RTE_MIN(len - at, rg->g.buf_size);
+			uint32_t off = (uint32_t)(rg->g.buf_off + (uint64_t)b * rg->g.buf_size);
 			const void *src;
 
-			rg->held[b] = 1;
 			src = rte_pktmbuf_read(m[i], at, part, rg->base + off);
 			if (src != rg->base + off)
 				rte_memcpy(rg->base + off, src, part);
@@ -723,8 +685,8 @@ serve_free(struct ncd_region *rg)
 	struct ncd_region_ring *q = &rg->fr;
 	uint32_t n;
 
-	if (__atomic_load_n(&rg->nfree, __ATOMIC_RELAXED) + RTE_MIN(FREE_LOW, rg->rx_bufs / 2) >
-	    rg->rx_bufs)
+	if (__atomic_load_n(&rg->b.nfree, __ATOMIC_RELAXED) + RTE_MIN(FREE_LOW, rg->g.rx_bufs / 2) >
+	    rg->g.rx_bufs)
 		return;
 	rte_spinlock_lock(&rg->lock);
 	n = tx_avail(rg, q);
@@ -737,7 +699,7 @@ serve_free(struct ncd_region *rg)
 		uint32_t off = __atomic_load_n(&q->r->desc[(q->own + i) & q->mask].offset,
 					       __ATOMIC_RELAXED);
 
-		if (buf_return(rg, off))
+		if (ncd_rc_buf_return(&rg->g, &rg->b, off))
 			rg->st.freed++;
 		else
 			rg->st.bad_free++;
@@ -772,16 +734,12 @@ delivers_into(const struct ncd_channel *ch, const struct ncd_region *rg)
 static struct rte_mbuf *
 tx_take(struct ncd *d, struct ncd_region *rg, const struct nc_desc *dsc, struct ncd_channel **chp)
 {
-	uint64_t end = (uint64_t)dsc->offset + dsc->length;
-	uint64_t lo = rg->tx_buf_off, hi = rg->tx_buf_off + (uint64_t)rg->buf_size * rg->tx.size;
 	struct ncd_channel *ch = dsc->channel < d->cfg.max_channels ?
 		__atomic_load_n(&d->channels[dsc->channel], __ATOMIC_ACQUIRE) : NULL;
 	struct rte_mbuf *m;
 	char *p;
 
-	if (ch == NULL || !delivers_into(ch, rg) || !ch->can_tx ||
-	    dsc->offset < lo || end > hi ||
-	    dsc->length < 20 || dsc->length > rg->buf_size || (dsc->flags & ~NC_DESC_F_IP)) {
+	if (ch == NULL || !delivers_into(ch, rg) || !ch->can_tx || !ncd_rc_tx_desc_ok(&rg->g, dsc)) {
 		rg->st.bad_desc++;
 		return NULL;
 	}

@@ -12,6 +12,7 @@
 
 #include <rte_spinlock.h>
 
+#include "core/region_check.h"
 #include "nc_region.h"
 
 struct ncd;
@@ -50,16 +51,12 @@ struct ncd_region {
 	int fd;                        /* the daemon's part, read-only, until it is passed on */
 	int cfd;                       /* the client's part, until it is passed on */
 	bool hugepages;                /* the daemon's part is on hugepages */
-	uint32_t nrx, buf_size, rx_bufs;
-	uint32_t buf_shift;             /* log2(buf_size) when a power of two, else 0 */
-	uint64_t buf_off;               /* the first rx buffer, in the daemon's part */
-	uint64_t tx_buf_off;            /* the first tx buffer, in the client's part */
+	uint32_t nrx;
+	struct ncd_rc_geom g;          /* the buffers' geometry, which the client's writes must fit */
 	struct ncd_region_ring *rx;    /* [nrx] */
 	uint32_t *rx_channel;          /* [nrx]: the channel using rx ring k, or UINT32_MAX */
 	struct ncd_region_ring tx, fr;
-	uint32_t *free_bufs;           /* [rx_bufs]: a stack of the buffers the daemon holds */
-	uint32_t nfree;
-	uint8_t *held;                 /* [rx_bufs]: 1 while the client holds the buffer */
+	struct ncd_rc_bufs b;          /* the rx buffers: the daemon's, the client's */
 	bool one_ring;                 /* NC_HELLO_F_ONE_RING: rx ring 0 is every channel's */
 	int efd;                       /* one_ring: the eventfd that wakes the client, or -1 */
 	unsigned int worker;           /* the worker that serves its tx and free rings */

@@ -421,9 +421,9 @@ ncd_view_clients(const struct ncd *d, const struct ncd_conn *viewer)
 			json_t *r = json_pack("{s:I, s:I, s:b, s:i, s:i, s:i}", "size",
 					      (json_int_t)(rg->size + rg->csize), "client_size",
 					      (json_int_t)rg->csize, "hugepages", rg->hugepages,
-					      "buffers", (int)rg->rx_bufs,
-					      "buffers_held", (int)(rg->rx_bufs - rg->nfree),
-					      "buffer_size", (int)rg->buf_size);
+					      "buffers", (int)rg->g.rx_bufs,
+					      "buffers_held", (int)(rg->g.rx_bufs - rg->b.nfree),
+					      "buffer_size", (int)rg->g.buf_size);
 
 #define X(f) json_object_set_new(r, #f, json_integer((json_int_t)rg->st.f));
 			NCD_REGION_FIELDS(X)
