@@ -14,6 +14,8 @@ then holds on to everything until its stdin closes.
                                               channels of udp/PORT, at priorities 0..N-1
     nc_attacker.py SOCKET sink PORT           an isolated client's channel of udp/PORT,
                                               never read
+    nc_attacker.py SOCKET zc-sink PORT SIZE N a zero-copy client's N channels of udp/PORT, rings
+                                              of SIZE, never read
     nc_attacker.py SOCKET attach NAME...      an isolated client attaches to each static channel
     nc_attacker.py SOCKET look NAME [ID]      what it sees: CHANNEL_LIST's and STATS' channels,
                                               show clients' uids, show channel NAME's status;
@@ -22,6 +24,7 @@ then holds on to everything until its stdin closes.
                                               an unused name, answer
 """
 import json
+import os
 import socket
 import sys
 import time
@@ -52,10 +55,12 @@ def hello(c, flags=0):
 
 
 def create(c, name, ring_size=0):
-    """A channel of its own, udp/5000 from a source port no other of its channels has."""
+    """A channel of its own, udp/5000 from a source port no other channel of its user, nor
+    of another user running this, has."""
     create.n += 1
     status, body = c.call(W.CREATE, W.create_body(
-        name, W.rule(proto=17, dport=5000, sport=1000 + create.n), ring_size=ring_size))
+        name, W.rule(proto=17, dport=5000, sport=1000 + (os.getuid() % 10) * 1000 + create.n),
+        ring_size=ring_size))
     return (status, body.decode() if status < 0 else ""), body
 
 
@@ -95,7 +100,7 @@ def main():
         conns.append(c)
         out.append(hello(c, W.HELLO_F_ZEROCOPY))
         for i in range(int(args[1])):
-            out.append(create(c, f"ring{i}", ring_size=int(args[0]))[0])
+            out.append(create(c, f"ring{os.getuid()}-{i}", ring_size=int(args[0]))[0])
     elif mode == "eventfds":
         c = W.Ctl(path)
         conns.append(c)
@@ -120,6 +125,17 @@ def main():
             status, body = c.call(W.CREATE, W.create_body(
                 mode if mode != "control-deliver" else f"cd{i}",
                 W.rule(proto=17, dport=int(args[0]), priority=i)))
+            out.append((status, body.decode() if status < 0 else ""))
+    elif mode == "zc-sink":
+        # A zero-copy client's N deliver channels of udp/PORT (priorities 0..N-1), rings of
+        # SIZE, never read.
+        c = W.Ctl(path)
+        conns.append(c)
+        out.append(hello(c, W.HELLO_F_ZEROCOPY))
+        for i in range(int(args[2])):
+            status, body = c.call(W.CREATE, W.create_body(
+                f"zc{i}", W.rule(proto=17, dport=int(args[0]), priority=i),
+                ring_size=int(args[1])))
             out.append((status, body.decode() if status < 0 else ""))
     elif mode == "attach":
         # An isolated client's ATTACH of each static channel named.

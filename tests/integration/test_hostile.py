@@ -49,6 +49,15 @@ print(sent)
 class HostileBed(T.DaemonCase):
     """The test bed with a daemon whose control socket uid 65534 may open."""
 
+    # Tests whose daemon's control section differs: what they change.
+    CONTROL = {
+        # uid 65534 a zero-copy client, its mbufs bounded to 10% of the pool.
+        "test_zero_copy_rings_bounded": {
+            "mbuf_quota": 256,
+            "allow": [{"uid": 0}, {"uid": 65534, "dport": "7-8", "zero_copy": True,
+                                   "limits": {"mbufs": POOL // 10}}]},
+    }
+
     def setUp(self):
         super().setUp()
         os.chmod(self.w, 0o755)
@@ -69,6 +78,7 @@ class HostileBed(T.DaemonCase):
                "workers": [{"lcore": 1}],
                "control": {"socket": self.sock, "group": "nogroup", "mode": "0660",
                            "allow": [{"uid": 0}, {"uid": 65534, "dport": "7-8"}]}}
+        cfg["control"].update(self.CONTROL.get(self._testMethodName, {}))
         self.daemon = T.Daemon(cfg, self.w, self.prefix, netns=self.env["TB_HOST_NS"])
         self.daemon.start()
         r = subprocess.run([TESTBED, "host", self.name], capture_output=True, text=True)
@@ -169,6 +179,25 @@ class HostileBed(T.DaemonCase):
             self.assertEqual(status, -22, why)
             self.assertIn("may not own a deliver channel", why)
         self.assert_pool_bounded(baseline, self.under_flood(7))
+        self.release(p)
+        self.assert_pool_back(baseline)
+        echo.send_signal(signal.SIGTERM)
+        self.assertEqual(echo.wait(timeout=10), 0)
+        self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
+
+    def test_zero_copy_rings_bounded(self):
+        """uid 65534, allowed zero-copy with control.limits.mbufs at a tenth of the pool, asks
+        for three rings of 256 its client never reads: its quota (256) and two rings fit, the
+        third is refused (EDQUOT); the flood fills what it has, and the pool stays within its
+        baseline plus 10%."""
+        echo = self.honest()
+        baseline = self.in_use()
+        got, p = self.attack("zc-sink", 7, 256, 3)
+        self.assertEqual(got, [(0, ""), (0, ""), (0, ""), (-errno.EDQUOT, "control.limits.mbufs: "
+                               f"uid 65534 would hold 1024, over its {POOL // 10}")])
+        self.assert_pool_bounded(baseline, self.under_flood(7))
+        self.assertEqual([cl["mbufs_bound"] for cl in self.ncctl("show clients")
+                          if cl["uid"] == 65534 and cl["mode"] == "zero-copy"], [768])
         self.release(p)
         self.assert_pool_back(baseline)
         echo.send_signal(signal.SIGTERM)

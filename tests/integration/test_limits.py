@@ -147,9 +147,10 @@ class Limits(Isolated):
 
     def test_channels_memory_eventfds(self):
         """control.limits from the user's allow entry, over all of its connections: channels,
-        memory (regions and zero-copy rings) and eventfds each refused past the limit."""
-        self.start_as({"connections": 4, "channels": 8, "memory_mb": 24, "eventfds": 2},
-                      allow={"zero_copy": True})
+        memory (regions), mbufs (a zero-copy client's quota and rings) and eventfds each
+        refused past the limit."""
+        self.start_as({"connections": 4, "channels": 8, "memory_mb": 24, "eventfds": 2,
+                       "mbufs": 3000}, allow={"zero_copy": True})
         p, got = self.attack("channels", 10, 2)
         why = "control.limits.channels: uid 65534 would hold 9, over its 8"
         self.assertEqual(got, [(0, "")] * 8 + [(-errno.EDQUOT, why)] * 2)
@@ -160,10 +161,17 @@ class Limits(Isolated):
         self.assertEqual(got, [(0, "")] * 2 + [(-errno.EDQUOT, "control.limits.memory_mb: "
                                                 "uid 65534 would hold 32 MiB, over its 24")])
         self.release(p)
-        # Zero-copy rings of 2^20 entries take 16 MiB each: the second is refused.
-        p, got = self.attack("ring", 1 << 20, 2)
-        self.assertEqual(got, [(0, ""), (0, ""), (-errno.EDQUOT, "control.limits.memory_mb: "
-                                                   "uid 65534 would hold 33 MiB, over its 24")])
+        # A zero-copy client's quota (2047, a quarter of the pool) and a ring of 512 fit in
+        # 3000 mbufs; a second ring does not.
+        p, got = self.attack("ring", 512, 2)
+        self.assertEqual(got, [(0, ""), (0, ""), (-errno.EDQUOT, "control.limits.mbufs: "
+                                                   "uid 65534 would hold 3071, over its 3000")])
+        self.assertEqual([cl["mbufs_bound"] for cl in self.attackers()], [2559])
+        self.release(p)
+        # A ring of 2^20 entries could hold the whole pool: it counts as the pool's 8191.
+        p, got = self.attack("ring", 1 << 20, 1)
+        self.assertEqual(got, [(0, ""), (-errno.EDQUOT, "control.limits.mbufs: uid 65534 would "
+                                                      "hold 10238, over its 3000")])
         self.release(p)
         p, got = self.attack("eventfds", 3)
         self.assertEqual(got, [(0, "")] * 2 + [(-errno.EDQUOT, "control.limits.eventfds: "
@@ -171,7 +179,31 @@ class Limits(Isolated):
         self.root_still_works()
         self.release(p)
         self.assertEqual(self.refusals()["limit_refusals"],
-                         {"connections": 0, "channels": 2, "memory_mb": 2, "eventfds": 1})
+                         {"connections": 0, "channels": 2, "memory_mb": 1, "eventfds": 1,
+                          "mbufs": 2})
+        self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
+
+    def test_pool_reserve_is_roots(self):
+        """Two users, each within its own control.limits.mbufs, may not together be able to
+        hold more than three quarters of the pool (ENOSPC, naming it): the last quarter is
+        the kernel's and root's, whose zero-copy client still gets its rings."""
+        self.start_as({"mbufs": 4000}, allow={"zero_copy": True},
+                      more=[{"uid": 65533, "dport": "5000-5001", "zero_copy": True,
+                             "limits": {"mbufs": 8000}}])
+        p, got = self.attack("ring", 1024, 2)
+        self.assertEqual(got, [(0, ""), (0, ""), (-errno.EDQUOT, "control.limits.mbufs: "
+                                                   "uid 65534 would hold 4095, over its 4000")])
+        got, r = self.as_other("ring", "1024", "2")
+        self.assertEqual(got, [[0, ""], [0, ""], [-errno.ENOSPC, "mempool: users would be able "
+                                                  "to hold 7166 of its 8191 mbufs; the last "
+                                                  "quarter is the kernel's and root's"]],
+                         r.stdout + r.stderr)
+        status, users = self.root.cli("show clients", CLI_F_JSON)
+        mine = [cl["user"] for cl in json.loads(users) if cl["uid"] == 65534]
+        self.assertEqual((mine[0]["mbufs"], mine[0]["limits"]["mbufs"]), (3071, 4000), mine)
+        self.root_still_works()
+        self.assertGreaterEqual(self.refusals()["reserve_refusals"], 1)
+        self.release(p)
         self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
 
     def test_users_see_their_own(self):

@@ -54,8 +54,9 @@
 #define VIEW_CHANNEL_NAMES 64          /* names of a connection's channels that show clients lists */
 
 /* control.limits, in the order of the STATS view's limit_refusals. */
-enum { LIM_CONNECTIONS, LIM_CHANNELS, LIM_MEMORY, LIM_EVENTFDS, LIM_N };
-static const char *const lim_names[LIM_N] = { "connections", "channels", "memory_mb", "eventfds" };
+enum { LIM_CONNECTIONS, LIM_CHANNELS, LIM_MEMORY, LIM_EVENTFDS, LIM_MBUFS, LIM_N };
+static const char *const lim_names[LIM_N] = { "connections", "channels", "memory_mb", "eventfds",
+					      "mbufs" };
 
 struct ncd_conn {
 	int fd;                        /* -1: closed (free unless pending) */
@@ -213,8 +214,72 @@ limit_value(const struct ncd_limits *l, int k)
 	case LIM_CONNECTIONS: return l->connections;
 	case LIM_CHANNELS: return l->channels;
 	case LIM_MEMORY: return l->memory;
+	case LIM_MBUFS: return l->mbufs;
 	default: return l->eventfds;
 	}
+}
+
+/* The mbufs a ring of size entries can hold: no more than the pool has. */
+static uint64_t
+ring_mbufs(const struct ncd *d, uint32_t size)
+{
+	return RTE_MIN((uint64_t)size, (uint64_t)d->cfg.mbufs);
+}
+
+/*
+ * The most mbufs a connection can make the daemon hold: a zero-copy
+ * client's quota (what it holds itself, receiving and sending) and what
+ * its deliver channels' rings can hold, its own and the static ones it
+ * consumes. An isolated client holds none (the daemon copies and frees),
+ * nor may a control connection own a ring.
+ */
+static uint64_t
+conn_mbufs(const struct ncd *d, const struct ncd_conn *c)
+{
+	uint64_t n = 0;
+
+	if (c->fd < 0 || !c->hello || !(c->hello_flags & NC_HELLO_F_ZEROCOPY))
+		return 0;
+	n += d->clients[c->slot].quota;
+	for (unsigned int k = 0; k < c->nchannels; k++) {
+		const struct ncd_channel *ch = d->channels[c->channels[k]];
+
+		if (ch != NULL && ch->rx != NULL)
+			n += ring_mbufs(d, ch->dir->ring_size);
+	}
+	for (unsigned int k = 0; k < c->nattached; k++) {
+		const struct ncd_channel *ch = d->channels[c->attached[k].id];
+
+		if (ch != NULL && ch->rx != NULL)
+			n += ring_mbufs(d, ch->dir->ring_size);
+	}
+	return n;
+}
+
+/*
+ * Whether the users other than root, all together, may be able to hold
+ * `more` mbufs on top of what they can: at most three quarters of the pool,
+ * so that the last quarter is always the kernel path's and root's, whatever
+ * the users do. If not, the refusal is counted and its reason goes to why.
+ */
+static bool
+within_pool_reserve(const struct ncd *d, const struct ucred *cr, uint64_t more, char *why,
+		    size_t len)
+{
+	uint64_t total = more, cap = d->cfg.mbufs - d->cfg.mbufs / 4;
+
+	if (privileged(cr) || more == 0)
+		return true;
+	for (unsigned int i = 0; i < NCD_MAX_CONNECTIONS; i++)
+		if (!privileged(&ctl.conns[i].cred))
+			total += conn_mbufs(d, &ctl.conns[i]);
+	if (total <= cap)
+		return true;
+	ctl.reserve_refusals++;
+	snprintf(why, len, "mempool: users would be able to hold %" PRIu64 " of its %u mbufs; the "
+		 "last quarter is the kernel's and root's", total, d->cfg.mbufs);
+	NCD_LOG_USER(INFO, cr->uid, "control: pid %d refused: %s", (int)cr->pid, why);
+	return false;
 }
 
 /* What a user holds, over all of its open connections, in the units of its limits. */
@@ -229,6 +294,7 @@ user_usage(const struct ncd *d, uid_t uid, uint64_t use[LIM_N])
 			continue;
 		use[LIM_CONNECTIONS]++;
 		use[LIM_CHANNELS] += c->nchannels;
+		use[LIM_MBUFS] += conn_mbufs(d, c);
 		if (c->slot >= 0 && d->regions[c->slot] != NULL)
 			use[LIM_MEMORY] += d->regions[c->slot]->size + d->regions[c->slot]->csize;
 		for (unsigned int k = 0; k < c->nchannels; k++) {
@@ -432,6 +498,8 @@ ncd_view_clients(const struct ncd *d, const struct ncd_conn *viewer)
 			json_object_set_new(o, "region", r);
 		}
 		json_object_set_new(o, "channel_count", json_integer(c->nchannels));
+		/* What it may make the daemon hold: its quota and its channels' rings. */
+		json_object_set_new(o, "mbufs_bound", json_integer((json_int_t)conn_mbufs(d, c)));
 		json_object_set_new(o, "attached_count", json_integer(c->nattached));
 		json_object_set_new(o, "user", user_view(d, &c->cred));
 		json_array_append_new(a, o);
@@ -830,6 +898,7 @@ do_create(struct ncd *d, struct ncd_conn *c, const struct nc_ctl_req *req, const
 	struct ncd_channel_conf cc;
 	struct nc_ctl_channel info;
 	uint32_t reserve = RTE_MIN(RTE_MAX(d->cfg.max_channels / 16, 1u), 64u);
+	uint64_t mbufs;
 	char why[160];
 	int id;
 
@@ -853,11 +922,16 @@ do_create(struct ncd *d, struct ncd_conn *c, const struct nc_ctl_req *req, const
 		return reply(c, req, -EPERM, NULL, 0);
 	if (conn_room(&c->channels, &c->cap_channels, c->nchannels, 1, sizeof(c->channels[0])))
 		return reply(c, req, -ENOMEM, NULL, 0);
+	/* A zero-copy client's deliver channel: a ring whose mbufs its user answers for. */
+	mbufs = cc.action == NC_ACTION_DELIVER && rg == NULL ? ring_mbufs(d, cc.ring_size) : 0;
 	if (!within_limit(d, &c->cred, LIM_CHANNELS, 1, why, sizeof(why)) ||
 	    !within_limit(d, &c->cred, LIM_MEMORY, ncd_ring_memsize(cc.ring_size) *
 			  ((cc.action == NC_ACTION_DELIVER && rg == NULL) + (cc.tx && rg == NULL)),
-			  why, sizeof(why)))
+			  why, sizeof(why)) ||
+	    !within_limit(d, &c->cred, LIM_MBUFS, mbufs, why, sizeof(why)))
 		return reply(c, req, -EDQUOT, why, strlen(why));
+	if (!within_pool_reserve(d, &c->cred, mbufs, why, sizeof(why)))
+		return reply(c, req, -ENOSPC, why, strlen(why));
 	/* Another user's flows are not to be taken (the same rule and priority is EBUSY below). */
 	for (int32_t k = may_preempt(d, &c->cred) ? -1 : ncd_channel_shadowed(d, &cc.rule, 0);
 	     k >= 0; k = ncd_channel_shadowed(d, &cc.rule, (uint32_t)k + 1)) {
@@ -999,6 +1073,15 @@ do_attach(struct ncd *d, struct ncd_conn *c, const struct nc_ctl_req *req, const
 					return reply(c, req, ret, why, strlen(why));
 			} else if (ch->consumer != 0) {
 				return reply(c, req, -EBUSY, NULL, 0);
+			} else if (d->regions[c->slot] == NULL && ch->rx != NULL) {
+				/* A zero-copy consumer drains the channel's ring: its mbufs are its. */
+				char why[160];
+				uint64_t more = ring_mbufs(d, ch->dir->ring_size);
+
+				if (!within_limit(d, &c->cred, LIM_MBUFS, more, why, sizeof(why)))
+					return reply(c, req, -EDQUOT, why, strlen(why));
+				if (!within_pool_reserve(d, &c->cred, more, why, sizeof(why)))
+					return reply(c, req, -ENOSPC, why, strlen(why));
 			} else if (d->regions[c->slot] != NULL) {
 				int ret = ncd_channel_region_attach(d->channels[id], d->regions[c->slot]);
 
@@ -1150,6 +1233,17 @@ do_hello(struct ncd *d, struct ncd_conn *c, const struct nc_ctl_req *req, const 
 			     "(control.allow's zero_copy)", (int)c->cred.pid, c->cred.uid);
 		reply(c, req, -EPERM, NULL, 0);
 		return -EPERM;
+	}
+	/* A zero-copy client may hold its quota of mbufs: its user answers for them. */
+	if (h->flags & NC_HELLO_F_ZEROCOPY) {
+		if (!within_limit(d, &c->cred, LIM_MBUFS, d->cfg.mbuf_quota, why, sizeof(why))) {
+			reply(c, req, -EDQUOT, why, strlen(why));
+			return -EDQUOT;
+		}
+		if (!within_pool_reserve(d, &c->cred, d->cfg.mbuf_quota, why, sizeof(why))) {
+			reply(c, req, -ENOSPC, why, strlen(why));
+			return -ENOSPC;
+		}
 	}
 	for (unsigned int i = NCD_MAX_CLIENTS; i-- > 0;)
 		if (ctl.slot_conn[i] == NULL) {

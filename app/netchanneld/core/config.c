@@ -751,9 +751,9 @@ static int
 load_limits(struct ctx *c, const json_t *obj, struct ncd_limits *lim)
 {
 	static const char *const keys[] = { "connections", "channels", "memory_mb", "eventfds",
-					    NULL };
+					    "mbufs", NULL };
 	const json_t *o = json_object_get(obj, "limits");
-	int64_t conns, chans, mb, efds;
+	int64_t conns, chans, mb, efds, mbufs;
 	size_t l = strlen(c->where);
 
 	if (o == NULL)
@@ -763,10 +763,12 @@ load_limits(struct ctx *c, const json_t *obj, struct ncd_limits *lim)
 	    get_int(c, o, "connections", 1, NCD_MAX_CONNECTIONS, lim->connections, &conns) ||
 	    get_int(c, o, "channels", 0, 1 << 20, lim->channels, &chans) ||
 	    get_int(c, o, "memory_mb", 0, 1 << 20, (int64_t)(lim->memory >> 20), &mb) ||
-	    get_int(c, o, "eventfds", 0, 1 << 20, lim->eventfds, &efds))
+	    get_int(c, o, "eventfds", 0, 1 << 20, lim->eventfds, &efds) ||
+	    get_int(c, o, "mbufs", 0, c->cfg->mbufs, lim->mbufs, &mbufs))
 		return -1;
 	*lim = (struct ncd_limits){ .connections = (uint32_t)conns, .channels = (uint32_t)chans,
-				    .memory = (uint64_t)mb << 20, .eventfds = (uint32_t)efds };
+				    .memory = (uint64_t)mb << 20, .eventfds = (uint32_t)efds,
+				    .mbufs = (uint32_t)mbufs };
 	pop(c, l);
 	return 0;
 }
@@ -840,7 +842,8 @@ load_control(struct ctx *c, const json_t *root)
 	c->cfg->mbuf_quota = (uint32_t)quota;
 	c->cfg->hello_timeout_ms = (uint32_t)hello_ms;
 	c->cfg->limits = (struct ncd_limits){ .connections = 16, .channels = 64,
-					      .memory = UINT64_C(256) << 20, .eventfds = 64 };
+					      .memory = UINT64_C(256) << 20, .eventfds = 64,
+					      .mbufs = c->cfg->mbufs / 2 };
 	if (load_region(c, ctl) || (ctl != NULL && load_limits(c, ctl, &c->cfg->limits)) ||
 	    (ctl != NULL && load_socket_access(c, ctl)))
 		return -1;

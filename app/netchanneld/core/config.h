@@ -123,6 +123,7 @@ struct ncd_limits {
 	uint32_t channels;           /* channels its clients created */
 	uint64_t memory;             /* bytes: its regions and its channels' rings */
 	uint32_t eventfds;           /* eventfds the daemon made for its channels */
+	uint32_t mbufs;              /* mbufs its zero-copy clients may make the daemon hold */
 };
 
 struct ncd_allow_conf {
