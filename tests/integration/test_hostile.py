@@ -204,6 +204,33 @@ class HostileBed(T.DaemonCase):
         self.assertEqual(echo.wait(timeout=10), 0)
         self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
 
+    def test_next_hop_waits_bounded_per_client(self):
+        """uid 65534 sends IP packets to 100 on-link addresses no host answers ARP for: the
+        daemon keeps at most 32 of one client's packets waiting for a neighbour (the rest are
+        dropped, tx_no_neigh), and shows how many in show clients."""
+        e = self.env
+        shutil.copytree(os.path.join(T.SRC, "python/netchannel"), os.path.join(self.w, "netchannel"))
+        env = T.python_env(dict(os.environ, PYTHONPATH=self.w, LD_LIBRARY_PATH=self.w,
+                                NETCHANNEL_LIB=os.path.join(self.w, "libnetchannel.so.0")),
+                           os.path.join(self.w, "libnetchannel.so.0"))
+        p = subprocess.Popen(["ip", "netns", "exec", e["TB_HOST_NS"]] + NOBODY +
+                             ["/usr/bin/python3", "-c", NEIGHBOURLESS, self.sock, e["TB_HOST4"]],
+                             env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True)
+        self.procs.append(p)
+        self.wait_line(p, "sent 100")
+
+        def waiting():
+            return [cl["next_hop_waiting"] for cl in self.ncctl("show clients")
+                    if cl["uid"] == 65534]
+        seen = T.wait_until(lambda: [n for n in waiting() if n > 0], what="packets waiting")
+        self.assertLessEqual(max(seen), 32, seen)
+        T.wait_until(lambda: self.ncctl("show channel far")["counters"]["tx_no_neigh"] >= 68,
+                     timeout=10, what="the rest dropped as unresolved")
+        p.stdin.close()
+        self.assertEqual(p.wait(timeout=30), 0, p.stdout.read())
+        self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
+
     def test_unread_channel_holds_no_mbuf(self):
         """An isolated client's channel that is never read: the flood fills its region and
         the rest is dropped and counted; the daemon holds no mbuf for it."""
@@ -567,6 +594,31 @@ def hugepages_available():
         with open(f"/sys/kernel/mm/hugepages/hugepages-2048kB/{name}") as f:
             return int(f.read())
     return read("free_hugepages") - read("resv_hugepages")
+
+# uid 65534 with the Python package: from the host's address and port 7, one UDP packet to each
+# of 100 on-link addresses (10.99.0.50 on) that no host has.
+NEIGHBOURLESS = """
+import socket, struct, sys
+import netchannel
+sock, host4 = sys.argv[1:3]
+
+def csum(b):
+    s = sum(struct.unpack("!%dH" % (len(b) // 2), b))
+    s = (s >> 16) + (s & 0xffff)
+    return ~(s + (s >> 16)) & 0xffff
+
+with netchannel.Client(sock) as c:
+    ch = c.create("far", 7, tx=True)
+    for i in range(100):
+        dst = "10.99.0.%d" % (50 + i)
+        u = struct.pack("!HHHH", 7, 4000, 12, 0) + b"far!"
+        h = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(u), 1, 0, 64, 17, 0,
+                        socket.inet_aton(host4), socket.inet_aton(dst))
+        ch.send_ip(h[:10] + struct.pack("!H", csum(h)) + h[12:] + u)
+    print("sent", 100, flush=True)
+    sys.stdin.read()
+"""
+
 
 # The peer's side of an echo exchange: how many of n datagrams came back whole.
 PEER_UDP = """

@@ -500,6 +500,9 @@ ncd_view_clients(const struct ncd *d, const struct ncd_conn *viewer)
 		json_object_set_new(o, "channel_count", json_integer(c->nchannels));
 		/* What it may make the daemon hold: its quota and its channels' rings. */
 		json_object_set_new(o, "mbufs_bound", json_integer((json_int_t)conn_mbufs(d, c)));
+		/* Its packets the daemon keeps until their next hop resolves (32 at most). */
+		json_object_set_new(o, "next_hop_waiting",
+				    json_integer(c->slot >= 0 ? ncd_nh_waiting(c->slot) : 0));
 		json_object_set_new(o, "attached_count", json_integer(c->nattached));
 		json_object_set_new(o, "user", user_view(d, &c->cred));
 		json_array_append_new(a, o);

@@ -52,6 +52,8 @@
  */
 #define NH_WAIT_PER_DST 3
 #define NH_WAIT_MAX 256
+/* A client's packets waiting at once: no client takes every entry from the others. */
+#define NH_WAIT_PER_OWNER 32
 #define NH_WAIT_MS 3000
 #define NH_RETRY_MS 20                 /* a waiting neighbour is asked again at most this often */
 
@@ -59,6 +61,7 @@ static struct nh_wait {
 	struct rte_mbuf *m;            /* NULL: a free entry */
 	uint64_t deadline, tried;      /* ms */
 	uint64_t generation;           /* its channel's then: another channel may have the id now */
+	int owner;                     /* its channel's owner: a client's slot, or the operator */
 	uint16_t port;
 	uint8_t family;
 	union nc_trie_addr dst;        /* the packet's destination, as the cache keys it (aligned) */
@@ -590,14 +593,16 @@ wait(struct ncd *d, struct rte_mbuf *m, const struct ncd_channel *ch, uint16_t o
 	/* Its neighbour's first packet set the deadline for all of them. */
 	unsigned int n = waiting_for(op, family, dst, &deadline);
 
+	if (ch->owner >= 0 && ncd_nh_waiting(ch->owner) >= NH_WAIT_PER_OWNER)
+		n = NH_WAIT_PER_DST;           /* its share is taken: as if its neighbour's were */
 	for (unsigned int i = 0; n < NH_WAIT_PER_DST && i < NH_WAIT_MAX; i++) {
 		struct nh_wait *x = &waiting[i];
 
 		if (x->m != NULL)
 			continue;
 		*x = (struct nh_wait){ .m = m, .deadline = deadline, .tried = now,
-				       .generation = ch->dir->generation, .port = op,
-				       .family = family };
+				       .generation = ch->dir->generation, .owner = ch->owner,
+				       .port = op, .family = family };
 		memcpy(x->dst.a, dst, family == 4 ? 4 : 16);
 		d->ports[op].nh_stats.queued++;
 		return true;
@@ -607,6 +612,16 @@ wait(struct ncd *d, struct rte_mbuf *m, const struct ncd_channel *ch, uint16_t o
 }
 
 static void resolve_one(struct ncd *d, struct rte_mbuf *m);
+
+unsigned int
+ncd_nh_waiting(int owner)
+{
+	unsigned int n = 0;
+
+	for (unsigned int i = 0; i < NH_WAIT_MAX; i++)
+		n += waiting[i].m != NULL && waiting[i].owner == owner;
+	return n;
+}
 
 int
 ncd_nh_wait_ms(void)

@@ -154,6 +154,12 @@ bool ncd_host_addr(const struct ncd_port *p, const struct nc_trie_key *k);
 int ncd_nh_wait_ms(void);
 
 /**
+ * Packets of a client's channels (owner: its slot) waiting for a next hop;
+ * at most 32 at once for one client, 256 for all (control thread).
+ */
+unsigned int ncd_nh_waiting(int owner);
+
+/**
  * Give a port's exception TAP the host's configuration (exception.host): up,
  * its MTU, its addresses, then its routes, over netlink. Called whenever the
  * daemon makes the TAP, so that a restart does not take the host offline.
