@@ -128,9 +128,13 @@ class HostileBed(T.DaemonCase):
         return p
 
     def under_flood(self, port, secs=4.0):
-        """A flood of the host's port from the peer, and meanwhile: ping (all answered), the
-        honest client's echoes (all back), and the pool (sampled). Returns the samples."""
+        """A flood of the host's port from the peer, and meanwhile: ping (all answered), TCP to
+        the host's kernel (an HTTP fetch), the honest client's echoes (all back), and the pool
+        (sampled). Returns the samples."""
         e = self.env
+        http = self.bg("HOST", "/usr/bin/python3", "-u", "-m", "http.server", "8000", "--bind",
+                       e["TB_HOST4"])
+        self.wait_line(http, "Serving HTTP")
         flood = self.bg("PEER", "/usr/bin/python3", "-c", PEER_FLOOD, e["TB_HOST4"], str(port),
                         str(secs), "2000000")
         samples, stop = [], threading.Event()
@@ -145,6 +149,10 @@ class HostileBed(T.DaemonCase):
             ping = self.ns("PEER", "ping", "-c", "20", "-i", "0.15", "-W", "2", e["TB_HOST4"],
                            check=False)
             echo = self.ns("PEER", "/usr/bin/python3", "-c", PEER_UDP, e["TB_HOST4"], "8", "10")
+            fetch = self.ns("PEER", "/usr/bin/python3", "-c",
+                            "import sys, urllib.request as u; "
+                            "print(len(u.urlopen(sys.argv[1], timeout=5).read()))",
+                            f"http://{e['TB_HOST4']}:8000/", check=False)
         finally:
             stop.set()
             t.join()
@@ -153,6 +161,10 @@ class HostileBed(T.DaemonCase):
         self.assertIn("20 packets transmitted, 20 received, 0% packet loss", ping.stdout,
                       ping.stdout + ping.stderr)
         self.assertEqual(json.loads(echo.stdout), {"echo": 10, "lost": 0}, "the honest client")
+        self.assertEqual(fetch.returncode, 0, fetch.stdout + fetch.stderr)
+        self.assertGreater(int(fetch.stdout), 0, "TCP to the host's kernel")
+        http.kill()
+        http.wait()
         return samples
 
     def assert_pool_bounded(self, baseline, samples):
