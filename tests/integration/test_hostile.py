@@ -116,7 +116,8 @@ class HostileBed(T.DaemonCase):
                     self.sock, *[str(a) for a in args], user=NOBODY, stdin=subprocess.PIPE)
         line = p.stdout.readline()
         try:
-            return [tuple(r) for r in json.loads(line)], p
+            got = json.loads(line)
+            return (got if args[0] == "look" else [tuple(r) for r in got]), p
         except ValueError:
             self.fail(line + p.stdout.read())
 
@@ -241,6 +242,26 @@ class HostileBed(T.DaemonCase):
                      timeout=10, what="the rest dropped as unresolved")
         p.stdin.close()
         self.assertEqual(p.wait(timeout=30), 0, p.stdout.read())
+        self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
+
+    def test_other_users_channels_look_like_none(self):
+        """root's client has a channel of port 7 (uid 65534's port): uid 65534 asking DESTROY
+        and CHANNEL_STATS of its id, and ATTACH of its name, gets ENOENT, as for an id and a
+        name nobody has; a claim of its flows is refused without naming it."""
+        root = W.Ctl(self.sock)
+        self.addCleanup(root.close)
+        self.assertEqual(root.hello(flags=0)[0], 0)
+        status, (rid, _) = root.create("rootseven", W.rule(proto=17, dport=7))
+        self.assertEqual(status, 0)
+        got, p = self.attack("look", "rootseven", rid)
+        enoent = -errno.ENOENT
+        self.assertEqual(got, [[], [], [65534], enoent,
+                               [[enoent, enoent], [enoent, enoent], [enoent, enoent]]])
+        self.release(p)
+        got, p = self.attack("claim", 7, 0)
+        self.assertEqual(got, [(-errno.EADDRINUSE, "it would take the flows of a channel of "
+                                                   "another owner (priority 0, this one 0)")])
+        self.release(p)
         self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
 
     def test_unread_channel_holds_no_mbuf(self):
