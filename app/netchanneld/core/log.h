@@ -43,6 +43,6 @@ bool ncd_log_allow(const char *fmt, unsigned int uid, unsigned int *suppressed);
  */
 void ncd_log_flush_suppressed(void);
 
-#define NCD_LOG_BURST 5            /**< lines of a kind and uid a second, at most */
+#define NCD_LOG_BURST 1            /**< lines of a kind and uid a second, at most */
 
 #endif
