@@ -14,6 +14,7 @@ then holds on to everything until its stdin closes.
                                               channels of udp/PORT, at priorities 0..N-1
     nc_attacker.py SOCKET sink PORT           an isolated client's channel of udp/PORT,
                                               never read
+    nc_attacker.py SOCKET named PORT PRIO NAME a channel of udp/PORT called NAME
     nc_attacker.py SOCKET zc-sink PORT SIZE N a zero-copy client's N channels of udp/PORT, rings
                                               of SIZE, never read
     nc_attacker.py SOCKET attach NAME...      an isolated client attaches to each static channel
@@ -113,18 +114,19 @@ def main():
             cid = W.CHANNEL.unpack(body)[0]
             status, body, fds = c.call_fds(W.EVENTFD, W.ID.pack(cid))
             out.append((status, body.decode() if status < 0 else ""))
-    elif mode in ("claim", "control-deliver", "sink"):
-        # A channel of udp/PORT: claim, at priority PRIO; sink, never read; control-deliver,
-        # N of them (priorities 0..N-1) on a connection that has no region.
+    elif mode in ("claim", "control-deliver", "sink", "named"):
+        # A channel of udp/PORT: claim, at priority PRIO; sink, never read; named, called
+        # NAME (the third argument); control-deliver, N of them (priorities 0..N-1) on a
+        # connection that has no region.
         c = W.Ctl(path)
         conns.append(c)
         assert hello(c, W.HELLO_F_CONTROL if mode == "control-deliver" else 0)[0] == 0
         prios = range(int(args[1])) if mode == "control-deliver" else \
-            [int(args[1]) if mode == "claim" else 0]
+            [int(args[1]) if mode in ("claim", "named") else 0]
         for i in prios:
+            name = {"control-deliver": f"cd{i}", "named": args[-1]}.get(mode, mode)
             status, body = c.call(W.CREATE, W.create_body(
-                mode if mode != "control-deliver" else f"cd{i}",
-                W.rule(proto=17, dport=int(args[0]), priority=i)))
+                name, W.rule(proto=17, dport=int(args[0]), priority=i)))
             out.append((status, body.decode() if status < 0 else ""))
     elif mode == "zc-sink":
         # A zero-copy client's N deliver channels of udp/PORT (priorities 0..N-1), rings of

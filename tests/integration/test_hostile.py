@@ -247,7 +247,9 @@ class HostileBed(T.DaemonCase):
     def test_other_users_channels_look_like_none(self):
         """root's client has a channel of port 7 (uid 65534's port): uid 65534 asking DESTROY
         and CHANNEL_STATS of its id, and ATTACH of its name, gets ENOENT, as for an id and a
-        name nobody has; a claim of its flows is refused without naming it."""
+        name nobody has; a claim of its flows is refused without naming it; and a channel of
+        its own by the same name is made (names are each user's own), which root's ncctl
+        tells apart from root's."""
         root = W.Ctl(self.sock)
         self.addCleanup(root.close)
         self.assertEqual(root.hello(flags=0)[0], 0)
@@ -261,6 +263,12 @@ class HostileBed(T.DaemonCase):
         got, p = self.attack("claim", 7, 0)
         self.assertEqual(got, [(-errno.EADDRINUSE, "it would take the flows of a channel of "
                                                    "another owner (priority 0, this one 0)")])
+        self.release(p)
+        got, p = self.attack("named", 8, 0, "rootseven")
+        self.assertEqual(got, [(0, "")], "a name another user has is free for this one")
+        self.assertEqual(self.ncctl("show channel rootseven")["id"], rid, "root's own first")
+        mine = [ch for ch in self.ncctl("show channel all") if ch["name"] == "rootseven"]
+        self.assertEqual(sorted(ch["owner"]["uid"] for ch in mine), [0, 65534])
         self.release(p)
         self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
 

@@ -123,12 +123,18 @@ channel_ring(const struct ncd_channel_conf *cc, const char *fmt, uint32_t id, ch
 	return r;
 }
 
-/* The name hash's key: the name zero padded, as rte_hash compares all NC_NAME_SIZE bytes. */
+/* The name hash's key: the namespace, and the name zero padded (rte_hash compares every byte). */
+struct name_key {
+	uint32_t ns;
+	char name[NC_NAME_SIZE];
+};
+
 static void
-name_key(const char *name, char key[NC_NAME_SIZE])
+name_key(uint32_t ns, const char *name, struct name_key *key)
 {
-	memset(key, 0, NC_NAME_SIZE);
-	snprintf(key, NC_NAME_SIZE, "%s", name);
+	memset(key, 0, sizeof(*key));
+	key->ns = ns;
+	snprintf(key->name, sizeof(key->name), "%s", name);
 }
 
 int
@@ -328,27 +334,33 @@ ncd_channel_shadowed(const struct ncd *d, const struct nc_trie_rule *r, uint32_t
 }
 
 int32_t
-ncd_channel_find(const struct ncd *d, const char *name)
+ncd_channel_find_ns(const struct ncd *d, uint32_t ns, const char *name)
 {
-	char key[NC_NAME_SIZE];
+	struct name_key key;
 	void *id;
 
-	name_key(name, key);
-	if (rte_hash_lookup_data(d->names, key, &id) < 0)
+	name_key(ns, name, &key);
+	if (rte_hash_lookup_data(d->names, &key, &id) < 0)
 		return -1;
 	return (int32_t)(uintptr_t)id;
 }
 
+int32_t
+ncd_channel_find(const struct ncd *d, const char *name)
+{
+	return ncd_channel_find_ns(d, NCD_NS_ROOT, name);
+}
+
 int
-ncd_channel_add(struct ncd *d, const struct ncd_channel_conf *cc, int owner,
+ncd_channel_add(struct ncd *d, const struct ncd_channel_conf *cc, int owner, uint32_t ns,
 		struct ncd_region *region)
 {
 	struct ncd_channel *ch;
 	struct nc_dir_entry *e;
-	char key[NC_NAME_SIZE];
+	struct name_key key;
 	int id, ret;
 
-	if (ncd_channel_find(d, cc->name) >= 0)
+	if (ncd_channel_find_ns(d, ns, cc->name) >= 0)
 		return -EEXIST;
 	ch = rte_zmalloc("ncd_channel", sizeof(*ch), RTE_CACHE_LINE_SIZE);
 	if (ch == NULL)
@@ -358,6 +370,7 @@ ncd_channel_add(struct ncd *d, const struct ncd_channel_conf *cc, int owner,
 	ch->rule = cc->rule;
 	ch->queue_bytes = cc->queue_bytes;
 	ch->owner = owner;
+	ch->ns = ns;
 	ch->efd = -1;                  /* made when a client first asks (ncd_channel_eventfd) */
 	ch->queue = cc->steer ? cc->queue : -1;
 	ch->shared = cc->shared;
@@ -386,9 +399,9 @@ ncd_channel_add(struct ncd *d, const struct ncd_channel_conf *cc, int owner,
 		goto out_free;
 	}
 	ch->id = (uint32_t)id;
-	name_key(cc->name, key);
+	name_key(ns, cc->name, &key);
 	/* The table holds max_channels names (extendable buckets): it cannot be full here. */
-	ret = rte_hash_add_key_data(d->names, key, (void *)(uintptr_t)id);
+	ret = rte_hash_add_key_data(d->names, &key, (void *)(uintptr_t)id);
 	if (ret < 0) {
 		NCD_LOG(ERR, "rte_hash_add_key_data(%s): %s", cc->name, strerror(-ret));
 		goto out_delete;
@@ -496,7 +509,7 @@ out_delete:
 	if (ch->region != NULL)
 		ncd_region_ring_put(ch->region, ch->region_ring);
 	rte_free(ch->rx);
-	rte_hash_del_key(d->names, key);
+	rte_hash_del_key(d->names, &key);
 	nc_trie_delete(d->trie, (uint32_t)id);
 out_free:
 	/* prepare may have taken flow rules away from channels this one would have beaten. */
@@ -553,7 +566,7 @@ ncd_channel_del(struct ncd *d, uint32_t id)
 {
 	struct ncd_channel *ch = d->channels[id];
 	struct nc_trie_rule gone;
-	char key[NC_NAME_SIZE];
+	struct name_key key;
 
 	if (ch == NULL)
 		return;
@@ -572,8 +585,8 @@ ncd_channel_del(struct ncd *d, uint32_t id)
 	if (ch->tx != NULL || ch->action == NC_ACTION_NAT)
 		ncd_nh_run(d);
 	__atomic_store_n(&d->channels[id], NULL, __ATOMIC_RELAXED);
-	name_key(ch->name, key);
-	rte_hash_del_key(d->names, key);
+	name_key(ch->ns, ch->name, &key);
+	rte_hash_del_key(d->names, &key);
 	/* Its reverse mappings go now, not when they would have been idle long enough. */
 	if (ch->action == NC_ACTION_NAT && ch->nat.reverse) {
 		__atomic_fetch_sub(&d->nat_reverse, 1, __ATOMIC_RELAXED);
@@ -634,7 +647,8 @@ ncd_channels_init(struct ncd *d)
 	size_t sz = sizeof(*d->dir) + d->cfg.max_channels * sizeof(struct nc_dir_entry);
 	size_t qsz = rte_rcu_qsbr_get_memsize(d->cfg.nworkers);
 	struct rte_hash_parameters hp = {
-		.name = "ncd_names", .entries = d->cfg.max_channels, .key_len = NC_NAME_SIZE,
+		.name = "ncd_names", .entries = d->cfg.max_channels,
+		.key_len = sizeof(struct name_key),
 		.socket_id = (int)rte_socket_id(), .extra_flag = RTE_HASH_EXTRA_FLAGS_EXT_TABLE,
 	};
 
@@ -694,7 +708,8 @@ ncd_channels_init(struct ncd *d)
 		return -1;
 	}
 	for (unsigned int i = 0; i < d->cfg.nchannels; i++) {
-		int ret = ncd_channel_add(d, &d->cfg.channels[i], NCD_OWNER_CONFIG, NULL);
+		int ret = ncd_channel_add(d, &d->cfg.channels[i], NCD_OWNER_CONFIG, NCD_NS_ROOT,
+					  NULL);
 
 		if (ret < 0) {
 			NCD_LOG(ERR, "channel %s: %s", d->cfg.channels[i].name, strerror(-ret));

@@ -68,6 +68,7 @@ struct ncd_channel {
 	char name[NC_NAME_SIZE];
 	struct nc_trie_rule rule;
 	int owner;                     /* NCD_OWNER_CONFIG, or the client's slot */
+	uint32_t ns;                   /* its name's namespace: NCD_NS_ROOT, or a user's */
 	int efd;                       /* eventfd that wakes a sleeping consumer, or -1 (none asked yet) */
 	struct rte_ring *tx;           /* the client's transmit ring, or NULL */
 	bool can_tx;                   /* it may transmit: a tx ring, or its region's */
@@ -106,13 +107,23 @@ unsigned int ncd_ring_free_burst(const struct ncd *d, struct rte_ring *r);
 /** Create the channel directory, the classifier and the config's channels. @return 0 or -1. */
 int ncd_channels_init(struct ncd *d);
 
-/**
- * Add a channel while the workers run. An isolated client's (region non-NULL)
- * has no rte_rings: it is delivered into the region and transmits from it.
- * @return its id, or -EEXIST (the name is taken), -EBUSY (another channel has
- *   the same rule and priority), -ENOSPC, -ENOMEM, or the ring's error.
+/*
+ * Channel names are unique within a namespace: NCD_NS_ROOT's holds the
+ * config's, the operator's and root's clients' channels; each other user's
+ * clients' channels are in a namespace of their own (its uid + 1), so that
+ * a name one user takes tells no other user anything.
  */
-int ncd_channel_add(struct ncd *d, const struct ncd_channel_conf *cc, int owner,
+#define NCD_NS_ROOT 0u
+
+/**
+ * Add a channel while the workers run, its name in namespace ns. An
+ * isolated client's (region non-NULL) has no rte_rings: it is delivered
+ * into the region and transmits from it.
+ * @return its id, or -EEXIST (the name is taken in ns), -EBUSY (another
+ *   channel has the same rule and priority), -ENOSPC, -ENOMEM, or the ring's
+ *   error.
+ */
+int ncd_channel_add(struct ncd *d, const struct ncd_channel_conf *cc, int owner, uint32_t ns,
 		    struct ncd_region *region);
 
 /** Remove a channel while the workers run: out of the classifier, a grace period, then freed. */
@@ -190,8 +201,15 @@ ncd_channel_consumers(const struct ncd_channel *ch)
 /** Packets waiting on a deliver channel's receive ring, as far as the daemon knows. */
 uint32_t ncd_channel_rx_count(const struct ncd_channel *ch);
 
-/** The id of the channel named name (control thread). @return it, or -1 for none. */
+/**
+ * The id of the channel named name in NCD_NS_ROOT's namespace (the
+ * config's, the operator's, root's clients'); control thread.
+ * @return it, or -1 for none.
+ */
 int32_t ncd_channel_find(const struct ncd *d, const char *name);
+
+/** ncd_channel_find() in namespace ns (a user's: its uid + 1). */
+int32_t ncd_channel_find_ns(const struct ncd *d, uint32_t ns, const char *name);
 
 /** Drain every channel's ring, free them, the directory and the classifier. */
 void ncd_channels_free(struct ncd *d);

@@ -156,7 +156,23 @@ channel_of(struct cmd_ctx *x, const char *arg, bool all_ok, int32_t *id)
 		*id = -1;
 		return 0;
 	}
-	*id = ncd_channel_find(x->d, arg);
+	/* The viewer's own namespace first, then root's (static channels, root's clients'). */
+	*id = ncd_conn_ns(x->viewer) != NCD_NS_ROOT ?
+	      ncd_channel_find_ns(x->d, ncd_conn_ns(x->viewer), arg) : -1;
+	if (*id < 0)
+		*id = ncd_channel_find(x->d, arg);
+	/* Root names a user's channel by its name if no other user's has it. */
+	if (*id < 0 && ncd_conn_ns(x->viewer) == NCD_NS_ROOT) {
+		unsigned int n = 0;
+
+		for (uint32_t i = 0; i < x->d->cfg.max_channels; i++)
+			if (x->d->channels[i] != NULL && strcmp(x->d->channels[i]->name, arg) == 0 &&
+			    n++ == 0)
+				*id = (int32_t)i;
+		if (n > 1)
+			return fail(x, -EINVAL, "%u channels of users are named '%s': give its id", n,
+				    arg);
+	}
 	if (*id < 0) {
 		v = strtoul(arg, &end, 10);
 		if (*arg != '\0' && *end == '\0' && v < x->d->cfg.max_channels &&
@@ -459,7 +475,7 @@ cmd_channel_create(struct cmd_ctx *x, char **argv, int argc, json_t **res)
 	}
 	if (ncd_channel_conf_check(&cc, x->d->cfg.nports, &field, err, sizeof(err)) != 0)
 		return fail(x, -EINVAL, "%s: %s", field, err);
-	id = ncd_channel_add(x->d, &cc, NCD_OWNER_OPERATOR, NULL);
+	id = ncd_channel_add(x->d, &cc, NCD_OWNER_OPERATOR, NCD_NS_ROOT, NULL);
 	if (id == -EEXIST)
 		return fail(x, id, "a channel named '%s' exists", cc.name);
 	if (id == -EBUSY)

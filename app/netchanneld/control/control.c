@@ -822,6 +822,12 @@ ncd_conn_privileged(const struct ncd_conn *c)
 	return privileged(&c->cred);
 }
 
+uint32_t
+ncd_conn_ns(const struct ncd_conn *c)
+{
+	return c == NULL || privileged(&c->cred) ? NCD_NS_ROOT : (uint32_t)c->cred.uid + 1;
+}
+
 void
 ncd_conn_peer(const struct ncd_conn *c, uid_t *uid, gid_t *gid, pid_t *pid)
 {
@@ -969,7 +975,8 @@ do_create(struct ncd *d, struct ncd_conn *c, const struct nc_ctl_req *req, const
 		ctl.reserve_refusals++;
 		return reply(c, req, -ENOSPC, why, (size_t)n);
 	}
-	id = ncd_channel_add(d, &cc, c->slot, rg);
+	/* Its name in its user's namespace: a name taken there tells it nothing of others'. */
+	id = ncd_channel_add(d, &cc, c->slot, ncd_conn_ns(c), rg);
 	if (id == -ENOSPC && rg != NULL && !rg->one_ring)
 		return reply_rings_full(c, req, rg);
 	if (id < 0)

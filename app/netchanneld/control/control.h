@@ -59,6 +59,12 @@ void ncd_conn_peer(const struct ncd_conn *c, uid_t *uid, gid_t *gid, pid_t *pid)
 bool ncd_conn_privileged(const struct ncd_conn *c);
 
 /**
+ * The namespace of the channel names of c's user (NCD_NS_ROOT for root and
+ * the daemon's user, and for NULL, the daemon's own terminal).
+ */
+uint32_t ncd_conn_ns(const struct ncd_conn *c);
+
+/**
  * Whether the user of a connection may see a channel in show channel,
  * CHANNEL_LIST and STATS: root, a user whose allow entry says "view": "all",
  * the user whose client created it, or for a static channel a user it may

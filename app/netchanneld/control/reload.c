@@ -123,7 +123,7 @@ ncd_reload(struct ncd *d)
 
 		if (same_channel(old, now) && ncd_channel_find(d, now->name) >= 0)
 			continue;
-		id = ncd_channel_add(d, now, NCD_OWNER_CONFIG, NULL);
+		id = ncd_channel_add(d, now, NCD_OWNER_CONFIG, NCD_NS_ROOT, NULL);
 		if (id < 0) {
 			NCD_LOG(ERR, "reload: channel %s: %s", now->name,
 				id == -EEXIST ? "a channel of that name exists (an operator's or a "
