@@ -67,9 +67,37 @@ huge_available(void)
 
 /*
  * A part's memfd, sized, sealed against shrinking and growing (a client
- * cannot shrink it under a worker's copy), and mapped for the daemon. On
- * hugepages only if huge and the host has them to spare. The seal against
- * further seals is the caller's to add, once it has added what it wants.
+ * cannot shrink it under a worker's copy), and mapped for the daemon; on
+ * hugepages (huge) or not. The seal against further seals is the caller's
+ * to add, once it has added what it wants.
+ * @return the fd, or -1 with errno set
+ */
+static int
+part_try(const char *name, uint64_t size, bool huge, uint8_t **base)
+{
+	int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING | (huge ? MFD_HUGETLB : 0));
+	int err;
+
+	if (fd < 0)
+		return -1;
+	if (ftruncate(fd, (off_t)size) != 0 ||
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) != 0)
+		goto out_close;
+	*base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (*base != MAP_FAILED)
+		return fd;
+	*base = NULL;
+out_close:
+	err = errno;
+	close(fd);
+	errno = err;
+	return -1;
+}
+
+/*
+ * A part, on hugepages if huge and the host has them to spare (size then
+ * rounded up to them), else, or if that fails (another process may take
+ * the pages meanwhile), on ordinary shared memory.
  * @return the fd, or -1 (logged)
  */
 static int
@@ -79,40 +107,18 @@ part_map(struct ncd_region *rg, const char *name, uint64_t *size, bool huge, uin
 	int fd = -1;
 
 	if (huge && huge_available() >= hsize + HUGE_SPARE) {
-		fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_HUGETLB);
-		if (fd >= 0 && ftruncate(fd, (off_t)hsize) == 0) {
+		fd = part_try(name, hsize, true, base);
+		if (fd >= 0) {
 			*size = hsize;
 			rg->hugepages = true;
-		} else if (fd >= 0) {
-			close(fd);
-			fd = -1;
+			return fd;
 		}
 	}
-	if (fd < 0) {
-		fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
-		if (fd < 0 || ftruncate(fd, (off_t)*size) != 0) {
-			NCD_LOG(ERR, "region: memfd %s of %" PRIu64 " bytes: %s", name, *size,
-				strerror(errno));
-			goto out_close;
-		}
-	}
-	if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) != 0) {
-		NCD_LOG(ERR, "region: sealing memfd %s: %s", name, strerror(errno));
-		goto out_close;
-	}
-	*base = mmap(NULL, *size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (*base == MAP_FAILED) {
-		NCD_LOG(ERR, "region: mmap of memfd %s, %" PRIu64 " bytes: %s", name, *size,
-			strerror(errno));
-		*base = NULL;
-		goto out_close;
-	}
+	fd = part_try(name, *size, false, base);
+	if (fd < 0)
+		NCD_LOG(ERR, "region: memfd %s of %" PRIu64 " bytes, sealed and mapped: %s", name,
+			*size, strerror(errno));
 	return fd;
-
-out_close:
-	if (fd >= 0)
-		close(fd);
-	return -1;
 }
 
 /*
