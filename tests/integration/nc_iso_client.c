@@ -537,6 +537,14 @@ hostile(const char *sock, long port, const char *secret, uint32_t flags, bool go
 	printf("attacking\n");
 	fflush(stdout);
 	srandom((unsigned int)getpid());
+	/*
+	 * The daemon's tail of the tx ring, as last seen moving forward: a hole
+	 * punched in the ring's line reads back 0, and the daemon writes its tail
+	 * again only once it takes an entry, so a client that believed the 0
+	 * would put every descriptor where the daemon never looks.
+	 */
+	uint32_t tx_tail = 0;
+
 	for (uint64_t i = 0;; i++) {
 		/*
 		 * On the test bed (go_line), a fifth of a core: a spinning attacker
@@ -547,6 +555,10 @@ hostile(const char *sock, long port, const char *secret, uint32_t flags, bool go
 			usleep(100);
 		/* Mostly from where the daemon is, so that what follows is looked at at all. */
 		uint32_t k = rnd() % 8, th = __atomic_load_n(&tx->cons.tail, __ATOMIC_ACQUIRE);
+
+		if ((int32_t)(th - tx_tail) > 0)
+			tx_tail = th;
+		th = tx_tail;
 		struct nc_desc dsc = { rnd(), rnd() % 4096, rnd() % 4, rnd() % 4 };
 
 		switch (k) {
