@@ -214,6 +214,61 @@ ipv6_hdr(struct tf_frame *f, uint8_t nh, uint16_t plen)
 	tf_ipv6(f, nh, plen, src, dst);
 }
 
+/*
+ * Source routes: IPv4 LSRR and SSRR (after a NOP) are flagged, other
+ * options are not; IPv6 routing header 0 is, wherever it is in the chain
+ * (after a mobility header too), and routing header 2 is not.
+ */
+START_TEST(source_routes)
+{
+	static const struct {
+		uint8_t opt[4];
+		uint8_t flagged;
+	} v4[] = {
+		{ { 131, 3, 4, 0 }, 1 },       /* LSRR */
+		{ { 1, 137, 3, 0 }, 1 },       /* NOP, SSRR */
+		{ { 7, 3, 4, 0 }, 0 },         /* record route */
+		{ { 1, 1, 1, 1 }, 0 },
+		{ { 0, 131, 3, 0 }, 0 },       /* after the end of the list */
+	};
+	struct tf_frame f;
+	struct ncd_parsed p;
+	uint8_t ext[8] = { 0 };
+
+	for (unsigned int i = 0; i < sizeof(v4) / sizeof(v4[0]); i++) {
+		uint32_t o;
+
+		tf_eth(&f, MAC, 0, 0x0800);
+		o = tf_ipv4(&f, IPPROTO_UDP, 0, SRC4, DST4, 8, 1);
+		memcpy(f.b + o + 20, v4[i].opt, 4);
+		tf_ipv4_csum(&f, o);
+		tf_l4(&f, IPPROTO_UDP, 7, 9, 0);
+		ck_assert_int_eq(P(&f, &p), NCD_PKT_OK);
+		ck_assert_uint_eq(p.source_route, v4[i].flagged);
+	}
+	for (unsigned int type = 0; type < 3; type += 2) {
+		tf_eth(&f, MAC, 0, 0x86dd);
+		ipv6_hdr(&f, 135, 24);
+		ext[0] = IPPROTO_ROUTING;
+		tf_put(&f, ext, 8);
+		ext[0] = IPPROTO_UDP;
+		ext[2] = (uint8_t)type;
+		tf_put(&f, ext, 8);
+		tf_put16(&f, 7);
+		tf_put16(&f, 9);
+		f.len += 4;
+		ck_assert_int_eq(P(&f, &p), NCD_PKT_OK);
+		ck_assert_uint_eq(p.source_route, type == 0);
+	}
+	/* The fast path's frame: none. */
+	tf_eth(&f, MAC, 0, 0x0800);
+	ipv4(&f, IPPROTO_UDP, 0, 7, 9, 0);
+	p.source_route = 1;
+	ck_assert_int_eq(P(&f, &p), NCD_PKT_OK);
+	ck_assert_uint_eq(p.source_route, 0);
+}
+END_TEST
+
 START_TEST(ipv6_and_extensions)
 {
 	struct tf_frame f;
@@ -386,6 +441,7 @@ main(void)
 	tcase_add_test(tc, ipv4_checksum_random);
 	tcase_add_test(tc, fragments_and_other_protocols);
 	tcase_add_test(tc, ipv6_and_extensions);
+	tcase_add_test(tc, source_routes);
 	tcase_add_test(tc, random_bytes);
 	tcase_add_test(tc, fast_path_agrees);
 	tcase_set_timeout(tc, 120);

@@ -82,6 +82,31 @@ parse_ports(const uint8_t *frame, uint32_t avail, uint32_t l4, uint32_t l4_end,
 	return NCD_PKT_OK;
 }
 
+#define IPV4_OPT_EOL 0
+#define IPV4_OPT_NOP 1
+#define IPV4_OPT_LSRR 131
+#define IPV4_OPT_SSRR 137
+
+/* Whether IPv4 options (opt[0..len), in the frame) hold a loose or strict source route. */
+static bool
+ipv4_source_route(const uint8_t *opt, uint32_t len)
+{
+	for (uint32_t off = 0; off < len;) {
+		if (opt[off] == IPV4_OPT_EOL)
+			break;
+		if (opt[off] == IPV4_OPT_NOP) {
+			off++;
+			continue;
+		}
+		if (opt[off] == IPV4_OPT_LSRR || opt[off] == IPV4_OPT_SSRR)
+			return true;
+		if (off + 1 >= len || opt[off + 1] < 2)
+			break;
+		off += opt[off + 1];
+	}
+	return false;
+}
+
 static enum ncd_verdict
 parse_ipv4(const uint8_t *f, uint32_t avail, uint32_t frame_len, uint32_t l3,
 	   unsigned int flags, struct ncd_parsed *out)
@@ -110,6 +135,7 @@ parse_ipv4(const uint8_t *f, uint32_t avail, uint32_t frame_len, uint32_t l3,
 	k->proto = ip[9];
 	memcpy(k->src.a, ip + 12, 4);
 	memcpy(k->dst.a, ip + 16, 4);
+	out->source_route = ihl > 20 && ipv4_source_route(ip + 20, ihl - 20);
 	/* MF set or a non-zero offset: a fragment. */
 	if (ncd_rd16(ip + 6) & 0x3fff) {
 		k->flags |= NC_TRIE_KEY_F_NOPORTS;
@@ -161,8 +187,11 @@ parse_ipv6(const uint8_t *f, uint32_t avail, uint32_t frame_len, uint32_t l3,
 			break;
 		}
 		switch (nh) {
-		case IPPROTO_HOPOPTS:
 		case IPPROTO_ROUTING:
+			/* Its type is the third byte (off + 8 <= avail above). */
+			out->source_route |= f[off + 2] == 0;
+			/* fall through */
+		case IPPROTO_HOPOPTS:
 		case IPPROTO_DSTOPTS:
 		case 135:
 			len = (f[off + 1] + 1u) * 8;
@@ -208,6 +237,7 @@ ncd_parse_slow(const uint8_t *f, uint32_t avail, uint32_t frame_len, const uint8
 	out->frag = NCD_FRAG_NONE;
 	out->frag_hdr = 0;
 	out->l4_off = 0;
+	out->source_route = 0;
 	if (avail > frame_len)
 		avail = frame_len;
 	if (avail < ETH_HLEN)

@@ -49,6 +49,12 @@ struct ncd_parsed {
 	uint16_t l4_off;         /* where the transport header starts (from the frame's start) */
 	uint16_t frag_hdr;       /* IPv6 fragment: where its fragment header starts; else 0 */
 	uint8_t frag;            /* NCD_FRAG_*: whether this is a fragment, and which */
+	/*
+	 * It asks to be source-routed: an IPv4 loose or strict source route
+	 * option, or an IPv6 routing header of type 0 (RFC 5095). Linux
+	 * forwards neither, and a client may send neither.
+	 */
+	uint8_t source_route;
 };
 
 /** Fragments (ncd_parsed.frag). */
@@ -185,6 +191,7 @@ ncd_parse_fast(const uint8_t *f, uint32_t avail, uint32_t frame_len, const uint8
 	out->l4_off = 14 + 20;
 	out->frag_hdr = 0;
 	out->frag = NCD_FRAG_NONE;
+	out->source_route = 0;
 	return true;
 }
 

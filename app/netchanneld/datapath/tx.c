@@ -23,67 +23,6 @@
 /* A packet a client may not send: counted by reason, and in tx_spoofed. */
 #define SPOOFED(cs, reason) ((cs)->tx_spoofed++, (cs)->reason++)
 
-#define IPV4_OPT_EOL 0
-#define IPV4_OPT_NOP 1
-#define IPV4_OPT_LSRR 131
-#define IPV4_OPT_SSRR 137
-#define IPV6_EXT_HOP 0
-#define IPV6_EXT_ROUTING 43
-#define IPV6_EXT_FRAGMENT 44
-#define IPV6_EXT_AH 51
-#define IPV6_EXT_DEST 60
-
-/*
- * Whether a packet asks to be source-routed, which Linux refuses to
- * forward and a host never needs to send: IPv4's loose or strict source
- * route option, or IPv6's routing header type 0 (RFC 5095 deprecates it:
- * one packet could bounce between two routers until its hop limit ran
- * out). f holds the headers up to the transport header (the parser read
- * them there).
- */
-static bool
-source_routed(const uint8_t *f, const struct ncd_parsed *pp)
-{
-	uint32_t off = pp->l2_len;
-
-	if (pp->key.family == NC_TRIE_AF_INET) {
-		uint32_t end = off + (uint32_t)(f[off] & 0xf) * 4;
-
-		for (off += 20; off < end;) {
-			uint8_t type = f[off];
-
-			if (type == IPV4_OPT_EOL)
-				break;
-			if (type == IPV4_OPT_NOP) {
-				off++;
-				continue;
-			}
-			if (type == IPV4_OPT_LSRR || type == IPV4_OPT_SSRR)
-				return true;
-			if (off + 1 >= end || f[off + 1] < 2)
-				break;
-			off += f[off + 1];
-		}
-		return false;
-	}
-	uint8_t nh = f[off + 6];
-
-	for (off += 40; off + 2 <= pp->l4_off;) {
-		uint32_t len;
-
-		if (nh == IPV6_EXT_ROUTING && f[off + 2] == 0)
-			return true;
-		if (nh != IPV6_EXT_HOP && nh != IPV6_EXT_ROUTING && nh != IPV6_EXT_FRAGMENT &&
-		    nh != IPV6_EXT_AH && nh != IPV6_EXT_DEST)
-			break;
-		len = nh == IPV6_EXT_FRAGMENT ? 8 : nh == IPV6_EXT_AH ?
-		      ((uint32_t)f[off + 1] + 2) * 4 : ((uint32_t)f[off + 1] + 1) * 8;
-		nh = f[off];
-		off += len;
-	}
-	return false;
-}
-
 /*
  * A client's packets (the daemon's mbufs now), out of its channel's port. A frame goes as it is; an
  * IP packet gets the port's Ethernet header, addressed to the next hop the
@@ -180,7 +119,7 @@ ncd_dp_tx_send(struct ncd *d, struct ncd_worker *w, const struct ncd_channel *ch
 			bad[nbad++] = x;
 			continue;
 		}
-		if (source_routed(f, &pp)) {
+		if (pp.source_route) {
 			cs->tx_source_route++;
 			bad[nbad++] = x;
 			continue;
