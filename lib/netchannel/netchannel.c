@@ -320,27 +320,26 @@ nc_connect(const char *path, unsigned int flags)
 		      flags & NC_CONNECT_ZEROCOPY ? NC_HELLO_F_ZEROCOPY :
 		      flags & NC_CONNECT_ONE_RING ? NC_HELLO_F_ONE_RING : 0;
 	ret = call_fds(c, NC_CTL_HELLO, &hello, sizeof(hello), &c->hello, sizeof(c->hello), rfd, 2);
-	if (ret != 0)
-		goto out_close;
-	c->hello.file_prefix[sizeof(c->hello.file_prefix) - 1] = '\0';
-	if (flags & NC_CONNECT_ZEROCOPY) {
-		/* The process becomes a DPDK secondary: libnetchannel_zc's business. */
-		ret = zc != NULL ? zc->attach(c) : -ENOSYS;
-	} else if (!(flags & NC_CONNECT_CONTROL)) {
+	/* The region's two parts are an isolated client's to map (region_map() takes them). */
+	if (ret == 0 && !(flags & (NC_CONNECT_ZEROCOPY | NC_CONNECT_CONTROL))) {
 		ret = region_map(c, rfd);
-		rfd[0] = rfd[1] = -1;
+	} else {
+		for (int i = 0; i < 2; i++)
+			if (rfd[i] >= 0)
+				close(rfd[i]);
 	}
 	if (ret != 0)
 		goto out_close;
-	for (int i = 0; i < 2; i++)
-		if (rfd[i] >= 0)
-			close(rfd[i]);
+	c->hello.file_prefix[sizeof(c->hello.file_prefix) - 1] = '\0';
+	/* A zero-copy client becomes a DPDK secondary: libnetchannel_zc's business. */
+	if (flags & NC_CONNECT_ZEROCOPY) {
+		ret = zc != NULL ? zc->attach(c) : -ENOSYS;
+		if (ret != 0)
+			goto out_close;
+	}
 	return c;
 
 out_close:
-	for (int i = 0; i < 2; i++)
-		if (rfd[i] >= 0)
-			close(rfd[i]);
 	if (c->eal_owned)
 		zc->detach(c);
 	if (c->fd >= 0)

@@ -149,6 +149,7 @@ ports_of(struct cmd_ctx *x, const char *arg, unsigned int *out)
 static int
 channel_of(struct cmd_ctx *x, const char *arg, bool all_ok, int32_t *id)
 {
+	uint32_t ns = ncd_conn_ns(x->viewer);
 	char *end;
 	unsigned long v;
 
@@ -157,12 +158,11 @@ channel_of(struct cmd_ctx *x, const char *arg, bool all_ok, int32_t *id)
 		return 0;
 	}
 	/* The viewer's own namespace first, then root's (static channels, root's clients'). */
-	*id = ncd_conn_ns(x->viewer) != NCD_NS_ROOT ?
-	      ncd_channel_find_ns(x->d, ncd_conn_ns(x->viewer), arg) : -1;
+	*id = ns != NCD_NS_ROOT ? ncd_channel_find_ns(x->d, ns, arg) : -1;
 	if (*id < 0)
 		*id = ncd_channel_find(x->d, arg);
 	/* Root names a user's channel by its name if no other user's has it. */
-	if (*id < 0 && ncd_conn_ns(x->viewer) == NCD_NS_ROOT) {
+	if (*id < 0 && ns == NCD_NS_ROOT) {
 		unsigned int n = 0;
 
 		for (uint32_t i = 0; i < x->d->cfg.max_channels; i++)

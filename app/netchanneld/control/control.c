@@ -338,6 +338,22 @@ within_limit(const struct ncd *d, const struct ucred *cr, int k, uint64_t more, 
 	return false;
 }
 
+/*
+ * Whether c's user may be able to hold `more` mbufs on top of what it can:
+ * 0, or -EDQUOT (its control.limits.mbufs) or -ENOSPC (the pool's last
+ * quarter), the reason in why.
+ */
+static int
+may_hold_mbufs(const struct ncd *d, const struct ncd_conn *c, uint64_t more, char *why,
+	       size_t len)
+{
+	if (!within_limit(d, &c->cred, LIM_MBUFS, more, why, len))
+		return -EDQUOT;
+	if (!within_pool_reserve(d, &c->cred, more, why, len))
+		return -ENOSPC;
+	return 0;
+}
+
 /* Whether the user of c may see everything: root, or an allow entry's "view": "all". */
 static bool
 sees_all(const struct ncd *d, const struct ncd_conn *c)
@@ -907,9 +923,8 @@ do_create(struct ncd *d, struct ncd_conn *c, const struct nc_ctl_req *req, const
 	struct ncd_channel_conf cc;
 	struct nc_ctl_channel info;
 	uint32_t reserve = RTE_MIN(RTE_MAX(d->cfg.max_channels / 16, 1u), 64u);
-	uint64_t mbufs;
 	char why[160];
-	int id;
+	int id, ret;
 
 	if (ncd_ctl_decode_create(m, len, d->cfg.nports, &cc) != 0)
 		return reply(c, req, -EINVAL, NULL, 0);
@@ -931,16 +946,16 @@ do_create(struct ncd *d, struct ncd_conn *c, const struct nc_ctl_req *req, const
 		return reply(c, req, -EPERM, NULL, 0);
 	if (conn_room(&c->channels, &c->cap_channels, c->nchannels, 1, sizeof(c->channels[0])))
 		return reply(c, req, -ENOMEM, NULL, 0);
-	/* A zero-copy client's deliver channel: a ring whose mbufs its user answers for. */
-	mbufs = cc.action == NC_ACTION_DELIVER && rg == NULL ? ring_mbufs(d, cc.ring_size) : 0;
 	if (!within_limit(d, &c->cred, LIM_CHANNELS, 1, why, sizeof(why)) ||
 	    !within_limit(d, &c->cred, LIM_MEMORY, ncd_ring_memsize(cc.ring_size) *
 			  ((cc.action == NC_ACTION_DELIVER && rg == NULL) + (cc.tx && rg == NULL)),
-			  why, sizeof(why)) ||
-	    !within_limit(d, &c->cred, LIM_MBUFS, mbufs, why, sizeof(why)))
+			  why, sizeof(why)))
 		return reply(c, req, -EDQUOT, why, strlen(why));
-	if (!within_pool_reserve(d, &c->cred, mbufs, why, sizeof(why)))
-		return reply(c, req, -ENOSPC, why, strlen(why));
+	/* A zero-copy client's deliver channel: a ring whose mbufs its user answers for. */
+	ret = may_hold_mbufs(d, c, cc.action == NC_ACTION_DELIVER && rg == NULL ?
+			     ring_mbufs(d, cc.ring_size) : 0, why, sizeof(why));
+	if (ret != 0)
+		return reply(c, req, ret, why, strlen(why));
 	/* Another user's flows are not to be taken (the same rule and priority is EBUSY below). */
 	for (int32_t k = may_preempt(d, &c->cred) ? -1 : ncd_channel_shadowed(d, &cc.rule, 0);
 	     k >= 0; k = ncd_channel_shadowed(d, &cc.rule, (uint32_t)k + 1)) {
@@ -1086,12 +1101,11 @@ do_attach(struct ncd *d, struct ncd_conn *c, const struct nc_ctl_req *req, const
 			} else if (d->regions[c->slot] == NULL && ch->rx != NULL) {
 				/* A zero-copy consumer drains the channel's ring: its mbufs are its. */
 				char why[160];
-				uint64_t more = ring_mbufs(d, ch->dir->ring_size);
+				int ret = may_hold_mbufs(d, c, ring_mbufs(d, ch->dir->ring_size), why,
+							 sizeof(why));
 
-				if (!within_limit(d, &c->cred, LIM_MBUFS, more, why, sizeof(why)))
-					return reply(c, req, -EDQUOT, why, strlen(why));
-				if (!within_pool_reserve(d, &c->cred, more, why, sizeof(why)))
-					return reply(c, req, -ENOSPC, why, strlen(why));
+				if (ret != 0)
+					return reply(c, req, ret, why, strlen(why));
 			} else if (d->regions[c->slot] != NULL) {
 				int ret = ncd_channel_region_attach(d->channels[id], d->regions[c->slot]);
 
@@ -1245,15 +1259,10 @@ do_hello(struct ncd *d, struct ncd_conn *c, const struct nc_ctl_req *req, const 
 		return -EPERM;
 	}
 	/* A zero-copy client may hold its quota of mbufs: its user answers for them. */
-	if (h->flags & NC_HELLO_F_ZEROCOPY) {
-		if (!within_limit(d, &c->cred, LIM_MBUFS, d->cfg.mbuf_quota, why, sizeof(why))) {
-			reply(c, req, -EDQUOT, why, strlen(why));
-			return -EDQUOT;
-		}
-		if (!within_pool_reserve(d, &c->cred, d->cfg.mbuf_quota, why, sizeof(why))) {
-			reply(c, req, -ENOSPC, why, strlen(why));
-			return -ENOSPC;
-		}
+	if ((h->flags & NC_HELLO_F_ZEROCOPY) &&
+	    (ret = may_hold_mbufs(d, c, d->cfg.mbuf_quota, why, sizeof(why))) != 0) {
+		reply(c, req, ret, why, strlen(why));
+		return ret;
 	}
 	for (unsigned int i = NCD_MAX_CLIENTS; i-- > 0;)
 		if (ctl.slot_conn[i] == NULL) {

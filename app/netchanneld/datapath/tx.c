@@ -43,6 +43,7 @@ ncd_dp_tx_send(struct ncd *d, struct ncd_worker *w, const struct ncd_channel *ch
 	       struct rte_mbuf **m, uint16_t n, uint64_t now)
 {
 	const struct ncd_port *p = &d->ports[ch->port];
+	const uint32_t mtu = d->cfg.ports[ch->port].mtu;
 	struct ncd_chan_stats *cs = &w->cstats[ch->id];
 	struct ncd_port_stats *ps = &w->pstats[ch->port];
 	struct rte_mbuf *out[NCD_BURST], *bad[NCD_BURST], *res[NCD_BURST];
@@ -114,7 +115,7 @@ ncd_dp_tx_send(struct ncd *d, struct ncd_worker *w, const struct ncd_channel *ch
 			bad[nbad++] = x;
 			continue;
 		}
-		if (pp.l3_len > d->cfg.ports[ch->port].mtu) {
+		if (pp.l3_len > mtu) {
 			cs->tx_too_big++;
 			bad[nbad++] = x;
 			continue;

@@ -593,8 +593,9 @@ wait(struct ncd *d, struct rte_mbuf *m, const struct ncd_channel *ch, uint16_t o
 	/* Its neighbour's first packet set the deadline for all of them. */
 	unsigned int n = waiting_for(op, family, dst, &deadline);
 
+	/* A client's own share of the entries, whatever its neighbours. */
 	if (ch->owner >= 0 && ncd_nh_waiting(ch->owner) >= NH_WAIT_PER_OWNER)
-		n = NH_WAIT_PER_DST;           /* its share is taken: as if its neighbour's were */
+		n = NH_WAIT_PER_DST;
 	for (unsigned int i = 0; n < NH_WAIT_PER_DST && i < NH_WAIT_MAX; i++) {
 		struct nh_wait *x = &waiting[i];
 
