@@ -105,6 +105,22 @@ class HostileBed(T.DaemonCase):
         self.procs.append(p)
         return p
 
+    def package_client(self, script, *args):
+        """script (Python, importing netchannel) as uid 65534 in the host's namespace, with its
+        own copies of the package and of libnetchannel; running on, stdin a pipe."""
+        pkg = os.path.join(self.w, "netchannel")
+        if not os.path.isdir(pkg):
+            shutil.copytree(os.path.join(T.SRC, "python/netchannel"), pkg)
+        lib = os.path.join(self.w, "libnetchannel.so.0")
+        env = T.python_env(dict(os.environ, PYTHONPATH=self.w, LD_LIBRARY_PATH=self.w,
+                                NETCHANNEL_LIB=lib), lib)
+        p = subprocess.Popen(["ip", "netns", "exec", self.env["TB_HOST_NS"]] + NOBODY +
+                             ["/usr/bin/python3", "-c", script] + list(args), env=env,
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True)
+        self.procs.append(p)
+        return p
+
     def ncctl(self, cmd):
         r = subprocess.run([T.NCCTL, "-s", self.sock, "--json", "-c", cmd], capture_output=True,
                            text=True, timeout=30)
@@ -230,16 +246,7 @@ class HostileBed(T.DaemonCase):
         """uid 65534 sends IP packets to 100 on-link addresses no host answers ARP for: the
         daemon keeps at most 32 of one client's packets waiting for a neighbour (the rest are
         dropped, tx_no_neigh), and shows how many in show clients."""
-        e = self.env
-        shutil.copytree(os.path.join(T.SRC, "python/netchannel"), os.path.join(self.w, "netchannel"))
-        env = T.python_env(dict(os.environ, PYTHONPATH=self.w, LD_LIBRARY_PATH=self.w,
-                                NETCHANNEL_LIB=os.path.join(self.w, "libnetchannel.so.0")),
-                           os.path.join(self.w, "libnetchannel.so.0"))
-        p = subprocess.Popen(["ip", "netns", "exec", e["TB_HOST_NS"]] + NOBODY +
-                             ["/usr/bin/python3", "-c", NEIGHBOURLESS, self.sock, e["TB_HOST4"]],
-                             env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT, text=True)
-        self.procs.append(p)
+        p = self.package_client(NEIGHBOURLESS, self.sock, self.env["TB_HOST4"])
         self.wait_line(p, "sent 100")
 
         def waiting():
@@ -329,20 +336,12 @@ class HostileBed(T.DaemonCase):
         from addresses of the prefix the host does not have: all refused and counted by
         reason. The wire carries only the host's own replies from port 7."""
         e = self.env
-        shutil.copytree(os.path.join(T.SRC, "python/netchannel"), os.path.join(self.w, "netchannel"))
         for addr in (e["TB_HOST4"], e["TB_HOST6"]):   # the host's kernel learns the peer's MAC
             self.ns("PEER", "ping", "-c", "1", "-W", "2", addr)
         sniff = self.bg("PEER", "/usr/bin/python3", "-c", SNIFF, "10", "3")
         self.wait_line(sniff, "sniffing")
-        env = T.python_env(dict(os.environ, PYTHONPATH=self.w, LD_LIBRARY_PATH=self.w,
-                                NETCHANNEL_LIB=os.path.join(self.w, "libnetchannel.so.0")),
-                           os.path.join(self.w, "libnetchannel.so.0"))
-        spoof = subprocess.Popen(["ip", "netns", "exec", e["TB_HOST_NS"]] + NOBODY +
-                                 ["/usr/bin/python3", "-c", SPOOF, self.sock, e["TB_HOST4"],
-                                  e["TB_PEER4"], e["TB_HOST6"], e["TB_PEER6"]], env=env,
-                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                 stderr=subprocess.STDOUT, text=True)
-        self.procs.append(spoof)
+        spoof = self.package_client(SPOOF, self.sock, e["TB_HOST4"], e["TB_PEER4"],
+                                    e["TB_HOST6"], e["TB_PEER6"])
         self.wait_line(spoof, "sent")
         wire = json.loads(self.finish(sniff).splitlines()[-1])
         self.assertEqual(wire, sorted([[e["TB_HOST4"], 7], [e["TB_HOST6"], 7]]))
@@ -552,13 +551,10 @@ for c in held:
 print(n)
 """
 
-# uid 65534 with the Python package: channels of udp port 7 for each half of the IPv4 and
-# IPv6 address spaces, and from them, IP packets to the peer's port 4000 from forged sources
-# and ports, and one honest reply from the host's address for each family.
-SPOOF = """
+# The start of the package clients' scripts: udp() builds what they send.
+UDP_PACKET = """
 import socket, struct, sys
 import netchannel
-sock, host4, peer4, host6, peer6 = sys.argv[1:6]
 
 def csum(b):
     b += b"\\0" * (len(b) & 1)
@@ -567,6 +563,7 @@ def csum(b):
     return ~(s + (s >> 16)) & 0xffff
 
 def udp(src, dst, sport, payload):
+    # An IP packet (IPv4 or IPv6, as src is) of a UDP datagram to port 4000, checksums right.
     fam = socket.AF_INET6 if ":" in src else socket.AF_INET
     s, d = socket.inet_pton(fam, src), socket.inet_pton(fam, dst)
     u = struct.pack("!HHHH", sport, 4000, 8 + len(payload), 0) + payload
@@ -576,7 +573,13 @@ def udp(src, dst, sport, payload):
     c = csum(s + d + struct.pack("!IxxxB", len(u), 17) + u) or 0xffff
     u = u[:6] + struct.pack("!H", c) + u[8:]
     return struct.pack("!IHBB16s16s", 0x60000000, len(u), 17, 64, s, d) + u
+"""
 
+# uid 65534 with the Python package: channels of udp port 7 for each half of the IPv4 and
+# IPv6 address spaces, and from them, IP packets to the peer's port 4000 from forged sources
+# and ports, and one honest reply from the host's address for each family.
+SPOOF = UDP_PACKET + """
+sock, host4, peer4, host6, peer6 = sys.argv[1:6]
 with netchannel.Client(sock) as c:
     ch = {n: c.create(n, 7, dst=d, tx=True) for n, d in
           (("lo4", "0.0.0.0/1"), ("hi4", "128.0.0.0/1"), ("lo6", "::/1"), ("hi6", "8000::/1"))}
@@ -640,24 +643,12 @@ def hugepages_available():
 
 # uid 65534 with the Python package: from the host's address and port 7, one UDP packet to each
 # of 100 on-link addresses (10.99.0.50 on) that no host has.
-NEIGHBOURLESS = """
-import socket, struct, sys
-import netchannel
+NEIGHBOURLESS = UDP_PACKET + """
 sock, host4 = sys.argv[1:3]
-
-def csum(b):
-    s = sum(struct.unpack("!%dH" % (len(b) // 2), b))
-    s = (s >> 16) + (s & 0xffff)
-    return ~(s + (s >> 16)) & 0xffff
-
 with netchannel.Client(sock) as c:
     ch = c.create("far", 7, tx=True)
     for i in range(100):
-        dst = "10.99.0.%d" % (50 + i)
-        u = struct.pack("!HHHH", 7, 4000, 12, 0) + b"far!"
-        h = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(u), 1, 0, 64, 17, 0,
-                        socket.inet_aton(host4), socket.inet_aton(dst))
-        ch.send_ip(h[:10] + struct.pack("!H", csum(h)) + h[12:] + u)
+        ch.send_ip(udp(host4, "10.99.0.%d" % (50 + i), 7, b"far!"))
     print("sent", 100, flush=True)
     sys.stdin.read()
 """
