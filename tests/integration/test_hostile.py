@@ -195,8 +195,12 @@ class HostileBed(T.DaemonCase):
                              f"in_use during the attack (baseline {self.baseline}): {samples}")
 
     def assert_pool_back(self):
-        T.wait_until(lambda: self.in_use() <= self.baseline, timeout=10,
-                     what=f"the pool's in_use back at its baseline {self.baseline}")
+        """The pool's in_use back at its baseline, within one burst (32), as the soak and the
+        other suites judge it: a PMD frees what it sent when it next sends, so a burst of the
+        kernel's last ARP probes may still be in a tx queue."""
+        T.wait_until(lambda: self.in_use() <= self.baseline + 32, timeout=10,
+                     what=f"the pool's in_use back at its baseline {self.baseline} (within 32; "
+                          f"{self.in_use()} when the wait began)")
 
     def finish_ok(self):
         """After an attack: ping and the honest client still work, the pool is back at its
