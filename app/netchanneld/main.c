@@ -51,8 +51,6 @@
 #include "offload/offload.h"
 #include "port/port.h"
 
-struct ncd ncd = { .lock = PTHREAD_MUTEX_INITIALIZER, .nh_efd = -1 };
-int ncd_logtype, ncd_logtype_control, ncd_logtype_worker, ncd_logtype_nexthop;
 
 static volatile sig_atomic_t signals;
 
@@ -311,7 +309,8 @@ main(int argc, char **argv)
 	unsigned int launched = 0;
 	char runtime_dir[PATH_MAX];
 
-
+	d->ports = ncd_port_table;
+	d->nat = &ncd_nat_table;
 	while ((c = getopt_long(argc, argv, "+c:ih", opts, NULL)) != -1) {
 		switch (c) {
 		case 'c': config = optarg; break;

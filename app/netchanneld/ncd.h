@@ -21,9 +21,7 @@
 #include "core/config.h"
 #include "core/log.h"
 #include "core/stats.h"
-#include "nat/nat.h"
 #include "nc_proto.h"
-#include "port/port.h"
 
 /* Log types netchanneld.main, .control, .worker, .nexthop; a file picks its NCD_LOGTYPE. */
 extern int ncd_logtype, ncd_logtype_control, ncd_logtype_worker, ncd_logtype_nexthop;
@@ -59,6 +57,8 @@ ncd_now_ms(void)
 #define NCD_MEMPOOL_OPS "lf_stack"     /* the mbuf pool's handler: see main.c */
 
 struct ncd_worker;
+struct ncd_port;
+struct ncd_nat_table;
 struct ncd_channel;
 struct nc_dir;
 struct nc_trie;
@@ -70,7 +70,7 @@ struct rte_ring;
 
 struct ncd {
 	struct ncd_config cfg;
-	struct ncd_port ports[NCD_MAX_PORTS];
+	struct ncd_port *ports;         /* [NCD_MAX_PORTS]: the port module's table */
 	struct ncd_worker *workers;
 	struct rte_mempool *pool;
 	struct nc_trie *trie;
@@ -81,7 +81,7 @@ struct ncd {
 	struct rte_hash *names;        /* channel name (NC_NAME_SIZE bytes, zero padded) -> id */
 	struct ncd_chan_stats *ctl_cstats; /* [cfg.max_channels]: what the control thread counts */
 	struct ncd_port_stats ctl_pstats[NCD_MAX_PORTS]; /* and per port (NAT's unresolved next hops) */
-	struct ncd_nat_table nat;      /* NAT's reverse mappings */
+	struct ncd_nat_table *nat;     /* NAT's reverse mappings: the nat module's table */
 	uint32_t nat_reverse;          /* NAT channels with reverse mappings: workers look replies up */
 	struct rte_ring *nh_req;       /* workers -> control thread: IP packets to resolve */
 	int nh_efd;                    /* signals the control thread that nh_req has work */
@@ -111,6 +111,7 @@ struct ncd {
 	const char *mark_mock;         /* --mark-mock's options, or NULL */
 };
 
+/* The one state, and the log types (core/log.c); main() gives it the modules' tables. */
 extern struct ncd ncd;
 
 /** Clear a chain's owner marks: the daemon holds it again. */

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "nc_cli.h"
-#include "channel/spec.h"
+#include "core/spec.h"
 #include "control/ctl_decode.h"
 #include "core/match.h"
 #include "fuzz.h"

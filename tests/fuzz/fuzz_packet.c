@@ -28,7 +28,7 @@
 #include "nc_trie.h"
 #include "nc_trie_tools.h"
 #include "nat/nat_rewrite.h"
-#include "datapath/parse.h"
+#include "packet/parse.h"
 
 static const char *const RULES[][6] = {
 	/* proto, src, dst, sport, dport, priority */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Fuzz target: an isolated client's region driven by the input. The daemon's
- * steps are region.c's, with its checks (core/region_check.h): deliver into
+ * steps are datapath/region.c's, with its checks (core/region_check.h): deliver into
  * the rx ring, serve the free ring, serve the tx ring, take a ring back; the
  * client's are whatever the input says, written anywhere in its part, or an
  * honest consumer's. After every step the daemon's own invariants must
@@ -22,7 +22,7 @@
 #define RX_SIZE 8u                     /* rx ring entries */
 #define TX_SIZE 4u                     /* tx ring entries, and tx buffers */
 #define FREE_SIZE NBUFS
-#define FREE_BATCH 6u                  /* buffers taken back at one look (region.c: 512) */
+#define FREE_BATCH 6u                  /* buffers taken back at one look (datapath/region.c: 512) */
 
 /* The client's part, as region.c lays it out: consumer line, tx ring, free ring, buffers. */
 #define RXC_OFF 0u
@@ -77,7 +77,7 @@ struct daemon {
 	uint32_t tx_own, fr_own;       /* its tails of the tx and free rings */
 };
 
-/* The client's tail of the rx ring, taken if it holds up (region.c's rx_room()). */
+/* The client's tail of the rx ring, taken if it holds up (ncd_region_rx_room()). */
 static uint32_t
 rx_room(struct daemon *d, const uint8_t *cpart, uint32_t want)
 {

@@ -13,7 +13,7 @@
 
 #include "frames.h"
 #include "nat/nat_rewrite.h"
-#include "datapath/parse.h"
+#include "packet/parse.h"
 
 #define MAC tf_port_mac
 

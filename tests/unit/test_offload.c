@@ -20,7 +20,7 @@
 #include "offload/flow_pattern.h"
 #include "frames.h"
 #include "nc_trie_tools.h"
-#include "datapath/parse.h"
+#include "packet/parse.h"
 
 static struct nc_trie_rule
 rule(const char *proto, const char *src, const char *dst, const char *sport, const char *dport)

@@ -10,7 +10,7 @@
 
 #include "frames.h"
 #include "nc_trie_tools.h"
-#include "datapath/parse.h"
+#include "packet/parse.h"
 
 #define MAC tf_port_mac
 

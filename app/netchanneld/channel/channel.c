@@ -19,14 +19,15 @@
 #include <rte_ring.h>
 
 #include "channel/channel.h"
-#include "control/control.h"
 #include "channel/region.h"
+#include "control/control.h"
 #include "core/match.h"
 #include "core/stats.h"
 #include "datapath/datapath.h"
-#include "datapath/prefetch.h"
 #include "nat/nat.h"
 #include "ncd.h"
+#include "packet/prefetch.h"
+#include "port/port.h"
 
 /* The worker that empties a channel's tx ring: one of those with a queue on its port. */
 static int
@@ -160,30 +161,6 @@ ncd_channel_region_attach(struct ncd_channel *ch, struct ncd_region *rg)
 	/* Release: a worker that sees the region sees its ring and limit. */
 	__atomic_store_n(&ch->region, rg, __ATOMIC_RELEASE);
 	return ring;
-}
-
-uint32_t
-ncd_channel_hand_over(struct ncd *d, struct ncd_channel *ch, struct ncd_region *rg, int ring,
-		      uint32_t limit)
-{
-	struct rte_mbuf *m[NCD_BURST];
-	uint32_t n, moved = 0;
-
-	if (ch->rx == NULL || rte_ring_empty(ch->rx))
-		return 0;
-	/* Once no worker is in a burst that saw the channel without its region, the ring is still. */
-	rte_rcu_qsbr_synchronize(d->qsbr, RTE_QSBR_THRID_INVALID);
-	while ((n = rte_ring_dequeue_burst(ch->rx, (void **)m, NCD_BURST, NULL)) > 0) {
-		uint32_t k = ncd_region_take_over(rg, ring, limit, ch, m, n);
-
-		moved += k;
-		/* Counted as delivered when they reached the ring: what does not fit now is a drop. */
-		d->ctl_cstats[ch->id].drop_ring_full += n - k;
-		for (uint32_t i = 0; i < n; i++)
-			ncd_unmark(d, m[i]);
-		rte_pktmbuf_free_bulk(m, n);
-	}
-	return moved;
 }
 
 /*
@@ -475,8 +452,8 @@ ncd_channel_add(struct ncd *d, const struct ncd_channel_conf *cc, int owner, uin
 		memset(&d->workers[w].cstats[id], 0, sizeof(d->workers[w].cstats[id]));
 	memset(&d->ctl_cstats[id], 0, sizeof(d->ctl_cstats[id]));
 	/* The mappings of a channel that had the id before are not this one's. */
-	if (d->nat.live != NULL)
-		__atomic_store_n(&d->nat.live[id], 0, __ATOMIC_RELAXED);
+	if (d->nat->live != NULL)
+		__atomic_store_n(&d->nat->live[id], 0, __ATOMIC_RELAXED);
 	snprintf(e->name, sizeof(e->name), "%s", cc->name);
 	e->id = ch->id;
 	e->action = cc->action;

@@ -156,16 +156,6 @@ int32_t ncd_channel_shadowed(const struct ncd *d, const struct nc_trie_rule *r, 
  */
 int ncd_channel_region_attach(struct ncd_channel *ch, struct ncd_region *rg);
 
-/**
- * What waited on a static channel's own ring goes into the ring of the
- * isolated client that attached to it (ring of rg, at most limit entries),
- * as if it had come now; what no longer fits is dropped (drop_ring_full).
- * Call after the region is the channel's (ncd_channel_region_attach(),
- * ncd_channel_share_join()). @return how many packets moved
- */
-uint32_t ncd_channel_hand_over(struct ncd *d, struct ncd_channel *ch, struct ncd_region *rg,
-			       int ring, uint32_t limit);
-
 /** The isolated client lets go: the channel's packets go to its own ring again. */
 void ncd_channel_region_detach(struct ncd *d, struct ncd_channel *ch);
 

@@ -89,34 +89,6 @@ int ncd_region_ring_take(struct ncd_region *rg, uint32_t channel, uint64_t gener
 void ncd_region_ring_put(struct ncd_region *rg, int ring);
 
 /**
- * Copy a batch of a channel's packets into a client's region and put them
- * on its rx ring `ring`, filling at most `limit` of its entries; free every
- * mbuf. Counts what did not fit in the channel's and the port's counters.
- * @return how many were delivered
- */
-uint32_t ncd_region_deliver(struct ncd_worker *w, struct ncd_port_stats *ps,
-			    struct ncd_channel *ch, struct ncd_region *rg, int ring,
-			    uint32_t limit, struct rte_mbuf **m, uint32_t n);
-
-/**
- * ncd_region_deliver() for the batches of several channels (each with its
- * rg set), each region's under one hold of its lock; every mbuf freed.
- */
-void ncd_region_deliver_batches(struct ncd_worker *w, struct ncd_port_stats *ps,
-				struct ncd_batch **b, uint32_t nb);
-
-/**
- * Copy packets that waited on a static channel's own ring into the ring of
- * the isolated client that now consumes it (control thread), as a worker
- * would have; the mbufs stay the caller's. @return how many were copied
- */
-uint32_t ncd_region_take_over(struct ncd_region *rg, int ring, uint32_t limit,
-			      const struct ncd_channel *ch, struct rte_mbuf **m, uint32_t n);
-
-/** A worker's turn at a region: its free ring drained and its tx ring sent. */
-void ncd_region_serve(struct ncd *d, struct ncd_worker *w, struct ncd_region *rg, uint64_t now);
-
-/**
  * The eventfd in *efd, made if there is none yet (-1), and published for
  * the workers that signal it. whose names it in the log should eventfd()
  * fail. @return the fd, or -errno of eventfd()
@@ -151,5 +123,70 @@ ncd_region_limit(const struct ncd_region *rg, int ring, uint32_t ring_size)
 
 /** Packets on a channel's rx ring now (control thread's view, from its private index). */
 uint32_t ncd_region_rx_count(const struct ncd_region *rg, int ring);
+
+/* Shared by the region's life (here) and the workers' copies (datapath/region.c). */
+
+/*
+ * The region's lock let go with a release store. x86's rte_spinlock_unlock()
+ * is an xchg, a full fence, which would wait here for every copy into the
+ * client's lines just made; a release store is all a lock's release needs
+ * (as the kernel's spin_unlock), and the next lock, a burst later, finds
+ * them done.
+ */
+static inline void
+ncd_region_unlock(struct ncd_region *rg)
+{
+	__atomic_store_n(&rg->lock.locked, 0, __ATOMIC_RELEASE);
+}
+
+/*
+ * A client's index refused. Delivering workers (under the region's lock)
+ * and the worker that takes the tx ring (without it) both count here: an
+ * atomic add, paid only when a client misbehaves, spares that worker the
+ * lock on every loop.
+ */
+static inline void
+ncd_region_bad_index(struct ncd_region *rg)
+{
+	__atomic_fetch_add(&rg->st.bad_index, 1, __ATOMIC_RELAXED);
+}
+
+/*
+ * How many entries a ring the daemon produces has free, at least want if it
+ * can. The client's tail is read only when its last accepted value leaves
+ * too little room: a busy client writes that line all the time, and each
+ * read of it is a miss. A tail is accepted only between the last one
+ * accepted and the daemon's head.
+ */
+static inline uint32_t
+ncd_region_rx_room(struct ncd_region *rg, struct ncd_region_ring *q, uint32_t limit, uint32_t want)
+{
+	uint32_t t, room = limit - (q->own - q->seen);
+
+	if (room >= want)
+		return room;
+	t = __atomic_load_n(&q->c->tail, __ATOMIC_ACQUIRE);
+	if (ncd_rc_tail_ok(q->seen, q->own, t))
+		q->seen = t;
+	else
+		ncd_region_bad_index(rg);
+	return limit - (q->own - q->seen);
+}
+
+/*
+ * How many entries a ring the client produces holds: the client's head,
+ * accepted only if it is at most a ring ahead of the daemon's tail.
+ */
+static inline uint32_t
+ncd_region_tx_avail(struct ncd_region *rg, struct ncd_region_ring *q)
+{
+	uint32_t n = ncd_rc_avail(q->own, q->size, __atomic_load_n(&q->r->head, __ATOMIC_ACQUIRE));
+
+	if (n == NCD_RC_BAD) {
+		ncd_region_bad_index(rg);
+		return 0;
+	}
+	return n;
+}
 
 #endif

@@ -25,14 +25,15 @@
 #include "control/control.h"
 #include "control/ctl_decode.h"
 #include "control/views.h"
-#include "channel/spec.h"
-#include "nat/nat_conf.h"
 #include "core/match.h"
-#include "datapath/capture.h"
+#include "core/nat_conf.h"
+#include "core/spec.h"
 #include "core/stats.h"
+#include "datapath/capture.h"
+#include "datapath/datapath.h"
 #include "nat/nat.h"
-#include "ncd.h"
 #include "nc_cli.h"
+#include "ncd.h"
 
 #define U64(v) json_integer((json_int_t)(v))
 

@@ -45,7 +45,11 @@
 #include "core/match.h"
 #include "core/stats.h"
 #include "datapath/capture.h"
+#include "datapath/datapath.h"
+#include "datapath/region.h"
+#include "nat/nat.h"
 #include "ncd.h"
+#include "port/port.h"
 
 #define NCD_MAX_CLIENTS NC_MAX_CLIENTS
 #define FREE_RING_MAX 16384u           /* entries of a client's free ring, at most */
@@ -1051,7 +1055,7 @@ attach_shared(struct ncd *d, struct ncd_conn *c, struct ncd_channel *ch, char *w
 	ret = ncd_channel_share_join(d, ch, d->regions[c->slot], c->slot);
 	/* The first consumer gets what waited for one. */
 	if (ret == 0 && ch->share->n == 1)
-		ncd_channel_hand_over(d, ch, ch->share->c[0].rg, ch->share->c[0].ring,
+		ncd_region_hand_over(d, ch, ch->share->c[0].rg, ch->share->c[0].ring,
 				      ch->share->c[0].limit);
 	if (ret == -EBUSY)
 		snprintf(why, len, "channel %s is shared by %u consumers, the most it may be",
@@ -1113,7 +1117,7 @@ do_attach(struct ncd *d, struct ncd_conn *c, const struct nc_ctl_req *req, const
 					return reply_rings_full(c, req, d->regions[c->slot]);
 				if (ret < 0)
 					return reply(c, req, ret, NULL, 0);
-				ncd_channel_hand_over(d, d->channels[id], d->regions[c->slot], ret,
+				ncd_region_hand_over(d, d->channels[id], d->regions[c->slot], ret,
 						      ch->region_limit);
 			}
 			if (!ch->shared)

@@ -5,8 +5,8 @@
 #include <string.h>
 
 #include "control/ctl_decode.h"
-#include "channel/spec.h"
-#include "nat/nat_conf.h"
+#include "core/nat_conf.h"
+#include "core/spec.h"
 
 /* Body sizes: exact for fixed requests; CLI's is bounded instead. */
 static const uint32_t body_size[NC_CTL_TYPE_MAX] = {

@@ -11,6 +11,7 @@
 #include "core/stats.h"
 #include "datapath/datapath.h"
 #include "ncd.h"
+#include "port/port.h"
 
 #define SAMPLE_MS 1000
 

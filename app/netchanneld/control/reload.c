@@ -18,6 +18,7 @@
 #define NCD_LOGTYPE ncd_logtype_control
 #include "channel/channel.h"
 #include "control/reload.h"
+#include "nat/nat.h"
 #include "ncd.h"
 
 static struct {

@@ -17,9 +17,9 @@
 
 #include "channel/channel.h"
 #include "channel/region.h"
+#include "control/control.h"
 #include "control/rates.h"
 #include "control/reload.h"
-#include "control/control.h"
 #include "control/views.h"
 #include "core/stats.h"
 #include "datapath/datapath.h"
@@ -27,6 +27,7 @@
 #include "nc_version.h"
 #include "ncd.h"
 #include "offload/offload.h"
+#include "port/port.h"
 
 #define U64(v) json_integer((json_int_t)(v))
 

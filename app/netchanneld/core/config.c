@@ -21,10 +21,10 @@
 #include <jansson.h>
 
 #include "core/config.h"
-#include "nc_cli.h"
 #include "core/match.h"
-#include "channel/spec.h"
-#include "nat/nat_conf.h"
+#include "core/nat_conf.h"
+#include "core/spec.h"
+#include "nc_cli.h"
 
 struct ctx {
 	struct ncd_config *cfg;

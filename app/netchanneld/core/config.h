@@ -9,7 +9,6 @@
 
 #include <jansson.h>
 
-#include "nat/nat_rewrite.h"
 #include "nc_proto.h"
 #include "nc_trie.h"
 
@@ -30,6 +29,21 @@
 #define NCD_BURST 32             /* packets a worker takes from a queue or ring at once */
 
 enum ncd_offload { NCD_OFFLOAD_AUTO, NCD_OFFLOAD_OFF, NCD_OFFLOAD_REQUIRED };
+
+/* Which fields a translation writes (ncd_nat_xlate.flags). */
+#define NCD_NAT_DST   0x1
+#define NCD_NAT_DPORT 0x2
+#define NCD_NAT_SRC   0x4
+#define NCD_NAT_SPORT 0x8
+#define NCD_NAT_PORTS (NCD_NAT_DPORT | NCD_NAT_SPORT)
+#define NCD_NAT_ADDRS (NCD_NAT_DST | NCD_NAT_SRC)
+
+/** A translation: the fields whose flag is set are written. */
+struct ncd_nat_xlate {
+	uint32_t flags;          /* NCD_NAT_* */
+	uint16_t sport, dport;   /* host order */
+	uint8_t src[16], dst[16];/* IPv4 in the first 4 bytes */
+};
 
 /* A NAT channel's translation, and where its packets go. */
 struct ncd_nat_conf {

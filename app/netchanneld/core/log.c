@@ -18,6 +18,9 @@
 #include "core/log.h"
 #include "ncd.h"
 
+struct ncd ncd = { .lock = PTHREAD_MUTEX_INITIALIZER, .nh_efd = -1 };
+int ncd_logtype, ncd_logtype_control, ncd_logtype_worker, ncd_logtype_nexthop;
+
 /* Conditions whose messages look like failures and are not, said once each. */
 enum note {
 	NOTE_NONE = -1,                /* nothing to say at all */

@@ -11,7 +11,7 @@
 
 #include <rte_common.h>
 
-#include "datapath/parse.h"
+#include "packet/parse.h"
 
 struct ncd;
 
@@ -120,17 +120,5 @@ ncd_chan_drops(const struct ncd_chan_stats *s)
 {
 	return s->drop_ring_full + s->drop_queue_bytes + s->drop_no_buf + s->dropped;
 }
-
-/** Sum every worker's counters of one port, and the control thread's. */
-void ncd_port_stats_sum(const struct ncd *d, unsigned int port, struct ncd_port_stats *out);
-
-/** Sum every worker's counters of one channel, and the control thread's. */
-void ncd_chan_stats_sum(const struct ncd *d, uint32_t id, struct ncd_chan_stats *out);
-
-/** Zero a port's counters: every worker's (each zeroes its own, between bursts) and the NIC's. */
-void ncd_port_stats_clear(struct ncd *d, unsigned int port);
-
-/** Print the counters for a person: one line per port, one per channel. */
-void ncd_stats_print(const struct ncd *d, FILE *f);
 
 #endif

@@ -27,9 +27,10 @@
 
 #define NCD_LOGTYPE ncd_logtype_control
 #include "channel/channel.h"
-#include "datapath/capture.h"
 #include "core/config.h"
+#include "datapath/capture.h"
 #include "ncd.h"
+#include "port/port.h"
 
 #define CAPTURE_RING 1024              /* copies on their way to the writer */
 #define CAPTURE_MBUFS 2047             /* the capture's pool: the ring's and the workers' bursts */

@@ -66,4 +66,18 @@ void ncd_workers_free(struct ncd *d);
 /** A worker lcore's main loop (rte_eal_remote_launch). */
 int ncd_worker_main(void *arg);
 
+/* The counters summed over the workers (datapath/stats.c). */
+
+/** Sum every worker's counters of one port, and the control thread's. */
+void ncd_port_stats_sum(const struct ncd *d, unsigned int port, struct ncd_port_stats *out);
+
+/** Sum every worker's counters of one channel, and the control thread's. */
+void ncd_chan_stats_sum(const struct ncd *d, uint32_t id, struct ncd_chan_stats *out);
+
+/** Zero a port's counters: every worker's (each zeroes its own, between bursts) and the NIC's. */
+void ncd_port_stats_clear(struct ncd *d, unsigned int port);
+
+/** Print the counters for a person: one line per port, one per channel. */
+void ncd_stats_print(const struct ncd *d, FILE *f);
+
 #endif

@@ -17,6 +17,7 @@
 #include "channel/region.h"
 #include "datapath/datapath.h"
 #include "datapath/dp.h"
+#include "datapath/region.h"
 
 /*
  * Bytes enqueued on a channel's ring. A single-producer ring (one worker

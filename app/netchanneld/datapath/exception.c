@@ -13,6 +13,7 @@
 #include "datapath/dp.h"
 #include "datapath/frag.h"
 #include "ncd.h"
+#include "port/port.h"
 
 void
 ncd_dp_to_kernel(const struct ncd_port *p, uint16_t txq, struct ncd_port_stats *ps,

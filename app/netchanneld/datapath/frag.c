@@ -29,8 +29,9 @@
 #include "datapath/datapath.h"
 #include "datapath/dp.h"
 #include "datapath/frag.h"
-#include "datapath/parse.h"
 #include "ncd.h"
+#include "packet/parse.h"
+#include "port/port.h"
 
 _Static_assert(NCD_FRAG_MAX_PIECES == RTE_LIBRTE_IP_FRAG_MAX_FRAG,
 	       "config.c bounds the pool's share by rte_ip_frag's fragments per datagram");

@@ -18,7 +18,9 @@
 #include "datapath/datapath.h"
 #include "datapath/dp.h"
 #include "datapath/frag.h"
+#include "datapath/region.h"
 #include "ncd.h"
+#include "port/port.h"
 
 /* A packet a client may not send: counted by reason, and in tx_spoofed. */
 #define SPOOFED(cs, reason) ((cs)->tx_spoofed++, (cs)->reason++)

@@ -26,10 +26,11 @@
 #include "datapath/deliver.h"
 #include "datapath/dp.h"
 #include "datapath/frag.h"
-#include "datapath/mbuf_free.h"
-#include "nat/nat.h"
+#include "datapath/nat.h"
 #include "ncd.h"
 #include "offload/offload.h"
+#include "packet/mbuf_free.h"
+#include "port/port.h"
 
 static inline unsigned int
 csum_flags(const struct rte_mbuf *m)

@@ -20,19 +20,21 @@
 #include "nat/nat.h"
 #include "ncd.h"
 
+struct ncd_nat_table ncd_nat_table;
+
 #define SCAN_MS 100                    /* the control thread looks for idle mappings this often */
 
 void
 ncd_nat_set_idle(struct ncd *d, uint32_t ms)
 {
 	d->cfg.nat_idle_ms = ms;
-	d->nat.idle_cycles = rte_get_tsc_hz() / 1000 * ms;
+	d->nat->idle_cycles = rte_get_tsc_hz() / 1000 * ms;
 }
 
 int
 ncd_nat_init(struct ncd *d)
 {
-	struct ncd_nat_table *t = &d->nat;
+	struct ncd_nat_table *t = d->nat;
 	struct rte_hash_parameters hp = {
 		.name = "ncd_nat",
 		.entries = d->cfg.nat_flows,
@@ -67,12 +69,12 @@ ncd_nat_init(struct ncd *d)
 void
 ncd_nat_close(struct ncd *d)
 {
-	rte_hash_free(d->nat.h);
-	d->nat.h = NULL;
-	rte_free(d->nat.flows);
-	d->nat.flows = NULL;
-	rte_free(d->nat.live);
-	d->nat.live = NULL;
+	rte_hash_free(d->nat->h);
+	d->nat->h = NULL;
+	rte_free(d->nat->flows);
+	d->nat->flows = NULL;
+	rte_free(d->nat->live);
+	d->nat->live = NULL;
 }
 
 /* Free deleted mappings' slots once no worker can still be reading them. */
@@ -84,16 +86,16 @@ release(struct ncd *d, const int32_t *dead, unsigned int n)
 	/* Workers that found them before the delete are done with them after this. */
 	rte_rcu_qsbr_synchronize(d->qsbr, RTE_QSBR_THRID_INVALID);
 	for (unsigned int i = 0; i < n; i++) {
-		rte_hash_free_key_with_position(d->nat.h, dead[i]);
-		__atomic_store_n(&d->nat.flows[dead[i]].state, NCD_NATF_FREE, __ATOMIC_RELEASE);
+		rte_hash_free_key_with_position(d->nat->h, dead[i]);
+		__atomic_store_n(&d->nat->flows[dead[i]].state, NCD_NATF_FREE, __ATOMIC_RELEASE);
 	}
-	__atomic_fetch_sub(&d->nat.used, n, __ATOMIC_RELAXED);
+	__atomic_fetch_sub(&d->nat->used, n, __ATOMIC_RELAXED);
 }
 
 void
 ncd_nat_expire(struct ncd *d, bool force)
 {
-	struct ncd_nat_table *t = &d->nat;
+	struct ncd_nat_table *t = d->nat;
 	uint64_t now = rte_get_tsc_cycles();
 	int32_t dead[256];
 	unsigned int ndead = 0;
@@ -136,7 +138,7 @@ ncd_nat_expire(struct ncd *d, bool force)
 json_t *
 ncd_view_nat(const struct ncd *d)
 {
-	const struct ncd_nat_table *t = &d->nat;
+	const struct ncd_nat_table *t = d->nat;
 	uint32_t nat = 0, rev = 0;
 
 	for (uint32_t i = 0; i < d->cfg.max_channels; i++)

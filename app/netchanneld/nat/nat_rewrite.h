@@ -12,22 +12,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "datapath/parse.h"
-
-/* Which fields a translation writes (ncd_nat_xlate.flags). */
-#define NCD_NAT_DST   0x1
-#define NCD_NAT_DPORT 0x2
-#define NCD_NAT_SRC   0x4
-#define NCD_NAT_SPORT 0x8
-#define NCD_NAT_PORTS (NCD_NAT_DPORT | NCD_NAT_SPORT)
-#define NCD_NAT_ADDRS (NCD_NAT_DST | NCD_NAT_SRC)
-
-/** A translation: the fields whose flag is set are written. */
-struct ncd_nat_xlate {
-	uint32_t flags;          /* NCD_NAT_* */
-	uint16_t sport, dport;   /* host order */
-	uint8_t src[16], dst[16];/* IPv4 in the first 4 bytes */
-};
+#include "core/config.h"
+#include "packet/parse.h"
 
 /** Why a packet was not translated (ncd_nat_rewrite()). */
 enum ncd_nat_result {

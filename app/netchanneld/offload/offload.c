@@ -35,6 +35,7 @@
 #include "ncd.h"
 #include "offload/flow_pattern.h"
 #include "offload/offload.h"
+#include "port/port.h"
 
 _Static_assert(NCD_MAX_CHANNELS - 1 <= NCD_MARK_ID_MASK, "a mark has room for every channel id");
 

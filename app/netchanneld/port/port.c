@@ -22,6 +22,8 @@
 #include "offload/offload.h"
 #include "port/port.h"
 
+struct ncd_port ncd_port_table[NCD_MAX_PORTS];
+
 #define NB_DESC 1024
 
 /* A config error found only once the device is known: exit code 2. */

@@ -83,6 +83,9 @@ struct ncd_port {
 	uint64_t flow_errors;          /* flow rules the PMD refused */
 };
 
+/* The ports' table: ncd.ports points at it (main()). */
+extern struct ncd_port ncd_port_table[NCD_MAX_PORTS];
+
 /** Probe, configure and set up the ports and their exception devices. @return 0, or 2 (config), or 1. */
 int ncd_ports_init(struct ncd *d);
 

@@ -7,9 +7,9 @@
 #include <string.h>
 #include <netinet/in.h>
 
-#include "channel/spec.h"
 #include "core/match.h"
-#include "nat/nat_conf.h"
+#include "core/nat_conf.h"
+#include "core/spec.h"
 
 const struct ncd_chan_limit ncd_chan_limits[NCD_OPT_N] = {
 	[NCD_OPT_PRIORITY] = { "priority", 0, NC_TRIE_PRIO_MAX, 0 },

@@ -7,7 +7,7 @@
 #endif
 #include <rte_common.h>
 
-#include "datapath/prefetch.h"
+#include "packet/prefetch.h"
 
 bool ncd_has_prefetchw;
 

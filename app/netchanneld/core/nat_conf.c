@@ -6,9 +6,9 @@
 #include <string.h>
 #include <netinet/in.h>
 
-#include "channel/spec.h"
 #include "core/match.h"
-#include "nat/nat_conf.h"
+#include "core/nat_conf.h"
+#include "core/spec.h"
 
 /* A NAT translation's family once its dst and src were of different ones. */
 #define NAT_FAMILIES_DIFFER 0xff

@@ -19,8 +19,9 @@
 #define NCD_LOGTYPE ncd_logtype_worker
 #include "datapath/datapath.h"
 #include "datapath/frag.h"
-#include "nat/nat.h"
+#include "datapath/nat.h"
 #include "ncd.h"
+#include "port/port.h"
 
 /* Packets translated by NAT, waiting to leave, and whose counters they go to. */
 struct nat_out {
@@ -65,7 +66,7 @@ nat_track(struct ncd *d, unsigned int pi, const struct rte_mbuf *m, const struct
 	  const struct ncd_channel *ch, const struct ncd_nat_key *k, int32_t pos, uint64_t now,
 	  struct ncd_chan_stats *cs, struct ncd_port_stats *ps)
 {
-	struct ncd_nat_table *t = &d->nat;
+	struct ncd_nat_table *t = d->nat;
 	struct ncd_nat_xlate rev;
 	struct ncd_nat_flow *f;
 	uint32_t want = NCD_NATF_FREE;
@@ -338,11 +339,11 @@ ncd_nat_replies(const struct ncd *d, const struct ncd_parsed *parsed, const uint
 			kp[nk] = &keys[nk];
 			at[nk++] = i;
 		}
-	if (nk == 0 || rte_hash_lookup_bulk(d->nat.h, kp, nk, pos) != 0)
+	if (nk == 0 || rte_hash_lookup_bulk(d->nat->h, kp, nk, pos) != 0)
 		return true;
 	for (uint16_t k = 0; k < nk; k++)
-		if (pos[k] >= 0 && ncd_nat_flow_alive(d->channels, &d->nat.flows[pos[k]]))
-			rev[at[k]] = &d->nat.flows[pos[k]];
+		if (pos[k] >= 0 && ncd_nat_flow_alive(d->channels, &d->nat->flows[pos[k]]))
+			rev[at[k]] = &d->nat->flows[pos[k]];
 	return true;
 }
 
@@ -370,7 +371,7 @@ nat_lookup_mappings(const struct ncd *d, const struct ncd_nat_burst *b, struct n
 		kp[nk] = &keys[i];
 		at[nk++] = i;
 	}
-	if (nk == 0 || rte_hash_lookup_bulk(d->nat.h, kp, nk, p) != 0)
+	if (nk == 0 || rte_hash_lookup_bulk(d->nat->h, kp, nk, p) != 0)
 		return;
 	for (uint16_t k = 0; k < nk; k++)
 		pos[at[k]] = p[k];

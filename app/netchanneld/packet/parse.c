@@ -4,7 +4,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
-#include "datapath/parse.h"
+#include "packet/parse.h"
 
 const char *const ncd_verdict_names[NCD_PKT_NVERDICTS] = {
 	[NCD_PKT_OK] = "ok",

@@ -16,6 +16,7 @@
 #include "core/stats.h"
 #include "datapath/datapath.h"
 #include "ncd.h"
+#include "port/port.h"
 
 /*
  * Add up one block of 64-bit counters over the workers: the block that
