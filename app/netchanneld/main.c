@@ -48,6 +48,7 @@
 #include "nc_cli.h"
 #include "nc_version.h"
 #include "ncd.h"
+#include "nexthop/nexthop.h"
 #include "offload/offload.h"
 #include "port/port.h"
 
@@ -444,10 +445,20 @@ main(int argc, char **argv)
 	}
 
 	/* Stage 3: ports, then channels, then traffic. */
+	ncd_ports_hooks_set(&(struct ncd_port_hooks){
+		.configured = ncd_offload_port_init,
+		.exception_remade = ncd_exception_host_apply,
+	});
 	ret = ncd_ports_init(d);
 	if (ret != 0)
 		goto out_close_ports;
 	ret = 1;
+	/* The modules' parts in channels' lives, in the order they start (stopped in the reverse). */
+	ncd_channel_hooks_add(&ncd_dp_channel_hooks);
+	ncd_channel_hooks_add(&ncd_nat_channel_hooks);
+	ncd_channel_hooks_add(&ncd_nh_channel_hooks);
+	ncd_channel_hooks_add(&ncd_offload_channel_hooks);
+	ncd_channel_hooks_add(&ncd_control_channel_hooks);
 	if (ncd_nh_init(d) != 0 || ncd_nat_init(d) != 0 || ncd_channels_init(d) != 0)
 		goto out_free_channels;
 	pin_heap(d);

@@ -20,11 +20,8 @@
 
 #include "channel/channel.h"
 #include "channel/region.h"
-#include "control/control.h"
 #include "core/match.h"
 #include "core/stats.h"
-#include "datapath/datapath.h"
-#include "nat/nat.h"
 #include "ncd.h"
 #include "packet/prefetch.h"
 #include "port/port.h"
@@ -37,14 +34,17 @@ tx_worker_of(const struct ncd *d, uint16_t port, uint32_t id)
 
 	for (int pass = 0; pass < 2; pass++) {
 		k = 0;
-		for (unsigned int w = 0; w < d->cfg.nworkers; w++)
-			for (unsigned int i = 0; i < d->workers[w].nrx; i++)
-				if (d->workers[w].rx[i].port == port) {
+		for (unsigned int w = 0; w < d->cfg.nworkers; w++) {
+			const struct ncd_worker_conf *wc = &d->cfg.workers[w];
+
+			for (unsigned int i = 0; i < wc->nrx; i++)
+				if (wc->rx[i].port == port) {
 					if (pass == 1 && k == id % n)
 						return (int)w;
 					k++;
 					break;
 				}
+		}
 		n = k;
 		if (n == 0)
 			return -1;
@@ -52,28 +52,63 @@ tx_worker_of(const struct ncd *d, uint16_t port, uint32_t id)
 	return -1;
 }
 
-static void
-tx_list_add(struct ncd_worker *w, struct ncd_channel *ch)
+#define NCD_CHANNEL_HOOKS 8
+static const struct ncd_channel_hooks *hooks[NCD_CHANNEL_HOOKS];
+static unsigned int nhooks;
+
+int
+ncd_channel_hooks_add(const struct ncd_channel_hooks *h)
 {
-	/* Release, twice: a worker that sees ntx grow sees the entry, and the entry whole. */
-	__atomic_store_n(&w->txch[w->ntx], ch, __ATOMIC_RELEASE);
-	__atomic_store_n(&w->ntx, w->ntx + 1, __ATOMIC_RELEASE);
+	if (nhooks == NCD_CHANNEL_HOOKS)
+		return -ENOSPC;
+	hooks[nhooks++] = h;
+	return 0;
+}
+
+/* Each hook's member that is set, in the order they were added (fwd) or the reverse. */
+#define HOOKS_FWD(k, member) \
+	for (unsigned int k = 0; k < nhooks; k++) \
+		if (hooks[k]->member != NULL)
+#define HOOKS_REV(k, member) \
+	for (unsigned int k = nhooks; k-- > 0;) \
+		if (hooks[k]->member != NULL)
+
+static int
+hooks_prepare(struct ncd *d, const struct ncd_channel_conf *cc)
+{
+	HOOKS_FWD(k, prepare) {
+		int ret = hooks[k]->prepare(d, cc);
+
+		if (ret < 0)
+			return ret;
+	}
+	return 0;
+}
+
+static int
+hooks_added(struct ncd *d, struct ncd_channel *ch)
+{
+	HOOKS_FWD(k, added)
+		if (hooks[k]->added(d, ch) < 0)
+			return -1;
+	return 0;
+}
+
+/* A static channel's rings kept for its zero-copy consumer by a hook: 0, or -1 (none would). */
+static int
+hold_rings(struct ncd *d, const struct ncd_channel *ch)
+{
+	HOOKS_FWD(k, hold_rings)
+		if (hooks[k]->hold_rings(d, (unsigned int)ch->consumer - 1, ch->rx, ch->tx) == 0)
+			return 0;
+	return -1;
 }
 
 static void
-tx_list_del(struct ncd_worker *w, const struct ncd_channel *ch)
+hooks_gone(struct ncd *d, const struct nc_trie_rule *rule)
 {
-	for (uint32_t i = 0; i < w->ntx; i++)
-		if (w->txch[i] == ch) {
-			/*
-			 * The last entry moves into the hole, then the list shrinks. A worker
-			 * between the two may see the moved channel twice in one pass: harmless,
-			 * it is that ring's only consumer.
-			 */
-			__atomic_store_n(&w->txch[i], w->txch[w->ntx - 1], __ATOMIC_RELEASE);
-			__atomic_store_n(&w->ntx, w->ntx - 1, __ATOMIC_RELEASE);
-			return;
-		}
+	HOOKS_REV(k, gone)
+		hooks[k]->gone(d, rule);
 }
 
 size_t
@@ -361,7 +396,7 @@ ncd_channel_add(struct ncd *d, const struct ncd_channel_conf *cc, int owner, uin
 		ch->nat = cc->nat;
 	}
 	ch->seq = d->channel_seq++;
-	ret = ncd_offload_prepare(d, &cc->rule, cc->name);
+	ret = hooks_prepare(d, cc);
 	if (ret < 0)
 		goto out_free;
 	/*
@@ -411,7 +446,7 @@ ncd_channel_add(struct ncd *d, const struct ncd_channel_conf *cc, int owner, uin
 	e->tx_ring[0] = '\0';
 	if (cc->tx && region != NULL) {
 		/* Its region's tx ring, which the region's worker empties on any port it has a queue on. */
-		if (cc->port >= d->cfg.nports || d->workers[region->worker].txq[cc->port] == NCD_NO_TXQ) {
+		if (cc->port >= d->cfg.nports || d->ports[cc->port].txq[region->worker] == NCD_NO_TXQ) {
 			NCD_LOG(ERR, "channel %s: worker %u has no queue on port %u to transmit on",
 				cc->name, region->worker, cc->port);
 			ret = -EINVAL;
@@ -448,12 +483,9 @@ ncd_channel_add(struct ncd *d, const struct ncd_channel_conf *cc, int owner, uin
 		memset(&ch->tx_rule.src, 0, sizeof(ch->tx_rule.src));
 		memset(&ch->tx_rule.sport, 0, sizeof(ch->tx_rule.sport));
 	}
-	for (unsigned int w = 0; w < d->cfg.nworkers; w++)
-		memset(&d->workers[w].cstats[id], 0, sizeof(d->workers[w].cstats[id]));
 	memset(&d->ctl_cstats[id], 0, sizeof(d->ctl_cstats[id]));
-	/* The mappings of a channel that had the id before are not this one's. */
-	if (d->nat->live != NULL)
-		__atomic_store_n(&d->nat->live[id], 0, __ATOMIC_RELAXED);
+	HOOKS_FWD(k, init)
+		hooks[k]->init(d, ch);
 	snprintf(e->name, sizeof(e->name), "%s", cc->name);
 	e->id = ch->id;
 	e->action = cc->action;
@@ -470,13 +502,8 @@ ncd_channel_add(struct ncd *d, const struct ncd_channel_conf *cc, int owner, uin
 	__atomic_store_n(&e->state, NC_DIR_LIVE, __ATOMIC_RELEASE);
 	/* Release: a worker that finds the channel finds it whole (its ring, its limits). */
 	__atomic_store_n(&d->channels[id], ch, __ATOMIC_RELEASE);
-	if (ch->tx != NULL)
-		tx_list_add(&d->workers[ch->tx_worker], ch);
-	/* Workers start looking replies up before the first packet that makes a mapping. */
-	if (ch->action == NC_ACTION_NAT && ch->nat.reverse)
-		__atomic_fetch_add(&d->nat_reverse, 1, __ATOMIC_RELEASE);
-	if (ncd_offload_add(d, ch) != 0) {
-		/* A required port cannot offload it: refused, as if never added. */
+	if (hooks_added(d, ch) != 0) {
+		/* A module cannot have it (a required port cannot offload it): as if never added. */
 		ncd_channel_del(d, (uint32_t)id);
 		return -ENOTSUP;
 	}
@@ -490,7 +517,7 @@ out_delete:
 	nc_trie_delete(d->trie, (uint32_t)id);
 out_free:
 	/* prepare may have taken flow rules away from channels this one would have beaten. */
-	ncd_offload_refresh(d, &cc->rule);
+	hooks_gone(d, &cc->rule);
 	if (ch->efd >= 0)
 		close(ch->efd);
 	rte_free(ch);
@@ -547,28 +574,23 @@ ncd_channel_del(struct ncd *d, uint32_t id)
 
 	if (ch == NULL)
 		return;
-	/* The NIC stops marking first, so no mark names the channel once it is gone. */
-	ncd_offload_remove(d, ch);
+	/* The NIC stops marking first (offload's, the last added), so no mark names it once gone. */
+	HOOKS_REV(k, leaving)
+		hooks[k]->leaving(d, ch);
 	gone = ch->rule;
 	/*
 	 * Out of the classifier, then a grace period: after it no worker is in a
 	 * burst that looked the rule up, so none holds the channel or its ring.
 	 */
 	nc_trie_delete(d->trie, id);
-	if (ch->tx != NULL)
-		tx_list_del(&d->workers[ch->tx_worker], ch);
 	rte_rcu_qsbr_synchronize(d->qsbr, RTE_QSBR_THRID_INVALID);
-	/* Packets workers handed over for next-hop resolution still name the channel. */
-	if (ch->tx != NULL || ch->action == NC_ACTION_NAT)
-		ncd_nh_run(d);
+	HOOKS_REV(k, quiet)
+		hooks[k]->quiet(d, ch);
 	__atomic_store_n(&d->channels[id], NULL, __ATOMIC_RELAXED);
 	name_key(ch->ns, ch->name, &key);
 	rte_hash_del_key(d->names, &key);
-	/* Its reverse mappings go now, not when they would have been idle long enough. */
-	if (ch->action == NC_ACTION_NAT && ch->nat.reverse) {
-		__atomic_fetch_sub(&d->nat_reverse, 1, __ATOMIC_RELAXED);
-		ncd_nat_expire(d, true);
-	}
+	HOOKS_REV(k, left)
+		hooks[k]->left(d, ch);
 	__atomic_store_n(&ch->dir->state, NC_DIR_FREE, __ATOMIC_RELEASE);
 	/*
 	 * A static channel's zero-copy consumer checks the entry before each
@@ -576,8 +598,7 @@ ncd_channel_del(struct ncd *d, uint32_t id)
 	 * they hold, until it lets go (its connection ends). Otherwise whatever no
 	 * client took, and whatever it sent that no worker took, goes back now.
 	 */
-	if (ch->consumer > 0 && ch->region == NULL &&
-	    ncd_control_hold_rings(d, (unsigned int)ch->consumer - 1, ch->rx, ch->tx) == 0) {
+	if (ch->consumer > 0 && ch->region == NULL && hold_rings(d, ch) == 0) {
 		ch->rx = ch->tx = NULL;
 	} else {
 		ncd_ring_drain(d, ch->rx, ch->consumer_gone);
@@ -594,7 +615,7 @@ ncd_channel_del(struct ncd *d, uint32_t id)
 		close(ch->efd);
 	}
 	rte_free(ch);
-	ncd_offload_refresh(d, &gone);
+	hooks_gone(d, &gone);
 }
 
 /*

@@ -13,13 +13,28 @@
 #include "core/config.h"
 #include "nc_proto.h"
 #include "nc_trie.h"
-#include "offload/offload.h"
 
 struct ncd;
 struct ncd_capture;
 struct ncd_region;
 struct rte_mbuf;
+struct rte_flow;
 struct rte_ring;
+
+/* A channel's offload on each port (offload/ fills it): */
+enum ncd_off_state {
+	NCD_OFF_OFF,                   /* the port does not offload */
+	NCD_OFF_SOFTWARE,              /* tried, or not possible: the trie alone */
+	NCD_OFF_MARK,                  /* a MARK rule */
+	NCD_OFF_MARK_QUEUE,            /* a MARK and QUEUE rule */
+};
+
+struct ncd_chan_offload {
+	struct rte_flow *flow[2];      /* one per family (two for a rule without addresses) */
+	uint8_t state;                 /* enum ncd_off_state */
+	bool beaten;                   /* in software: a channel that wins over it overlaps it */
+	char why[80];                  /* in software: the reason */
+};
 
 /* Most consumers a shared static channel has at once. */
 #define NCD_SHARE_MAX 16
@@ -103,6 +118,41 @@ unsigned int ncd_ring_drain(const struct ncd *d, struct rte_ring *r, bool from_t
 
 /** One burst of ncd_ring_drain(): up to NCD_BURST mbufs unmarked, into the pool. @return them */
 unsigned int ncd_ring_free_burst(const struct ncd *d, struct rte_ring *r);
+
+/*
+ * What the modules above the channels do as a channel comes and goes: the
+ * workers' lists and counters, NAT's mappings, packets waiting for a next
+ * hop, flow rules, a zero-copy consumer's rings. Each module gives its part
+ * as one of these (any member NULL), added before ncd_channels_init() in the
+ * order main() starts the modules. ncd_channel_add() calls them in that
+ * order; ncd_channel_del() in the reverse one. Control thread.
+ */
+struct ncd_channel_hooks {
+	/* Before the rule goes into the classifier: < 0 refuses the channel with that error. */
+	int (*prepare)(struct ncd *d, const struct ncd_channel_conf *cc);
+	/* Its id known, before the workers can see it: whatever the id held before is reset. */
+	void (*init)(struct ncd *d, struct ncd_channel *ch);
+	/* Published: < 0 and the channel is removed again (ncd_channel_add() returns -ENOTSUP). */
+	int (*added)(struct ncd *d, struct ncd_channel *ch);
+	/* Before it leaves the classifier: workers may still meet it. */
+	void (*leaving)(struct ncd *d, struct ncd_channel *ch);
+	/* Out of the classifier and a grace period later: no worker holds it; still found by id. */
+	void (*quiet)(struct ncd *d, struct ncd_channel *ch);
+	/* No longer found by id or name. */
+	void (*left)(struct ncd *d, const struct ncd_channel *ch);
+	/*
+	 * A static channel's rings, which its zero-copy consumer (slot) may be
+	 * reading: 0 if the hook keeps them until it lets go, -1 to have them
+	 * drained and freed now.
+	 */
+	int (*hold_rings)(struct ncd *d, unsigned int slot, struct rte_ring *rx,
+			  struct rte_ring *tx);
+	/* Freed (or refused): rule is what it had. */
+	void (*gone)(struct ncd *d, const struct nc_trie_rule *rule);
+};
+
+/** Give a module's part in channels' lives (before ncd_channels_init()). @return 0 or -ENOSPC. */
+int ncd_channel_hooks_add(const struct ncd_channel_hooks *h);
 
 /** Create the channel directory, the classifier and the config's channels. @return 0 or -1. */
 int ncd_channels_init(struct ncd *d);

@@ -49,6 +49,7 @@
 #include "datapath/region.h"
 #include "nat/nat.h"
 #include "ncd.h"
+#include "nexthop/nexthop.h"
 #include "port/port.h"
 
 #define NCD_MAX_CLIENTS NC_MAX_CLIENTS
@@ -1600,3 +1601,7 @@ ncd_control_close(struct ncd *d)
 		d->alloc_rings[i] = NULL;
 	}
 }
+
+const struct ncd_channel_hooks ncd_control_channel_hooks = {
+	.hold_rings = ncd_control_hold_rings,
+};

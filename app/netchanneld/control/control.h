@@ -112,4 +112,7 @@ json_t *ncd_view_control(void);
 /** A connected client's pid and uid, by slot (0 and 0 for none). */
 void ncd_client_cred(int slot, pid_t *pid, uid_t *uid);
 
+/** The control socket's part in channels' lives: a zero-copy consumer's rings (ncd_channel_hooks_add()). */
+extern const struct ncd_channel_hooks ncd_control_channel_hooks;
+
 #endif

@@ -11,6 +11,7 @@
 #include "core/stats.h"
 
 struct ncd;
+struct ncd_channel_hooks;
 struct ncd_channel;
 struct rte_ring;
 
@@ -19,15 +20,13 @@ struct ncd_rxq {
 	uint16_t queue;
 };
 
-#define NCD_NO_TXQ UINT16_MAX
-/* hash.usr of a packet handed over for next-hop resolution: the channel, and whether NAT's. */
-#define NCD_NH_NAT (1u << 31)
 
 struct ncd_worker {
 	unsigned int index;
 	unsigned int lcore;
 	struct ncd_rxq rx[NCD_MAX_PORTS * NCD_MAX_QUEUES];
 	unsigned int nrx;
+	/* Its copies of the ports' maps (ncd_port.txq, .exc_txq), taken as it starts. */
 	uint16_t exc_txq[NCD_MAX_PORTS]; /* this worker's tx queue on each exception device */
 	uint16_t txq[NCD_MAX_PORTS];     /* its tx queue on each port, or NCD_NO_TXQ */
 	struct ncd_port_stats pstats[NCD_MAX_PORTS];
@@ -39,7 +38,7 @@ struct ncd_worker {
 	 */
 	struct ncd_channel **txch;       /* [cfg.max_channels] */
 	uint32_t ntx;
-	struct rte_ring *nh_done;        /* control thread -> worker: IP packets, next hop resolved */
+	struct rte_ring *nh_done;        /* control thread -> worker: IP packets, next hop resolved (ncd_nh_done()) */
 	uint32_t stats_gen;              /* the last ncd.stats_gen this worker acted on */
 	uint64_t slots;             /* the client slots whose free and alloc rings it serves */
 	/* Its IP reassembly (frag.c): the table, what it gave up, whether it ever held one. */
@@ -79,5 +78,8 @@ void ncd_port_stats_clear(struct ncd *d, unsigned int port);
 
 /** Print the counters for a person: one line per port, one per channel. */
 void ncd_stats_print(const struct ncd *d, FILE *f);
+
+/* The workers' part in channels' lives: their counters and tx lists (ncd_channel_hooks_add()). */
+extern const struct ncd_channel_hooks ncd_dp_channel_hooks;
 
 #endif

@@ -21,6 +21,7 @@
 #include "datapath/frag.h"
 #include "datapath/nat.h"
 #include "ncd.h"
+#include "nexthop/nexthop.h"
 #include "port/port.h"
 
 /* Packets translated by NAT, waiting to leave, and whose counters they go to. */

@@ -23,6 +23,7 @@
 #include "ncd.h"
 #include "packet/mbuf_free.h"
 #include "packet/prefetch.h"
+#include "port/port.h"
 
 #define FREE_BATCH 512u                /* buffers taken back at one look at the free ring */
 #define FREE_LOW 128u                  /* buffers the client holds before the daemon looks */

@@ -20,6 +20,7 @@
 #include "datapath/frag.h"
 #include "datapath/region.h"
 #include "ncd.h"
+#include "nexthop/nexthop.h"
 #include "port/port.h"
 
 /* A packet a client may not send: counted by reason, and in tx_spoofed. */

@@ -28,6 +28,7 @@
 #include "datapath/frag.h"
 #include "datapath/nat.h"
 #include "ncd.h"
+#include "nexthop/nexthop.h"
 #include "offload/offload.h"
 #include "packet/mbuf_free.h"
 #include "port/port.h"
@@ -449,6 +450,12 @@ ncd_worker_main(void *arg)
 
 	for (unsigned int i = 0; i < w->nrx; i++)
 		polls_port[w->rx[i].port] = true;
+	w->nh_done = ncd_nh_done(w->index);
+	/* Its queues, on its own lines: the ports' maps are read once, here. */
+	for (unsigned int p = 0; p < d->cfg.nports; p++) {
+		w->txq[p] = d->ports[p].txq[w->index];
+		w->exc_txq[p] = d->ports[p].exc_txq[w->index];
+	}
 	rte_rcu_qsbr_thread_register(d->qsbr, w->index);
 	rte_rcu_qsbr_thread_online(d->qsbr, w->index);
 	NCD_LOG(INFO, "worker %u on lcore %u: %u rx queues", w->index, w->lcore, w->nrx);
@@ -510,3 +517,56 @@ ncd_worker_main(void *arg)
 	return 0;
 }
 
+/* Release, twice: a worker that sees ntx grow sees the entry, and the entry whole. */
+static void
+tx_list_add(struct ncd_worker *w, struct ncd_channel *ch)
+{
+	__atomic_store_n(&w->txch[w->ntx], ch, __ATOMIC_RELEASE);
+	__atomic_store_n(&w->ntx, w->ntx + 1, __ATOMIC_RELEASE);
+}
+
+static void
+tx_list_del(struct ncd_worker *w, const struct ncd_channel *ch)
+{
+	for (uint32_t i = 0; i < w->ntx; i++)
+		if (w->txch[i] == ch) {
+			/*
+			 * The last entry moves into the hole, then the list shrinks. A worker
+			 * between the two may see the moved channel twice in one pass: harmless,
+			 * it is that ring's only consumer.
+			 */
+			__atomic_store_n(&w->txch[i], w->txch[w->ntx - 1], __ATOMIC_RELEASE);
+			__atomic_store_n(&w->ntx, w->ntx - 1, __ATOMIC_RELEASE);
+			return;
+		}
+}
+
+/* A new channel's counters start at zero in every worker, whatever its id counted before. */
+static void
+channel_init(struct ncd *d, struct ncd_channel *ch)
+{
+	for (unsigned int w = 0; w < d->cfg.nworkers; w++)
+		memset(&d->workers[w].cstats[ch->id], 0, sizeof(d->workers[w].cstats[ch->id]));
+}
+
+/* Its tx ring joins the list of the worker that empties it. */
+static int
+channel_added(struct ncd *d, struct ncd_channel *ch)
+{
+	if (ch->tx != NULL)
+		tx_list_add(&d->workers[ch->tx_worker], ch);
+	return 0;
+}
+
+static void
+channel_leaving(struct ncd *d, struct ncd_channel *ch)
+{
+	if (ch->tx != NULL)
+		tx_list_del(&d->workers[ch->tx_worker], ch);
+}
+
+const struct ncd_channel_hooks ncd_dp_channel_hooks = {
+	.init = channel_init,
+	.added = channel_added,
+	.leaving = channel_leaving,
+};

@@ -153,3 +153,36 @@ ncd_view_nat(const struct ncd *d)
 			 (json_int_t)d->cfg.nat_idle_ms, "channels", (int)nat, "reverse_channels",
 			 (int)rev);
 }
+
+/* The mappings of a channel that had the id before are not this one's. */
+static void
+channel_init(struct ncd *d, struct ncd_channel *ch)
+{
+	if (d->nat->live != NULL)
+		__atomic_store_n(&d->nat->live[ch->id], 0, __ATOMIC_RELAXED);
+}
+
+/* Workers start looking replies up before the first packet that makes a mapping. */
+static int
+channel_added(struct ncd *d, struct ncd_channel *ch)
+{
+	if (ch->action == NC_ACTION_NAT && ch->nat.reverse)
+		__atomic_fetch_add(&d->nat_reverse, 1, __ATOMIC_RELEASE);
+	return 0;
+}
+
+/* Its reverse mappings go now, not when they would have been idle long enough. */
+static void
+channel_left(struct ncd *d, const struct ncd_channel *ch)
+{
+	if (ch->action == NC_ACTION_NAT && ch->nat.reverse) {
+		__atomic_fetch_sub(&d->nat_reverse, 1, __ATOMIC_RELAXED);
+		ncd_nat_expire(d, true);
+	}
+}
+
+const struct ncd_channel_hooks ncd_nat_channel_hooks = {
+	.init = channel_init,
+	.added = channel_added,
+	.left = channel_left,
+};

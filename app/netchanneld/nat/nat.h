@@ -88,4 +88,7 @@ void ncd_nat_expire(struct ncd *d, bool now);
 /** NAT's table as a JSON value: capacity, live, expired... */
 json_t *ncd_view_nat(const struct ncd *d);
 
+/** NAT's part in channels' lives: their mappings (ncd_channel_hooks_add()). */
+extern const struct ncd_channel_hooks ncd_nat_channel_hooks;
+
 #endif

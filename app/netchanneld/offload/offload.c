@@ -582,3 +582,22 @@ ncd_offload_close(struct ncd *d)
 		d->ports[pi].mock = NULL;
 	}
 }
+
+static int
+channel_prepare(struct ncd *d, const struct ncd_channel_conf *cc)
+{
+	return ncd_offload_prepare(d, &cc->rule, cc->name);
+}
+
+static int
+channel_added(struct ncd *d, struct ncd_channel *ch)
+{
+	return ncd_offload_add(d, ch) != 0 ? -1 : 0;
+}
+
+const struct ncd_channel_hooks ncd_offload_channel_hooks = {
+	.prepare = channel_prepare,
+	.added = channel_added,
+	.leaving = ncd_offload_remove,
+	.gone = ncd_offload_refresh,
+};

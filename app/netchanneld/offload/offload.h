@@ -6,11 +6,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "channel/channel.h"
 #include "nc_trie.h"
 
 struct ncd;
-struct ncd_channel;
-struct rte_flow;
 
 /*
  * rte_flow offload (offload.c). A flow rule marks a channel's packets with
@@ -20,21 +19,6 @@ struct rte_flow;
 #define NCD_MARK_ID_BITS 17            /* 24-bit marks: what most NICs can set */
 #define NCD_MARK_ID_MASK ((1u << NCD_MARK_ID_BITS) - 1)
 #define NCD_MARK_GENS 127              /* generations 1..127 in bits 17-23 */
-
-enum ncd_off_state {
-	NCD_OFF_OFF,                   /* the port does not offload */
-	NCD_OFF_SOFTWARE,              /* tried, or not possible: the trie alone */
-	NCD_OFF_MARK,                  /* a MARK rule */
-	NCD_OFF_MARK_QUEUE,            /* a MARK and QUEUE rule */
-};
-
-/* A channel's offload on one port. */
-struct ncd_chan_offload {
-	struct rte_flow *flow[2];      /* one per family (two for a rule without addresses) */
-	uint8_t state;                 /* enum ncd_off_state */
-	bool beaten;                   /* in software: a channel that wins over it overlaps it */
-	char why[80];                  /* in software: the reason */
-};
 
 /** Negotiate marks, and isolate a bifurcated port: before it is configured. @return 0 or -1. */
 int ncd_offload_port_init(struct ncd *d, unsigned int port);
@@ -61,5 +45,8 @@ void ncd_offload_refresh(struct ncd *d, const struct nc_trie_rule *gone);
 
 /** Destroy every flow rule and the mock (shutdown). */
 void ncd_offload_close(struct ncd *d);
+
+/** Offload's part in channels' lives: their flow rules (ncd_channel_hooks_add()). */
+extern const struct ncd_channel_hooks ncd_offload_channel_hooks;
 
 #endif

@@ -17,12 +17,17 @@
 #include <rte_mbuf.h>
 #include <rte_rcu_qsbr.h>
 
-#include "datapath/datapath.h"
 #include "ncd.h"
-#include "offload/offload.h"
 #include "port/port.h"
 
 struct ncd_port ncd_port_table[NCD_MAX_PORTS];
+static struct ncd_port_hooks hooks;
+
+void
+ncd_ports_hooks_set(const struct ncd_port_hooks *h)
+{
+	hooks = *h;
+}
 
 #define NB_DESC 1024
 
@@ -50,17 +55,23 @@ probe(const char *devargs, uint16_t *port_id)
 	return rte_eth_dev_get_port_by_name(name, port_id) == 0 ? 0 : -ENODEV;
 }
 
+/* Whether a worker polls one of the port's rx queues. */
+static bool
+polls(const struct ncd_worker_conf *wc, unsigned int p)
+{
+	for (unsigned int i = 0; i < wc->nrx; i++)
+		if (wc->rx[i].port == p)
+			return true;
+	return false;
+}
+
 static unsigned int
 workers_of_port(const struct ncd *d, unsigned int p)
 {
 	unsigned int n = 0;
 
 	for (unsigned int w = 0; w < d->cfg.nworkers; w++)
-		for (unsigned int i = 0; i < d->workers[w].nrx; i++)
-			if (d->workers[w].rx[i].port == p) {
-				n++;
-				break;
-			}
+		n += polls(&d->cfg.workers[w], p);
 	return n;
 }
 
@@ -170,7 +181,7 @@ port_init(struct ncd *d, unsigned int i)
 	 */
 	p->ntxq = d->cfg.nworkers <= info.max_tx_queues ? (uint16_t)d->cfg.nworkers : (uint16_t)nw;
 	p->configured = true;
-	if (ncd_offload_port_init(d, i) != 0)
+	if (hooks.configured != NULL && hooks.configured(d, i) != 0)
 		return 1;
 	if (setup_queues(d, p->port_id, pc->name, pc->rx_queues, p->ntxq, pc->mtu, true,
 			 &p->ip_csum_offload))
@@ -211,20 +222,19 @@ ncd_ports_init(struct ncd *d)
 	 * the rest, if the port has one per worker, go to the other workers.
 	 */
 	for (unsigned int p = 0; p < d->cfg.nports; p++) {
+		struct ncd_port *port = &d->ports[p];
 		uint16_t k = 0;
 
 		for (unsigned int w = 0; w < d->cfg.nworkers; w++) {
-			d->workers[w].txq[p] = NCD_NO_TXQ;
-			for (unsigned int i = 0; i < d->workers[w].nrx; i++)
-				if (d->workers[w].rx[i].port == p) {
-					d->workers[w].exc_txq[p] = k;
-					d->workers[w].txq[p] = k++;
-					break;
-				}
+			port->txq[w] = NCD_NO_TXQ;
+			if (polls(&d->cfg.workers[w], p)) {
+				port->exc_txq[w] = k;
+				port->txq[w] = k++;
+			}
 		}
-		for (unsigned int w = 0; w < d->cfg.nworkers && k < d->ports[p].ntxq; w++)
-			if (d->workers[w].txq[p] == NCD_NO_TXQ)
-				d->workers[w].txq[p] = k++;
+		for (unsigned int w = 0; w < d->cfg.nworkers && k < port->ntxq; w++)
+			if (port->txq[w] == NCD_NO_TXQ)
+				port->txq[w] = k++;
 	}
 	return 0;
 }
@@ -335,7 +345,8 @@ exc_remake(struct ncd *d, unsigned int i, const char *why)
 	p->exc_started = true;
 	if (rte_eth_dev_info_get(p->exc_id, &info) == 0)
 		p->nh_ifindex = (int)info.if_index;
-	ncd_exception_host_apply(d, i);
+	if (hooks.exception_remade != NULL)
+		hooks.exception_remade(d, i);
 	p->exc_remade++;
 	/* Release: a worker that sees it back sees its new id. */
 	__atomic_store_n(&p->exc_down, false, __ATOMIC_RELEASE);

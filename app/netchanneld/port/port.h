@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Ports: the NICs, their exception devices (the kernel's TAP), and the next
- * hops of what clients and NAT send, from the kernel's tables.
+ * Ports: the NICs and their exception devices (the kernel's TAP), with the
+ * next-hop caches and host addresses nexthop/ fills from the kernel's tables.
  */
 #ifndef NCD_PORT_H
 #define NCD_PORT_H
@@ -14,7 +14,9 @@
 
 #include "nc_trie.h"
 
-struct ncd_config;
+#include "core/config.h"
+
+#define NCD_NO_TXQ UINT16_MAX          /* a worker with no tx queue on a port */
 
 struct ncd;
 struct ncd_mock;
@@ -54,6 +56,9 @@ struct ncd_port {
 	uint32_t exc_max_frame;        /* largest frame the exception device takes */
 	uint32_t exc_mtu;              /* its MTU: reassembled datagrams go to it in pieces of this */
 	unsigned int exc_owner;        /* worker that moves the kernel's frames to the wire */
+	/* Each worker's tx queue on the port, or NCD_NO_TXQ; and on its exception device. */
+	uint16_t txq[NCD_MAX_WORKERS];
+	uint16_t exc_txq[NCD_MAX_WORKERS];
 	struct ncd_nh_cache *nh;       /* next hops of clients' IP packets */
 	int nh_ifindex;                /* the kernel interface whose tables give them, or 0 */
 	/* Control thread's: lookups, and packets that waited for a neighbour, did not, or in vain. */
@@ -85,6 +90,21 @@ struct ncd_port {
 
 /* The ports' table: ncd.ports points at it (main()). */
 extern struct ncd_port ncd_port_table[NCD_MAX_PORTS];
+
+/*
+ * What the modules above the ports do as a port is set up and as its
+ * exception device is made again: main() gives them before ncd_ports_init().
+ * Either may be NULL.
+ */
+struct ncd_port_hooks {
+	/* A port configured, before its queues are set up (offload: marks, isolation): -1 fails it. */
+	int (*configured)(struct ncd *d, unsigned int port);
+	/* A port's exception device made again (the host's configuration on it again). */
+	int (*exception_remade)(struct ncd *d, unsigned int port);
+};
+
+/** The modules' part in a port's set-up (control thread, before ncd_ports_init()). */
+void ncd_ports_hooks_set(const struct ncd_port_hooks *h);
 
 /** Probe, configure and set up the ports and their exception devices. @return 0, or 2 (config), or 1. */
 int ncd_ports_init(struct ncd *d);
@@ -127,58 +147,5 @@ void ncd_ports_watch(struct ncd *d);
 
 /** Stop and close every port and exception device. */
 void ncd_ports_close(struct ncd *d);
-
-/** Set up the next-hop caches, the request ring and the netlink socket. @return 0 or -1. */
-int ncd_nh_init(struct ncd *d);
-
-/**
- * Look up dst's next-hop MAC in a port's cache (workers; no lock, no syscall).
- * @return 1 with mac set; -ENETUNREACH or -EHOSTUNREACH (recently failed);
- *   0 (not cached, expired, or being updated: ask the control thread).
- */
-int ncd_nh_get(const struct ncd_nh_cache *c, uint8_t family, const uint8_t *addr, uint64_t now,
-		uint8_t mac[6]);
-
-/** Control thread: resolve the packets workers handed over and put them back on their channels. */
-void ncd_nh_run(struct ncd *d);
-
-/**
- * Whether a client's packet (its parsed key) comes from one of the addresses
- * of the port's kernel interface, the host's own: what a channel that names
- * no destination may send from. Workers; refreshed every second by
- * ncd_nh_run(). A port with no kernel interface has no such check: true.
- */
-bool ncd_host_addr(const struct ncd_port *p, const struct nc_trie_key *k);
-
-/**
- * How soon the control thread should run ncd_nh_run() again for the packets
- * waiting for a neighbour: milliseconds, or -1 when none waits.
- */
-int ncd_nh_wait_ms(void);
-
-/**
- * Packets of a client's channels (owner: its slot) waiting for a next hop;
- * at most 32 at once for one client, 256 for all (control thread).
- */
-unsigned int ncd_nh_waiting(int owner);
-
-/**
- * Give a port's exception TAP the host's configuration (exception.host): up,
- * its MTU, its addresses, then its routes, over netlink. Called whenever the
- * daemon makes the TAP, so that a restart does not take the host offline.
- * Each failure is logged.
- *
- * @return 0, or -1 if anything failed (the rest is still applied).
- */
-int ncd_exception_host_apply(struct ncd *d, unsigned int pi);
-
-/**
- * The netlink socket that hears of the host's address and link changes (poll it;
- * ncd_nh_run() reads it and has ncd_ports_watch() look at once), or -1.
- */
-int ncd_nh_events_fd(void);
-
-/** Free what ncd_nh_init() set up, with any packet still waiting. */
-void ncd_nh_close(struct ncd *d);
 
 #endif

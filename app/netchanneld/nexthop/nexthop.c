@@ -38,8 +38,8 @@
 
 #define NCD_LOGTYPE ncd_logtype_nexthop
 #include "channel/channel.h"
-#include "datapath/datapath.h"
 #include "ncd.h"
+#include "nexthop/nexthop.h"
 #include "port/port.h"
 
 #define NL_TIMEOUT_MS 200
@@ -346,6 +346,15 @@ resolve(struct ncd *d, unsigned int pi, uint8_t family, const uint8_t *dst, uint
 	return ret;
 }
 
+/* Each worker's ring of resolved packets (SP: this thread; SC: the worker). */
+static struct rte_ring *nh_done[NCD_MAX_WORKERS];
+
+struct rte_ring *
+ncd_nh_done(unsigned int worker)
+{
+	return worker < NCD_MAX_WORKERS ? nh_done[worker] : NULL;
+}
+
 int
 ncd_nh_init(struct ncd *d)
 {
@@ -379,9 +388,9 @@ ncd_nh_init(struct ncd *d)
 		char name[RTE_RING_NAMESIZE];
 
 		snprintf(name, sizeof(name), "ncd_nh_done_%u", w);
-		d->workers[w].nh_done = rte_ring_create(name, NH_REQ_RING, (int)rte_socket_id(),
-							RING_F_SP_ENQ | RING_F_SC_DEQ);
-		if (d->workers[w].nh_done == NULL) {
+		nh_done[w] = rte_ring_create(name, NH_REQ_RING, (int)rte_socket_id(),
+					     RING_F_SP_ENQ | RING_F_SC_DEQ);
+		if (nh_done[w] == NULL) {
 			NCD_LOG(ERR, "rte_ring_create(%s): %s", name, rte_strerror(rte_errno));
 			return -1;
 		}
@@ -549,7 +558,7 @@ static int
 sender_of(const struct ncd *d, uint16_t op)
 {
 	for (unsigned int w = 0; w < d->cfg.nworkers; w++)
-		if (d->workers[w].txq[op] != NCD_NO_TXQ)
+		if (d->ports[op].txq[w] != NCD_NO_TXQ)
 			return (int)w;
 	return -1;
 }
@@ -736,7 +745,7 @@ resolve_one(struct ncd *d, struct rte_mbuf *m)
 	}
 	/* The generation tells the worker whether the channel is still this one. */
 	m->hash.fdir.hi = (uint32_t)ch->dir->generation;
-	if (ret == 1 && w >= 0 && rte_ring_sp_enqueue(d->workers[w].nh_done, m) == 0)
+	if (ret == 1 && w >= 0 && rte_ring_sp_enqueue(nh_done[w], m) == 0)
 		return;
 	if (nat) {
 		if (ret == -ENETUNREACH) {
@@ -889,12 +898,11 @@ ncd_nh_close(struct ncd *d)
 	}
 	rte_ring_free(d->nh_req);
 	d->nh_req = NULL;
-	for (unsigned int w = 0; d->workers != NULL && w < d->cfg.nworkers; w++) {
-		while (d->workers[w].nh_done != NULL &&
-		       rte_ring_dequeue(d->workers[w].nh_done, (void **)&m) == 0)
+	for (unsigned int w = 0; w < NCD_MAX_WORKERS; w++) {
+		while (nh_done[w] != NULL && rte_ring_dequeue(nh_done[w], (void **)&m) == 0)
 			rte_pktmbuf_free(m);
-		rte_ring_free(d->workers[w].nh_done);
-		d->workers[w].nh_done = NULL;
+		rte_ring_free(nh_done[w]);
+		nh_done[w] = NULL;
 	}
 	if (d->nh_efd >= 0)
 		close(d->nh_efd);
@@ -910,3 +918,15 @@ ncd_nh_close(struct ncd *d)
 		d->ports[i].nh = NULL;
 	}
 }
+
+/* Packets workers handed over for next-hop resolution still name the channel: settled now. */
+static void
+channel_quiet(struct ncd *d, struct ncd_channel *ch)
+{
+	if (ch->tx != NULL || ch->action == NC_ACTION_NAT)
+		ncd_nh_run(d);
+}
+
+const struct ncd_channel_hooks ncd_nh_channel_hooks = {
+	.quiet = channel_quiet,
+};

@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Next hops for clients' and NAT's IP packets, from the kernel's tables over
+ * netlink: the ports' caches workers read, the host's addresses, packets
+ * waiting for a neighbour, and exception.host on the TAP.
+ */
+#ifndef NCD_NEXTHOP_H
+#define NCD_NEXTHOP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "nc_trie.h"
+#include "port/port.h"
+
+struct ncd;
+struct ncd_channel_hooks;
+struct rte_ring;
+
+/* hash.usr of a packet handed over for next-hop resolution: the channel, and whether NAT's. */
+#define NCD_NH_NAT (1u << 31)
+
+/**
+ * Set up the next-hop caches, the request ring, each worker's ring of
+ * resolved packets and the netlink socket. @return 0 or -1.
+ */
+int ncd_nh_init(struct ncd *d);
+
+/** A worker's ring of its packets whose next hop was resolved (made by ncd_nh_init()). */
+struct rte_ring *ncd_nh_done(unsigned int worker);
+
+/**
+ * Look up dst's next-hop MAC in a port's cache (workers; no lock, no syscall).
+ * @return 1 with mac set; -ENETUNREACH or -EHOSTUNREACH (recently failed);
+ *   0 (not cached, expired, or being updated: ask the control thread).
+ */
+int ncd_nh_get(const struct ncd_nh_cache *c, uint8_t family, const uint8_t *addr, uint64_t now,
+		uint8_t mac[6]);
+
+/** Control thread: resolve the packets workers handed over and put them back on their channels. */
+void ncd_nh_run(struct ncd *d);
+
+/**
+ * Whether a client's packet (its parsed key) comes from one of the addresses
+ * of the port's kernel interface, the host's own: what a channel that names
+ * no destination may send from. Workers; refreshed every second by
+ * ncd_nh_run(). A port with no kernel interface has no such check: true.
+ */
+bool ncd_host_addr(const struct ncd_port *p, const struct nc_trie_key *k);
+
+/**
+ * How soon the control thread should run ncd_nh_run() again for the packets
+ * waiting for a neighbour: milliseconds, or -1 when none waits.
+ */
+int ncd_nh_wait_ms(void);
+
+/**
+ * Packets of a client's channels (owner: its slot) waiting for a next hop;
+ * at most 32 at once for one client, 256 for all (control thread).
+ */
+unsigned int ncd_nh_waiting(int owner);
+
+/**
+ * Give a port's exception TAP the host's configuration (exception.host): up,
+ * its MTU, its addresses, then its routes, over netlink. Called whenever the
+ * daemon makes the TAP, so that a restart does not take the host offline.
+ * Each failure is logged.
+ *
+ * @return 0, or -1 if anything failed (the rest is still applied).
+ */
+int ncd_exception_host_apply(struct ncd *d, unsigned int pi);
+
+/**
+ * The netlink socket that hears of the host's address and link changes (poll it;
+ * ncd_nh_run() reads it and has ncd_ports_watch() look at once), or -1.
+ */
+int ncd_nh_events_fd(void);
+
+/** Free what ncd_nh_init() set up, with any packet still waiting. */
+void ncd_nh_close(struct ncd *d);
+
+/** Next hops' part in channels' lives: the packets of a channel that goes (ncd_channel_hooks_add()). */
+extern const struct ncd_channel_hooks ncd_nh_channel_hooks;
+
+#endif
