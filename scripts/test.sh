@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
 # Set up, build and run every test suite: once in the normal build and once in
-# the ASan+UBSan build (SANITIZE=0 skips the latter); then each libFuzzer
-# target for FUZZ_SECONDS (60) in build-fuzz, built with clang (FUZZ=0 skips).
+# the ASan+UBSan build (SANITIZE=0 skips the latter), but the suite "slow" (the
+# classifier's cases at scale) in the normal build only; then each libFuzzer
+# target for FUZZ_SECONDS (60) in build-fuzz, built with clang (FUZZ=0 skips),
+# two at once.
 # Ends with one line of totals, "N passed, N failed, N skipped"; exits
 # non-zero on any failure.
 set -uo pipefail
@@ -20,9 +22,12 @@ fuzz_targets=(tests/fuzz/seeds.stamp tests/fuzz/fuzz_packet tests/fuzz/fuzz_conf
 passed=0 failed=0 skipped=0 status=0
 for b in "${builds[@]}"; do
 	opts=() cc=${CC:-cc} targets=() suites=()
-	[ "$b" = build-asan ] && opts=(-Dsanitize=true -Dbuildtype=debugoptimized)
+	if [ "$b" = build-asan ]; then
+		opts=(-Dsanitize=true -Dbuildtype=debugoptimized)
+		[ $# -eq 0 ] && suites=(--no-suite slow)
+	fi
 	if [ "$b" = build-fuzz ]; then
-		# Only the fuzz targets: everything else ran twice already.
+		# Only the fuzz targets: everything else ran already.
 		opts=(-Dfuzz=true -Dfuzz_seconds="${FUZZ_SECONDS:-60}" -Dbuildtype=debugoptimized)
 		cc=clang targets=("${fuzz_targets[@]}") suites=(--no-rebuild --suite fuzz)
 	fi

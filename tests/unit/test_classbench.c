@@ -421,7 +421,9 @@ main(void)
 	tcase_add_test(tc, reader_errors);
 	tcase_add_test(tc, trace_reader);
 	suite_add_tcase(s, tc);
+	/* Every shipped and generated set: the suite "slow" (CK_INCLUDE_TAGS=scale). */
 	tc = tcase_create("sets");
+	tcase_set_tags(tc, "scale");
 	tcase_set_timeout(tc, 600);
 	tcase_add_loop_test(tc, shipped_sets, 0, 12);
 	tcase_add_loop_test(tc, generated_sets, 0, 3);

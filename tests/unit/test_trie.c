@@ -1639,11 +1639,9 @@ trie_suite(void)
 	tcase_set_timeout(tc, 600);
 	tcase_add_test(tc, diff_100);
 	tcase_add_test(tc, diff_1000);
-	tcase_add_test(tc, diff_10000);
 	tcase_add_test(tc, diff_front_stage);
 	tcase_add_test(tc, diff_front_heavy);
 	tcase_add_test(tc, diff_port_table);
-	tcase_add_test(tc, diff_updates);
 #ifdef NC_TEST_SNAPSHOT
 	tcase_add_test(tc, snapshot_without_memory);
 	tcase_add_test(tc, snapshot_dead_answers);
@@ -1651,6 +1649,14 @@ trie_suite(void)
 	tcase_add_test(tc, snapshot_free_mid_search);
 	tcase_add_test(tc, snapshot_pick_memory);
 #endif
+	suite_add_tcase(s, tc);
+
+	/* At scale: the suite "slow" (CK_INCLUDE_TAGS=scale), once, in the normal build. */
+	tc = tcase_create("scale");
+	tcase_set_tags(tc, "scale");
+	tcase_set_timeout(tc, 600);
+	tcase_add_test(tc, diff_10000);
+	tcase_add_test(tc, diff_updates);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("rcu");
