@@ -22,6 +22,7 @@
 
 #include <stdint.h>
 
+#include "nc_common.h"
 #include "nc_shm.h"
 
 #ifdef __cplusplus
@@ -192,25 +193,9 @@ struct nc_ctl_channel {
 #define NC_CHANNEL_F_REGION 0x1    /**< delivered into the client's region (region_ring) */
 #define NC_CHANNEL_F_TX 0x2        /**< it may transmit */
 
-/** A channel's counters, the reply to CHANNEL_STATS (nc_channel_stats() copies them). */
+/** A channel's counters, the reply to CHANNEL_STATS (nc_channel_stats() copies them): NC_CHANNEL_STATS. */
 struct nc_ctl_channel_stats {
-	uint64_t hits;             /**< packets that matched its rule */
-	uint64_t delivered;        /**< enqueued on its receive ring */
-	uint64_t bytes;            /**< bytes of those */
-	uint64_t drop_ring_full;   /**< dropped: receive ring full */
-	uint64_t drop_queue_bytes; /**< dropped: over its byte budget (queue_bytes) */
-	uint64_t dropped;          /**< matched a drop channel */
-	uint64_t tx;               /**< sent out of the port */
-	uint64_t tx_bytes;         /**< bytes of those */
-	uint64_t tx_dropped;       /**< the port did not take them */
-	uint64_t tx_spoofed;       /**< dropped: source not in the channel's destination */
-	uint64_t tx_malformed;     /**< dropped: not a well-formed IP packet or frame */
-	uint64_t tx_no_route;      /**< dropped: no route out of the channel's port */
-	uint64_t tx_no_neigh;      /**< dropped: next hop not resolved (yet) */
-	uint64_t tx_ring_full;     /**< dropped: resolved, but the transmit ring was full */
-	uint32_t rx_count;         /**< packets in the receive ring now */
-	uint32_t tx_count;         /**< packets in the transmit ring now */
-	uint64_t drop_no_buf;      /**< dropped: an isolated client held every buffer, or too long */
+	NC_CHANNEL_STATS(NC_STATS_U64, NC_STATS_U32)
 };
 
 _Static_assert(sizeof(struct nc_ctl_channel_stats) == 128,

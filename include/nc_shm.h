@@ -74,6 +74,8 @@
 
 #include <stdint.h>
 
+#include "nc_common.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -95,7 +97,6 @@ extern "C" {
  * that received the mbuf. Daemon and clients share the host's TSC.
  */
 #define NC_MBUF_RX_TSC_FIELD "netchannel_rx_tsc"
-#define NC_NAME_SIZE 32
 #define NC_MAX_CLIENTS 64              /**< connections the daemon serves at once */
 
 enum nc_dir_state {

@@ -58,6 +58,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "nc_common.h"
 #include "nc_trie.h"
 
 #ifdef __cplusplus
@@ -73,7 +74,7 @@ struct nc_client;
 struct nc_channel;
 
 /** A channel name's bytes, with its NUL: names are 1-31 letters, digits, '_', '-' or '.'. */
-#define NC_CHANNEL_NAME_SIZE 32
+#define NC_CHANNEL_NAME_SIZE NC_NAME_SIZE
 
 /** The daemon's default control socket. */
 #define NC_DEFAULT_SOCKET "/run/netchanneld/netchanneld.sock"
@@ -129,26 +130,16 @@ struct nc_nat_opts {
 	uint8_t via[6];             /**< the next hop's MAC */
 };
 
-/** A channel's counters (nc_channel_stats()). */
+/**
+ * A channel's counters (nc_channel_stats()): the fields NC_CHANNEL_STATS
+ * lists (nc_common.h), with what each counts, in that order. hits,
+ * delivered, bytes, drop_ring_full, drop_queue_bytes, dropped, tx, tx_bytes,
+ * tx_dropped, tx_spoofed, tx_malformed, tx_no_route, tx_no_neigh and
+ * tx_ring_full are uint64_t counters; rx_count and tx_count the uint32_t
+ * packets in the rings now; drop_no_buf a uint64_t counter.
+ */
 struct nc_channel_stats {
-	uint64_t hits;             /**< packets that matched its rule */
-	uint64_t delivered;        /**< enqueued on its receive ring */
-	uint64_t bytes;            /**< bytes of those */
-	uint64_t drop_ring_full;   /**< dropped: receive ring full */
-	uint64_t drop_queue_bytes; /**< dropped: over its byte budget (queue_bytes) */
-	uint64_t dropped;          /**< matched a drop channel */
-	uint64_t tx;               /**< sent out of the port */
-	uint64_t tx_bytes;         /**< bytes of those */
-	uint64_t tx_dropped;       /**< the port did not take them */
-	uint64_t tx_spoofed;       /**< dropped: source not in the channel's destination */
-	uint64_t tx_malformed;     /**< dropped: not a well-formed IP packet or frame */
-	uint64_t tx_no_route;      /**< dropped: no route out of the channel's port */
-	uint64_t tx_no_neigh;      /**< dropped: next hop not resolved (yet) */
-	uint64_t tx_ring_full;     /**< dropped: resolved, but the transmit ring was full */
-	uint32_t rx_count;         /**< packets in the receive ring now */
-	uint32_t tx_count;         /**< packets in the transmit ring now */
-	uint64_t drop_no_buf;      /**< dropped: this isolated client held every buffer of its region,
-				     or the frame was longer than a buffer */
+	NC_CHANNEL_STATS(NC_STATS_U64, NC_STATS_U32)
 };
 
 /** Channel options (nc_channel_create()); pass NULL for the defaults. */

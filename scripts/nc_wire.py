@@ -34,6 +34,12 @@ CHANNEL = struct.Struct("<IIQ32s32s32sII6sH")  # struct nc_ctl_channel
 NAME = struct.Struct("<32s")                   # struct nc_ctl_name
 ID = struct.Struct("<I")                       # struct nc_ctl_id
 CLI_HEAD = struct.Struct("<I")                 # struct nc_ctl_cli: flags, then the line
+# struct nc_ctl_channel_stats: NC_CHANNEL_STATS (nc_common.h), in its order
+CHANNEL_STATS_FIELDS = ("hits", "delivered", "bytes", "drop_ring_full", "drop_queue_bytes",
+                        "dropped", "tx", "tx_bytes", "tx_dropped", "tx_spoofed", "tx_malformed",
+                        "tx_no_route", "tx_no_neigh", "tx_ring_full", "rx_count", "tx_count",
+                        "drop_no_buf")
+CHANNEL_STATS = struct.Struct("<" + "Q" * 14 + "II" + "Q")
 
 assert (REQ.size, REP.size, RULE.size, CREATE_BODY.size, NAT_BODY.size, CHANNEL.size,
         HELLO_BODY.size, HELLO_REPLY.size) == (16, 16, 52, 112, 52, 128, 16, 120), \

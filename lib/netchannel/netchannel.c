@@ -23,8 +23,6 @@
 #include "nc_internal.h"
 #include "nc_version.h"
 
-_Static_assert(NC_CHANNEL_NAME_SIZE == NC_NAME_SIZE, "the API's name size is the wire's");
-
 #define REPLY_TIMEOUT_S 10
 #define GONE_CHECK_MS 10           /* how often an idle client looks whether the daemon hung up */
 #define TX_FLUSH_MS 500            /* how long a closing client waits for the daemon to take its frames */
@@ -886,15 +884,9 @@ nc_channel_stats(const struct nc_channel *ch, struct nc_channel_stats *st)
 
 	if (ret != 0)
 		return ret;
-	*st = (struct nc_channel_stats){
-		.hits = w.hits, .delivered = w.delivered, .bytes = w.bytes,
-		.drop_ring_full = w.drop_ring_full, .drop_queue_bytes = w.drop_queue_bytes,
-		.dropped = w.dropped, .tx = w.tx, .tx_bytes = w.tx_bytes, .tx_dropped = w.tx_dropped,
-		.tx_spoofed = w.tx_spoofed, .tx_malformed = w.tx_malformed,
-		.tx_no_route = w.tx_no_route, .tx_no_neigh = w.tx_no_neigh,
-		.tx_ring_full = w.tx_ring_full, .rx_count = w.rx_count, .tx_count = w.tx_count,
-		.drop_no_buf = w.drop_no_buf,
-	};
+#define COPY(name, what) .name = w.name,
+	*st = (struct nc_channel_stats){ NC_CHANNEL_STATS(COPY, COPY) };
+#undef COPY
 	return 0;
 }
 

@@ -686,6 +686,7 @@ class Install(unittest.TestCase):
         for f in ("bin/netchanneld", "bin/ncctl", "bin/nc-echo", "bin/nc-dump", "bin/nc-exporter",
                   "include/netchannel.h", "include/nc_proto.h", "include/nc_trie.h",
                   "include/nc_shm.h", "include/nc_ctl.h", "include/nc_region.h",
+                  "include/nc_common.h",
                   "etc/netchanneld/netchanneld.json", "lib/systemd/system/netchanneld.service",
                   "share/doc/netchanneld/examples/nc_echo.c",
                   "share/doc/netchanneld/docs/design.md", "share/man/man8/netchanneld.8",

@@ -1213,16 +1213,13 @@ do_chan_stats(struct ncd *d, struct ncd_conn *c, const struct nc_ctl_req *req, c
 	if (ret != 0)
 		return reply(c, req, ret, NULL, 0);
 	ncd_chan_stats_sum(d, m->id, &s);
-	st = (struct nc_ctl_channel_stats){
-		.hits = s.hits, .delivered = s.delivered, .bytes = s.bytes,
-		.drop_ring_full = s.drop_ring_full, .drop_queue_bytes = s.drop_queue_bytes,
-		.dropped = s.dropped, .tx = s.tx, .tx_bytes = s.tx_bytes, .tx_dropped = s.tx_dropped,
-		.tx_spoofed = s.tx_spoofed, .tx_malformed = s.tx_malformed,
-		.tx_no_route = s.tx_no_route, .tx_no_neigh = s.tx_no_neigh,
-		.tx_ring_full = s.tx_ring_full,
-		.rx_count = ncd_channel_rx_count(ch),
-		.tx_count = ch->tx ? rte_ring_count(ch->tx) : 0, .drop_no_buf = s.drop_no_buf,
-	};
+#define COUNTER(name, what) .name = s.name,
+#define NOW(name, what)
+	st = (struct nc_ctl_channel_stats){ NC_CHANNEL_STATS(COUNTER, NOW) };
+#undef COUNTER
+#undef NOW
+	st.rx_count = ncd_channel_rx_count(ch);
+	st.tx_count = ch->tx ? rte_ring_count(ch->tx) : 0;
 	return reply(c, req, 0, &st, sizeof(st));
 }
 

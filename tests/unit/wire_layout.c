@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Print the layouts of the protocol's and the API's structs, as C has them,
+ * in JSON: test_layouts.py holds Python's copies (scripts/nc_wire.py, the
+ * netchannel package) to them.
+ */
+#include <stddef.h>
+#include <stdio.h>
+
+#include "nc_proto.h"
+#include "netchannel.h"
+
+static void
+fields(const char *name, const char *sep)
+{
+	printf("%s\"%s\": [", sep, name);
+}
+
+int
+main(void)
+{
+	printf("{\"name_size\": %d, \"magic\": %u, \"version\": %u, \"sizes\": {", NC_NAME_SIZE,
+	       (unsigned int)NC_CTL_MAGIC, (unsigned int)NC_CTL_VERSION);
+#define SIZE(s, sep) printf(sep "\"" #s "\": %zu", sizeof(struct s))
+	SIZE(nc_ctl_req, "");
+	SIZE(nc_ctl_rep, ", ");
+	SIZE(nc_ctl_hello, ", ");
+	SIZE(nc_ctl_hello_reply, ", ");
+	SIZE(nc_ctl_rule, ", ");
+	SIZE(nc_ctl_create, ", ");
+	SIZE(nc_ctl_nat, ", ");
+	SIZE(nc_ctl_channel, ", ");
+	SIZE(nc_ctl_name, ", ");
+	SIZE(nc_ctl_id, ", ");
+	SIZE(nc_ctl_cli, ", ");
+	SIZE(nc_ctl_channel_stats, ", ");
+	SIZE(nc_channel_stats, ", ");
+	SIZE(nc_channel_opts, ", ");
+	printf("}, ");
+	/* Each field: [name, offset, size]; the stats' names from their one list. */
+#define FIELD(s, f) printf("%s[\"" #f "\", %zu, %zu]", first ? "" : ", ", \
+			   offsetof(struct s, f), sizeof(((struct s *)0)->f)), first = 0;
+	{
+		int first = 1;
+
+		fields("nc_ctl_channel_stats", "");
+#define CTL_STAT(f, what) FIELD(nc_ctl_channel_stats, f)
+		NC_CHANNEL_STATS(CTL_STAT, CTL_STAT)
+		printf("]");
+	}
+	{
+		int first = 1;
+
+		fields("nc_channel_stats", ", ");
+#define API_STAT(f, what) FIELD(nc_channel_stats, f)
+		NC_CHANNEL_STATS(API_STAT, API_STAT)
+		printf("]");
+	}
+	{
+		int first = 1;
+
+		fields("nc_channel_opts", ", ");
+		FIELD(nc_channel_opts, drop)
+		FIELD(nc_channel_opts, ring_size)
+		FIELD(nc_channel_opts, queue_bytes)
+		FIELD(nc_channel_opts, memory_limit_order)
+		FIELD(nc_channel_opts, tx)
+		FIELD(nc_channel_opts, port)
+		FIELD(nc_channel_opts, nat)
+		printf("]");
+	}
+	printf("}\n");
+	return 0;
+}
