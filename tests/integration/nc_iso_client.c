@@ -5,7 +5,8 @@
  *
  *   nc_iso_client SOCK honest PORT SECONDS   receive with nc_rx_bufs, then print the counts
  *   nc_iso_client SOCK copy PORT COUNT       receive COUNT by nc_recv (blocking), nc_send each back
- *   nc_iso_client SOCK attach NAME COUNT     attach to a static channel, receive COUNT, hold 3 s
+ *   nc_iso_client SOCK attach NAME COUNT     attach to a static channel, receive COUNT, hold it
+ *                                            until a line on stdin (or its end)
  *   nc_iso_client SOCK frames PORT HEX...    claim udp/PORT (any destination), send each frame,
  *                                            print the outcomes, hold until stdin closes
  *   nc_iso_client SOCK raw-frames PORT HEX... the same, each frame put on the tx ring as it is
@@ -159,7 +160,7 @@ copy_echo(const char *sock, long port, long count)
 	return 0;
 }
 
-/* Attach to a static channel, receive count of its packets in place, hold it 3 s, let go. */
+/* Attach to a static channel, receive count of its packets in place, hold it until told, let go. */
 static int
 attach(const char *sock, const char *name, long count)
 {
@@ -188,7 +189,10 @@ attach(const char *sock, const char *name, long count)
 		nc_bufs_release(c, b, n);
 	}
 	printf("received %ld\n", got);
-	sleep(3);
+	fflush(stdout);
+	/* Held while the test tries another attach: until a line on stdin, or its end. */
+	for (int k = getchar(); k != EOF && k != '\n'; k = getchar())
+		;
 	printf("detach %d\n", nc_channel_destroy(ch));
 	nc_disconnect(c);
 	return 0;

@@ -71,12 +71,12 @@ class Cli(T.DaemonCase):
         return json.loads(self.ncctl(cmd, json_out=True).stdout)
 
     def wait_rx(self, n):
-        deadline = time.time() + 10
-        while time.time() < deadline:
-            if self.js("show port stats 0")[0]["rx"] >= n:
-                return
-            time.sleep(0.05)
-        self.fail(f"fewer than {n} packets received")
+        """Until the port has received n packets (the daemon may not be listening yet)."""
+        def rx():
+            r = self.ncctl("show port stats 0", json_out=True, check=False)
+            return r.returncode == 0 and json.loads(r.stdout)[0]["rx"] >= n
+
+        T.wait_until(rx, what=f"{n} packets received")
 
     def test_show_commands_text_and_json(self):
         """Every show command against known traffic, in text and in JSON."""
@@ -433,10 +433,8 @@ class Cli(T.DaemonCase):
 
         # 203.0.113.1: dport 53 is dns's (listed first), dport 9 is fw113's.
         d0, f0, k0 = hits()
-        time.sleep(0.5)
-        d1, f1, k1 = hits()
-        self.assertGreater(d1 - d0, 100)
-        self.assertGreater(f1 - f0, 100)
+        d1, f1, k1 = T.wait_until(lambda: (lambda h: h[0] - d0 > 100 and h[1] - f0 > 100 and h)(
+            hits()), what="100 more hits on dns and on fw113")
         self.assertEqual(k1, k0, "no packet misses while fw113 exists")
         builds = c["snapshot"]["builds"]
         self.assertEqual(self.js("channel destroy fw113")["destroyed"], "fw113")
@@ -444,10 +442,8 @@ class Cli(T.DaemonCase):
         snap(lambda s: s["builds"] > builds and s["stale_rules"] == 0 and s["rules"] == n,
              "no new snapshot")
         _, _, k2 = hits()
-        time.sleep(0.5)
-        d3, _, k3 = hits()
-        self.assertGreater(k3 - k2, 100)
-        self.assertGreater(d3 - d1, 100)
+        T.wait_until(lambda: (lambda h: h[2] - k2 > 100 and h[0] - d1 > 100)(hits()),
+                     what="fw113's flow missing, and dns still hit")
         self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
 
     def test_prometheus_exporter(self):
@@ -540,7 +536,7 @@ class Cli(T.DaemonCase):
         p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT, text=True)
         self.addCleanup(lambda: p.poll() is None and (p.kill(), p.wait()))
-        time.sleep(2)
+        self.wait_rx(100)           # up, over its control socket, with the pcap received
         try:
             # Tab completes the command's words, and the names of ports and channels there are.
             out, _ = p.communicate("help\nshow port stats w\t\nshow chan\t d\t\n"

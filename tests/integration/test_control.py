@@ -90,7 +90,8 @@ class Control(T.DaemonCase):
     def baseline(self, c):
         """mbufs in use once the static rings are full: they hold ring_size each, and net_pcap
         holds its replay copies. A burst (32) may be in flight at any moment."""
-        time.sleep(0.3)
+        T.wait_until(lambda: all(ch["drop_ring_full"] > 0 for ch in c.json(STATS)["channels"]
+                                 if ch["name"] in ("dns", "hi")), what="the static rings full")
         return c.json(STATS)["mempool"]["in_use"]
 
     def test_runtime_channels(self):
@@ -100,8 +101,9 @@ class Control(T.DaemonCase):
         status, (cid, ring) = c.create("c5000", wire_rule(dport=5000), ring_size=64)
         self.assertEqual(status, 0)
         self.assertEqual(ring, f"nc_rx_{cid}")
-        time.sleep(0.5)
-        chans = {ch["name"]: ch for ch in c.json(STATS)["channels"]}
+        # Nobody reads: the ring fills, and what follows is dropped.
+        chans = T.wait_until(lambda: (lambda cs: cs["c5000"]["drop_ring_full"] > 0 and cs)(
+            {ch["name"]: ch for ch in c.json(STATS)["channels"]}), what="c5000's ring full")
         self.assertGreater(chans["c5000"]["hits"], 0)
         self.assertEqual(chans["c5000"]["delivered"], 64)          # nobody reads: the ring fills
         self.assertGreater(chans["c5000"]["drop_ring_full"], 0)
@@ -150,8 +152,7 @@ class Control(T.DaemonCase):
             time.sleep(0.05)
         self.assertNotIn("c5000", {ch["name"] for ch in c.json(LIST)})
         miss0 = c.json(STATS)["ports"][0]["miss"]
-        time.sleep(0.3)
-        self.assertGreater(c.json(STATS)["ports"][0]["miss"], miss0)
+        T.wait_until(lambda: c.json(STATS)["ports"][0]["miss"] > miss0, what="its flow missing")
         # The channels' 64-packet rings went back to the pool.
         self.assertLessEqual(c.json(STATS)["mempool"]["in_use"], base + 32)
         c.close()
@@ -208,9 +209,8 @@ class Control(T.DaemonCase):
         self.assertEqual(r.returncode, 1)
         self.assertIn("the daemon is busy: 128 connections", r.stderr)
         self.assertNotIn("gone", r.stderr)
-        time.sleep(1.5)
         for s in idle:
-            s.settimeout(1)
+            s.settimeout(5)         # the first waits out hello_timeout_ms
             self.assertEqual(s.recv(100), b"", "closed by the daemon")
         r = subprocess.run([T.NCCTL, "-s", self.sock, "--json", "-c", "show mempool"],
                            capture_output=True, text=True, timeout=30)
@@ -303,7 +303,9 @@ class Control(T.DaemonCase):
             status, body = c.cli(line, W.CLI_F_JSON)
             self.assertEqual(status, 0, body)
             return json.loads(body)
-        time.sleep(2.5)                     # two samples, a second apart
+        T.wait_until(lambda: show("show port stats wire0")[0]["rates"] is not None and
+                     show("show channel hi")["rates"] is not None, timeout=10,
+                     what="two samples, a second apart")
         t0, rx0 = time.time(), show("show port stats wire0")[0]["rx"]
         time.sleep(1)
         t1, p = time.time(), show("show port stats wire0")[0]
@@ -386,9 +388,8 @@ class Control(T.DaemonCase):
         c.hello()
         status, (cid, _) = c.create("after", wire_rule(dport=5000))
         self.assertEqual(status, 0)
-        time.sleep(0.3)
-        chans = {ch["name"]: ch for ch in c.json(STATS)["channels"]}
-        self.assertGreater(chans["after"]["hits"], 0)
+        chans = T.wait_until(lambda: (lambda cs: cs.get("after", {}).get("hits", 0) > 0 and cs)(
+            {ch["name"]: ch for ch in c.json(STATS)["channels"]}), what="hits on 'after'")
         self.assertEqual(set(chans), {"dns", "hi", "after"})   # garbage created nothing
         c.close()
         self.stop_ok()
@@ -420,8 +421,8 @@ class Control(T.DaemonCase):
         self.assertEqual(r.returncode, 2)
         self.assertIn("same rule and priority", r.stdout)
         other.close()
-        time.sleep(0.2)
-        self.assertLessEqual(c.json(STATS)["mempool"]["in_use"], base + 32)
+        T.wait_until(lambda: c.json(STATS)["mempool"]["in_use"] <= base + 32,
+                     what="holder's ring back in the pool")
         c.close()
         self.stop_ok()
 

@@ -43,6 +43,17 @@ class Datapath(T.DaemonCase):
         self.daemon.start()
         return self.daemon
 
+    def shown(self, cmd):
+        """An ncctl show command's JSON, over the daemon's control socket."""
+        return json.loads(subprocess.run([T.NCCTL, "-s", f"{self.w}/ncd.sock", "--json", "-c",
+                                          cmd], capture_output=True, text=True, check=True,
+                                         timeout=30).stdout)
+
+    def wait_ports_rx(self, n, what):
+        """Until every port has received at least n packets."""
+        T.wait_until(lambda: all(p["rx"] >= n for p in self.shown("show port stats all")),
+                     what=what)
+
     def test_steering(self):
         """Each channel gets exactly its flows, byte for byte and in order; the rest reach
         the exception device unchanged; the counters add up."""
@@ -114,11 +125,8 @@ class Datapath(T.DaemonCase):
         ]
         d = self.run_daemon(pcap_config(self.w, channels))
         # No consumer: the rings fill. Wait until the whole file is read.
-        time.sleep(1.5)
-        shown = subprocess.run([T.NCCTL, "-s",
-                                f"{self.w}/ncd.sock", "--json", "-c", "show channel all"],
-                               capture_output=True, text=True, check=True, timeout=30).stdout
-        queued = {c["name"]: c["bytes_queued"] for c in json.loads(shown)}
+        self.wait_ports_rx(len(meta), "the whole pcap received")
+        queued = {c["name"]: c["bytes_queued"] for c in self.shown("show channel all")}
         self.assertEqual(d.stop(), 0, d.output())
         st = d.read_stats()
         port, chans = st["ports"][0], {c["name"]: c for c in st["channels"]}
@@ -151,7 +159,7 @@ class Datapath(T.DaemonCase):
         cfg = pcap_config(self.w, CHANNELS, exc="net_null1")
         cfg["ports"][0]["device"] = f"net_pcap0,rx_pcap={self.w}/in.pcap,infinite_rx=1"
         d = self.run_daemon(cfg)
-        time.sleep(1.5)
+        self.wait_ports_rx(100000, "traffic flowing")
         files = lambda: [f for f in os.listdir("/dev/hugepages") if f.startswith(self.prefix + "map_")]
         runtime = f"/var/run/dpdk/{self.prefix}"
         self.assertNotEqual(files(), [], "the running daemon's hugepage files")
@@ -220,8 +228,8 @@ class Datapath(T.DaemonCase):
         self.assertEqual(port["kernel_tx_drop"], 0)
 
     def test_net_null_smoke(self):
-        """Two net_null ports at full speed for a few seconds, with channels; one of them
-        with two rx queues, both polled by the worker."""
+        """Two net_null ports at full speed until each has received a million packets, with
+        channels; one of them with two rx queues, both polled by the worker."""
         cfg = {"eal": EAL, "mempool": {"mbufs": 8191, "cache": 128},
                "ports": [{"name": "a", "device": "net_null0", "rx_queues": 2,
                           "exception": {"device": "none"}},
@@ -230,7 +238,7 @@ class Datapath(T.DaemonCase):
                "workers": [{"lcore": 1}], "control": {"socket": f"{self.w}/ncd.sock"},
                "channels": CHANNELS}
         d = self.run_daemon(cfg)
-        time.sleep(3)
+        self.wait_ports_rx(1000000, "a million packets on each port")
         self.assertEqual(d.stop(), 0, d.output())
         # Round robin gave the only worker all three queues: two of a, one of b.
         self.assertIn("worker 0 on lcore 1: 3 rx queues", d.output())

@@ -178,6 +178,16 @@ class Isolated(T.DaemonCase):
     def in_use(self, c):
         return c.json(STATS)["mempool"]["in_use"]
 
+    def base_in_use(self, c):
+        """mbufs in use once the traffic runs and hi's ring (if any of it is hi's) is full."""
+        def settled():
+            hi = json.loads(c.cli("show channel hi", CLI_F_JSON)[1])
+            rx = c.json(STATS)["ports"][0]["rx"]
+            return rx > 0 and (hi["ring_count"] == 1024 or hi["counters"]["hits"] == 0)
+
+        T.wait_until(settled, what="traffic, and hi's ring full")
+        return self.in_use(c)
+
     def test_unprivileged_client_end_to_end(self):
         """uid 65534, through the socket's group and an allow entry: nc-echo echoes frames
         in place; the test client receives by copy, sleeping on the eventfd, and sends back.
@@ -238,8 +248,8 @@ class Isolated(T.DaemonCase):
             self.fail("the channel's own ring never filled")
         held = self.in_use(c)
         first = subprocess.Popen([exe, self.sock, "attach", "hi", "1000"],
-                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                 env=env)
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                 stderr=subprocess.STDOUT, text=True, env=env)
         self.procs.append(first)
         self.wait_line(first, "attached")
         self.assertEqual(self.wait_line(first, "received"), "received 1000")
@@ -247,18 +257,19 @@ class Isolated(T.DaemonCase):
         hi = json.loads(c.cli("show channel hi", CLI_F_JSON)[1])
         self.assertTrue(hi.get("region"), hi)
         r = subprocess.run([exe, self.sock, "attach", "hi", "1"], capture_output=True,
-                           text=True, env=env, timeout=30)
+                           stdin=subprocess.DEVNULL, text=True, env=env, timeout=30)
         self.assertEqual(r.returncode, 2, r.stdout)
         self.assertIn("another client is attached to the channel", r.stdout)
+        first.stdin.write("\n")     # it lets go
+        first.stdin.flush()
         self.assertEqual(self.wait_line(first, "detach"), "detach 0")
         self.finish(first)
         r = subprocess.run([exe, self.sock, "attach", "hi", "500"], capture_output=True,
-                           text=True, env=env, timeout=30)
+                           stdin=subprocess.DEVNULL, text=True, env=env, timeout=30)
         self.assertEqual(r.returncode, 0, r.stdout)
         self.assertIn("received 500", r.stdout)
-        time.sleep(0.3)
-        hi = json.loads(c.cli("show channel hi", CLI_F_JSON)[1])
-        self.assertEqual(hi["ring_count"], 1024, "its own ring, full again")
+        hi = T.wait_until(lambda: (lambda h: h["ring_count"] == 1024 and h)(
+            json.loads(c.cli("show channel hi", CLI_F_JSON)[1])), what="hi's own ring full again")
         self.assertNotIn("region", hi)
         c.close()
         self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
@@ -296,7 +307,8 @@ class Isolated(T.DaemonCase):
             time.sleep(0.1)
         # A second consumer of either: refused, whichever model.
         r = subprocess.run([os.path.join(self.w, "nc_iso_client"), self.sock, "attach", "s9001",
-                            "1"], capture_output=True, text=True, env=env, timeout=30)
+                            "1"], capture_output=True, stdin=subprocess.DEVNULL, text=True,
+                           env=env, timeout=30)
         self.assertEqual(r.returncode, 2, r.stdout)
         self.assertIn("another client is attached to the channel", r.stdout)
         r = subprocess.run([dump, "-s", self.sock, "--channel", "s9000", "-c", "1"],
@@ -319,8 +331,9 @@ class Isolated(T.DaemonCase):
         # It ends on its own, not killed by a signal: its rings were kept until it let go.
         self.assertGreaterEqual(zc.returncode, 0, out[-500:])
         self.assertIn("nc-dump: receive: the channel is gone (destroyed by the operator)", out)
-        time.sleep(0.5)
         # Nobody took a packet of the new channels: all they delivered is still on their ring.
+        T.wait_until(lambda: all(cli(f"show channel {n}")["counters"]["delivered"] > 0
+                                 for n in new), what="the new channels delivering")
         for n in new:
             ch = cli(f"show channel {n}")
             self.assertGreater(ch["counters"]["delivered"], 0, ch)
@@ -477,11 +490,11 @@ class Isolated(T.DaemonCase):
         base = self.in_use(c)
         p = self.nobody("nc_iso_client", self.sock, "onering", "5100", str(n))
         self.wait_line(p, "ready")
-        time.sleep(0.5)
+        T.wait_until(lambda: self.clients(c)[p.pid]["region"]["rx_copied"] > 0,
+                     what="its channels streaming")
         p.send_signal(signal.SIGKILL)
         p.wait()
-        time.sleep(0.5)
-        self.assertNotIn(p.pid, self.clients(c))
+        T.wait_until(lambda: p.pid not in self.clients(c), what="the killed client gone")
         self.assert_killed_left_nothing(c, base)
 
     def assert_killed_left_nothing(self, c, base):
@@ -584,8 +597,7 @@ class Isolated(T.DaemonCase):
                         return line, slowest
                     self.assertTrue(line, f"no line with {want!r}: {p.wait()}")
 
-        time.sleep(0.3)
-        base = self.in_use(c)
+        base = self.base_in_use(c)
         honest = self.nobody("nc_iso_client", self.sock, "honest", "5001", "8")
         self.wait_line(honest, "ready")
         churn = self.nobody("nc_iso_client", self.sock, "churn", "5100", "5",
@@ -638,7 +650,8 @@ class Isolated(T.DaemonCase):
         churn = self.nobody("nc_iso_client", self.sock, "churn", "5100", "30",
                             stdin=subprocess.PIPE)
         self.wait_line(churn, "ready")
-        time.sleep(1.5)
+        T.wait_until(lambda: classifier()[0]["snapshot"]["state"] != "none",
+                     what="the churner's rules in a snapshot")
         churn.send_signal(signal.SIGKILL)
         churn.wait()
         deadline = time.time() + 10
@@ -655,18 +668,17 @@ class Isolated(T.DaemonCase):
         self.start(frames, region={"rx_buffers": 2048, "rx_ring_size": 512})
         c = Ctl(self.sock)
         c.hello()
-        time.sleep(0.3)
-        base = self.in_use(c)
+        base = self.base_in_use(c)
         honest = self.nobody("nc_iso_client", self.sock, "honest", "5001", "8")
         self.wait_line(honest, "ready")
         bad = self.nobody("nc_iso_client", self.sock, mode, "5000", self.secret)
         self.assertEqual(self.wait_line(bad, "fds"), FD_ATTACKS)
         self.assertEqual(self.wait_line(bad, "secret found"), "secret found 0 daemon files opened 0")
         self.wait_line(bad, "attacking")
-        time.sleep(4)
-        clients = self.clients(c)
-        # setpriv exec()s the client: its pid is the Popen's.
-        region = clients[bad.pid]["region"]
+        # setpriv exec()s the client: its pid is the Popen's. Until every kind of attack counted.
+        region = T.wait_until(lambda: (lambda r: all(r[k] > 0 for k in (
+            "bad_index", "bad_desc", "bad_free")) and r)(self.clients(c)[bad.pid]["region"]),
+            what="each kind of bad write counted")
         self.assertEqual(region["buffers"], 2048, region)
         self.assertEqual(region["rx_rings"], 64 if mode == "hostile" else 1, region)
         for counter in ("bad_index", "bad_desc", "bad_free"):
@@ -674,8 +686,8 @@ class Isolated(T.DaemonCase):
         bad.send_signal(signal.SIGKILL)
         bad.wait()
         self.assert_honest(honest)
-        time.sleep(0.3)
-        self.assertLessEqual(self.in_use(c), base + 32, "no mbuf went with the killed client")
+        T.wait_until(lambda: self.in_use(c) <= base + 32,
+                     what="no mbuf gone with the killed client")
         self.assertNotIn(bad.pid, self.clients(c))
         c.close()
         self.assertEqual(self.daemon.stop(), 0, self.daemon.output())

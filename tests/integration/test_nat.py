@@ -98,6 +98,18 @@ class Nat(T.DaemonCase):
         self.daemon.start()
         return self.daemon
 
+    def wait_read(self):
+        """Until each port has received every frame of its pcap file (in.pcap, in1.pcap)."""
+        want = [len(T.read_pcap(os.path.join(self.w, f))) for f in ("in.pcap", "in1.pcap")]
+
+        def read():
+            r = subprocess.run([T.NCCTL, "-s", f"{self.w}/ncd.sock", "--json", "-c",
+                                "show port stats all"], capture_output=True, text=True,
+                               timeout=30)
+            return r.returncode == 0 and [p["rx"] for p in json.loads(r.stdout)] == want
+
+        T.wait_until(read, what=f"{want} frames received")
+
     def stop_and_stats(self):
         rc = self.daemon.stop()
         self.assertEqual(rc, 0, self.daemon.output())
@@ -166,7 +178,7 @@ class Nat(T.DaemonCase):
         T.write_pcap(os.path.join(self.w, "in.pcap"), [bytes(c[0]) for c in cases])
         T.write_pcap(os.path.join(self.w, "in1.pcap"), [])
         self.run_daemon(config(self.w))
-        time.sleep(1.0)
+        self.wait_read()
         st, chans = self.stop_and_stats()
         got = {"tx": T.read_pcap(os.path.join(self.w, "tx.pcap")),
                "tx1": T.read_pcap(os.path.join(self.w, "tx1.pcap"))}
@@ -251,7 +263,7 @@ class Nat(T.DaemonCase):
         T.write_pcap(os.path.join(self.w, "in1.pcap"), [bytes(f) for f in replies])
         # One channel may have the whole table here (by default, half of it).
         self.run_daemon(config(self.w, chans, nat={"flows": 8, "flows_per_channel": 8}))
-        time.sleep(1.0)
+        self.wait_read()
         st, by = self.stop_and_stats()
         got = T.read_pcap(os.path.join(self.w, "tx.pcap"))
         self.assertEqual(len(got), len(want), [s.Ether(g).summary() for g in got])
@@ -293,7 +305,7 @@ class Nat(T.DaemonCase):
         T.write_pcap(os.path.join(self.w, "in.pcap"), [bytes(f) for f in frames])
         T.write_pcap(os.path.join(self.w, "in1.pcap"), [])
         self.run_daemon(config(self.w, chans, nat={"flows": 16, "flows_per_channel": 8}))
-        time.sleep(1.0)
+        self.wait_read()
         st, by = self.stop_and_stats()
         self.assertEqual(st["nat"]["flows_per_channel"], 8)
         self.assertEqual((by["flood"]["nat_flows"], by["flood"]["nat_drop_channel_full"],

@@ -443,19 +443,20 @@ class TestBed(T.DaemonCase):
         self.assertEqual((port["frag_drop_overlap"], port["frag_drop_too_big"]), (4, 2), port)
         peer("incomplete")
         # Held no longer than fragments.timeout_ms (2 s by default), and then counted.
-        time.sleep(2.5)
-        port = self.frag_counters()
+        port = T.wait_until(lambda: (lambda p: p["frag_drop_timeout"] >= 2 and p)(
+            self.frag_counters()), timeout=2.5, what="the incomplete datagrams timed out")
         self.assertEqual(port["frag_drop_timeout"], 2, port)
         n = peer("flood", "2000")
-        time.sleep(0.5)
-        port = self.frag_counters()
-        self.assertGreater(port["frag_drop_table_full"], 0, port)
+        port = T.wait_until(lambda: (lambda p: p["frag_drop_table_full"] > 0 and p)(
+            self.frag_counters()), what="first fragments finding the table full")
         print(f"a flood of {n} first fragments: {port['frag_drop_table_full']} found the "
               f"table full", file=sys.stderr)
-        time.sleep(2.5)
-        port = self.frag_counters()
-        self.assertEqual(port["frag_in"], port["frag_drop_table_full"] + port["frag_drop_timeout"]
-                         + port["frag_drop_overlap"] + port["frag_drop_too_big"], port)
+        # Once the flood's held fragments have timed out, every fragment is accounted for.
+        gave_up = ("frag_drop_table_full", "frag_drop_timeout", "frag_drop_overlap",
+                   "frag_drop_too_big")
+        port = T.wait_until(lambda: (lambda p: p["frag_in"] == sum(p[k] for k in gave_up) and p)(
+            self.frag_counters()), what="every fragment given up and counted")
+        self.assertEqual(port["frag_in"], sum(port[k] for k in gave_up), port)
         self.assertGreater(port["frag_drop_timeout"], 2, "the flood's that found room")
         self.assertEqual(port["frag_datagrams"], 0)
         self.assertLessEqual(self.ncctl("show mempool")["in_use"], base + 64, "the pool came back")

@@ -248,9 +248,9 @@ class Tx(T.DaemonCase):
         p = self.client([CLIENT, self.sock, "create", "hog", "5000", "1000", "hold"])
         self.wait_line(p, "channel hog")
         self.assertEqual(self.wait_line(p, "holding"), "holding 600 quota 600")
-        time.sleep(0.2)
         # The 600 it holds, and its full ring (1024) behind them.
-        self.assertGreaterEqual(c.json(STATS)["mempool"]["in_use"], base + 1500)
+        T.wait_until(lambda: c.json(STATS)["mempool"]["in_use"] >= base + 1500,
+                     what="its 600 mbufs and its full ring held")
         p.send_signal(signal.SIGKILL)
         p.wait()
         deadline = time.time() + 5
