@@ -153,8 +153,16 @@ raw:
 	printf("ethertype %#x len %u\n", len >= 14 ? (unsigned int)(f[12] << 8 | f[13]) : 0, len);
 }
 
-int
-main(int argc, char **argv)
+/* What the command line asks for. */
+struct dump_opts {
+	const char *sock, *channel, *dst, *proto, *out;
+	long dport, count, seconds, busy_us;
+	int quiet, want_latency, zero_copy;
+};
+
+/* The command line read: -1 to go on, or the exit code (help, version, a bad argument). */
+static int
+parse_args(int argc, char **argv, struct dump_opts *op)
 {
 	static const struct option opts[] = {
 		{ "socket", required_argument, NULL, 's' },
@@ -173,117 +181,94 @@ main(int argc, char **argv)
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *sock = NULL, *channel = NULL, *dst = NULL, *proto = "udp", *out = NULL;
-	long dport = -1, count = 0, seconds = 0, got = 0, busy_us = 0;
-	int quiet = 0, want_latency = 0, failed = 0, zero_copy = 0;
-	struct latency lat = { 0 };
-	uint64_t idle_since = 0, idle = 0;
-	struct nc_trie_rule rule;
-	struct nc_channel *ch;
-	struct nc_client *c;
-	pcap_dumper_t *dump = NULL;
-	pcap_t *pc = NULL;
-	time_t end;
 	int o;
 
 	while ((o = getopt_long(argc, argv, "s:w:c:t:qb:Lh", opts, NULL)) != -1) {
 		switch (o) {
-		case 's': sock = optarg; break;
-		case 'n': channel = optarg; break;
-		case 'd': dport = strtol(optarg, NULL, 0); break;
-		case 'a': dst = optarg; break;
-		case 'p': proto = optarg; break;
-		case 'w': out = optarg; break;
-		case 'c': count = strtol(optarg, NULL, 0); break;
-		case 't': seconds = strtol(optarg, NULL, 0); break;
-		case 'q': quiet = 1; break;
-		case 'b': busy_us = strtol(optarg, NULL, 0); break;
-		case 'L': want_latency = 1; break;
-		case 'z': zero_copy = 1; break;
+		case 's': op->sock = optarg; break;
+		case 'n': op->channel = optarg; break;
+		case 'd': op->dport = strtol(optarg, NULL, 0); break;
+		case 'a': op->dst = optarg; break;
+		case 'p': op->proto = optarg; break;
+		case 'w': op->out = optarg; break;
+		case 'c': op->count = strtol(optarg, NULL, 0); break;
+		case 't': op->seconds = strtol(optarg, NULL, 0); break;
+		case 'q': op->quiet = 1; break;
+		case 'b': op->busy_us = strtol(optarg, NULL, 0); break;
+		case 'L': op->want_latency = 1; break;
+		case 'z': op->zero_copy = 1; break;
 		case 'h': usage(stdout); return 0;
 		case 'V': printf("%s (netchanneld) %s, %s\n", "nc-dump", nc_version(), rte_version()); return 0;
 		default: usage(stderr); return 2;
 		}
 	}
-	if ((channel == NULL) == (dport < 0) || dport > 65535 || count < 0 || seconds < 0 ||
-	    (quiet && out != NULL) || busy_us < 0 || busy_us > 1000000 || (busy_us && !quiet) ||
-	    (want_latency && !quiet)) {
+	if ((op->channel == NULL) == (op->dport < 0) || op->dport > 65535 || op->count < 0 ||
+	    op->seconds < 0 || (op->quiet && op->out != NULL) || op->busy_us < 0 ||
+	    op->busy_us > 1000000 || (op->busy_us && !op->quiet) ||
+	    (op->want_latency && !op->quiet)) {
 		usage(stderr);
 		return 2;
 	}
-	if (channel == NULL && nc_rule_flow(&rule, proto, dst, dport) != 0) {
-		fprintf(stderr, "nc-dump: --proto %s --dst %s: not a protocol and an address\n", proto,
-			dst ? dst : "any");
-		return 2;
-	}
 	/* A static channel's ring, and the rx timestamps, are in the daemon's memory. */
-	zero_copy |= channel != NULL || want_latency;
-	c = nc_connect(sock, zero_copy ? NC_CONNECT_ZEROCOPY : 0);
-	if (c == NULL) {
-		fprintf(stderr, "nc-dump: connect to %s: %s%s%s\n", sock ? sock : NC_DEFAULT_SOCKET,
-			nc_strerror(errno), NC_REASON(nc_last_reason()));
-		return 1;
-	}
-	if (channel != NULL) {
-		ch = nc_channel_attach(c, channel);
+	op->zero_copy |= op->channel != NULL || op->want_latency;
+	return -1;
+}
+
+/* The static channel attached to, or a channel of our own for the flow. NULL: said why. */
+static struct nc_channel *
+open_channel(struct nc_client *c, const struct dump_opts *op, const struct nc_trie_rule *rule)
+{
+	struct nc_channel *ch;
+
+	if (op->channel != NULL) {
+		ch = nc_channel_attach(c, op->channel);
 	} else {
-		char name[32];
+		char name[NC_CHANNEL_NAME_SIZE];
 
 		snprintf(name, sizeof(name), "nc-dump-%d", (int)getpid());
-		ch = nc_channel_create(c, name, &rule, NULL);
+		ch = nc_channel_create(c, name, rule, NULL);
 	}
-	if (ch == NULL) {
+	if (ch == NULL)
 		fprintf(stderr, "nc-dump: channel: %s%s%s\n", nc_strerror(errno),
 			NC_REASON(nc_last_reason()));
-		nc_disconnect(c);
-		return 1;
-	}
-	if (out != NULL) {
-		pc = pcap_open_dead(DLT_EN10MB, 65535);
-		dump = pcap_dump_open(pc, out);
-		if (dump == NULL) {
-			fprintf(stderr, "nc-dump: %s: %s\n", out, pcap_geterr(pc));
-			return 1;
-		}
-	}
-	if (want_latency) {
-		lat.bucket = calloc(LAT_BUCKETS, sizeof(*lat.bucket));
-		lat.ns_per_tsc = 1e9 / (double)rte_get_tsc_hz();
-		if (lat.bucket == NULL) {
-			fprintf(stderr, "nc-dump: --latency: out of memory\n");
-			failed = 1;
-			stop = 1;
-		}
-	}
-	signal(SIGINT, on_signal);
-	signal(SIGTERM, on_signal);
-	end = seconds ? time(NULL) + seconds : 0;
-	for (unsigned long round = 0; quiet && !stop && (count == 0 || got < count); round++) {
-		/*
-		 * Count only: zero-copy bursts, and a sleep on the channel's fd when
-		 * idle, after busy_us of polling in vain (as SO_BUSY_POLL does). The
-		 * clock is read once every 64 rounds: in a VM a read of it can cost
-		 * more than a poll (half a busy nc-dump's time went to it).
-		 */
+	return ch;
+}
+
+/*
+ * -q: count only, in zero-copy bursts or region buffers, with a sleep on the
+ * channel's fd when idle, after busy_us of polling in vain (as SO_BUSY_POLL
+ * does). The clock is read once every 64 rounds: in a VM a read of it can
+ * cost more than a poll (half a busy nc-dump's time went to it).
+ * @return 0, or -1 (the latency asked for, and the daemon does not stamp); the packets in *got
+ */
+static int
+count_only(struct nc_client *c, struct nc_channel *ch, const struct dump_opts *op, time_t end,
+	   struct latency *lat, long *got_out)
+{
+	uint64_t idle_since = 0, idle = 0;
+	long got = 0;
+	int ret = 0;
+
+	for (unsigned long round = 0; !stop && (op->count == 0 || got < op->count); round++) {
 		struct rte_mbuf *m[32];
 		struct nc_buf b[32];
-		uint16_t n, want = count && count - got < 32 ? (uint16_t)(count - got) : 32;
+		uint16_t n, want = op->count && op->count - got < 32 ? (uint16_t)(op->count - got) : 32;
 
 		if (round % 64 == 0 && end != 0 && time(NULL) >= end)
 			break;
 		errno = 0;
-		n = zero_copy ? nc_rx_burst(ch, m, want) : nc_rx_bufs(ch, b, want);
-		if (n > 0 && want_latency && latency_add(&lat, c, m, n, rte_rdtsc()) != 0) {
+		n = op->zero_copy ? nc_rx_burst(ch, m, want) : nc_rx_bufs(ch, b, want);
+		if (n > 0 && op->want_latency && latency_add(lat, c, m, n, rte_rdtsc()) != 0) {
 			fprintf(stderr, "nc-dump: --latency: the daemon does not stamp packets "
 					"(its config's rx_timestamps is off)\n");
 			nc_mbuf_free_bulk(c, m, n);
-			failed = 1;
+			ret = -1;
 			break;
 		}
-		if (n == 0 && errno != EPIPE && errno != ESTALE && busy_us > 0) {
+		if (n == 0 && errno != EPIPE && errno != ESTALE && op->busy_us > 0) {
 			if (idle++ == 0)
 				idle_since = now_us();
-			if (idle % 64 != 0 || now_us() - idle_since < (uint64_t)busy_us)
+			if (idle % 64 != 0 || now_us() - idle_since < (uint64_t)op->busy_us)
 				continue;
 		}
 		idle = 0;
@@ -301,7 +286,7 @@ main(int argc, char **argv)
 			continue;
 		}
 		got += n;
-		if (zero_copy) {
+		if (op->zero_copy) {
 			nc_mbuf_free_bulk(c, m, n);
 		} else {
 			/* A frame in several buffers is one packet: its last buffer counts it. */
@@ -310,7 +295,17 @@ main(int argc, char **argv)
 			nc_bufs_release(c, b, n);
 		}
 	}
-	while (!quiet && !stop && (count == 0 || got < count) && (end == 0 || time(NULL) < end)) {
+	*got_out = got;
+	return ret;
+}
+
+/* Each packet to the pcap file (dump), or a line on stdout. @return the packets */
+static long
+dump_each(struct nc_channel *ch, const struct dump_opts *op, time_t end, pcap_dumper_t *dump)
+{
+	long got = 0;
+
+	while (!stop && (op->count == 0 || got < op->count) && (end == 0 || time(NULL) < end)) {
 		static uint8_t buf[65536];
 		/* Sleep at most 100 ms at a time, to notice signals and the deadline. */
 		ssize_t n = nc_recv(ch, buf, sizeof(buf), 100);
@@ -332,6 +327,67 @@ main(int argc, char **argv)
 		h.caplen = (uint32_t)n < sizeof(buf) ? (uint32_t)n : sizeof(buf);
 		pcap_dump((u_char *)dump, &h, buf);
 	}
+	return got;
+}
+
+int
+main(int argc, char **argv)
+{
+	struct dump_opts op = { .proto = "udp", .dport = -1 };
+	struct latency lat = { 0 };
+	struct nc_trie_rule rule;
+	struct nc_channel *ch;
+	struct nc_client *c;
+	pcap_dumper_t *dump = NULL;
+	pcap_t *pc = NULL;
+	int failed = 0, ret;
+	long got;
+	time_t end;
+
+	ret = parse_args(argc, argv, &op);
+	if (ret >= 0)
+		return ret;
+	if (op.channel == NULL && nc_rule_flow(&rule, op.proto, op.dst, op.dport) != 0) {
+		fprintf(stderr, "nc-dump: --proto %s --dst %s: not a protocol and an address\n",
+			op.proto, op.dst ? op.dst : "any");
+		return 2;
+	}
+	c = nc_connect(op.sock, op.zero_copy ? NC_CONNECT_ZEROCOPY : 0);
+	if (c == NULL) {
+		fprintf(stderr, "nc-dump: connect to %s: %s%s%s\n",
+			op.sock ? op.sock : NC_DEFAULT_SOCKET, nc_strerror(errno),
+			NC_REASON(nc_last_reason()));
+		return 1;
+	}
+	ch = open_channel(c, &op, &rule);
+	if (ch == NULL) {
+		nc_disconnect(c);
+		return 1;
+	}
+	if (op.out != NULL) {
+		pc = pcap_open_dead(DLT_EN10MB, 65535);
+		dump = pcap_dump_open(pc, op.out);
+		if (dump == NULL) {
+			fprintf(stderr, "nc-dump: %s: %s\n", op.out, pcap_geterr(pc));
+			return 1;
+		}
+	}
+	if (op.want_latency) {
+		lat.bucket = calloc(LAT_BUCKETS, sizeof(*lat.bucket));
+		lat.ns_per_tsc = 1e9 / (double)rte_get_tsc_hz();
+		if (lat.bucket == NULL) {
+			fprintf(stderr, "nc-dump: --latency: out of memory\n");
+			failed = 1;
+			stop = 1;
+		}
+	}
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	end = op.seconds ? time(NULL) + op.seconds : 0;
+	if (op.quiet)
+		failed |= count_only(c, ch, &op, end, &lat, &got) != 0;
+	else
+		got = dump_each(ch, &op, end, dump);
 	if (dump != NULL) {
 		pcap_dump_close(dump);
 		pcap_close(pc);
@@ -343,5 +399,5 @@ main(int argc, char **argv)
 	free(lat.bucket);
 	nc_channel_destroy(ch);
 	nc_disconnect(c);
-	return failed || (count != 0 && got < count) ? 1 : 0;
+	return failed || (op.count != 0 && got < op.count) ? 1 : 0;
 }

@@ -286,8 +286,16 @@ pin_heap(const struct ncd *d)
 	rte_free(reserve);
 }
 
-int
-main(int argc, char **argv)
+/* What the command line asks for. */
+struct cmdline {
+	const char *config, *stats, *socket_path, *prefix;
+	bool check, interactive, print_default;
+	int eal_first;                 /* argv's first EAL argument (after --) */
+};
+
+/* The command line read: -1 to go on, or the exit code (help, version, a bad argument). */
+static int
+parse_args(struct ncd *d, int argc, char **argv, struct cmdline *cl)
 {
 	static const struct option opts[] = {
 		{ "config", required_argument, NULL, 'c' },
@@ -302,26 +310,18 @@ main(int argc, char **argv)
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *config = NULL, *stats = NULL, *socket_path = NULL, *prefix = NULL;
-	bool check = false, interactive = false, has_prefix = false, print_default = false;
-	char *eal[2 * NCD_MAX_EAL_ARGS + 4];
-	int eal_argc = 0, c, ret = 1;
-	struct ncd *d = &ncd;
-	unsigned int launched = 0;
-	char runtime_dir[PATH_MAX];
+	int c;
 
-	d->ports = ncd_port_table;
-	d->nat = &ncd_nat_table;
 	while ((c = getopt_long(argc, argv, "+c:ih", opts, NULL)) != -1) {
 		switch (c) {
-		case 'c': config = optarg; break;
-		case 'i': interactive = true; break;
-		case 'C': check = true; break;
-		case 'D': print_default = true; break;
-		case 's': stats = optarg; break;
+		case 'c': cl->config = optarg; break;
+		case 'i': cl->interactive = true; break;
+		case 'C': cl->check = true; break;
+		case 'D': cl->print_default = true; break;
+		case 's': cl->stats = optarg; break;
 		case 'M': d->mark_mock = optarg != NULL ? optarg : "on"; break;
-		case 'S': socket_path = optarg; break;
-		case 'P': prefix = optarg; break;
+		case 'S': cl->socket_path = optarg; break;
+		case 'P': cl->prefix = optarg; break;
 		case 'h': usage(stdout); return 0;
 		case 'V':
 			printf("netchanneld %s (%s), %s, control protocol %d, shared memory %d\n",
@@ -331,7 +331,7 @@ main(int argc, char **argv)
 		default: usage(stderr); return 2;
 		}
 	}
-	if (print_default) {
+	if (cl->print_default) {
 		fputs(ncd_default_config, stdout);
 		return 0;
 	}
@@ -340,54 +340,63 @@ main(int argc, char **argv)
 			argv[optind]);
 		return 2;
 	}
-	if ((config ? ncd_config_load(config, &d->cfg) :
-		      ncd_config_load_text("<default config>", ncd_default_config, &d->cfg)) != 0) {
+	cl->eal_first = optind;
+	return -1;
+}
+
+/* The config (or the embedded one) with the command line's socket: -1 to go on, or the exit code. */
+static int
+load_config(struct ncd *d, const struct cmdline *cl)
+{
+	const char *name = cl->config ? cl->config : "<default config>";
+
+	if ((cl->config ? ncd_config_load(cl->config, &d->cfg) :
+		      ncd_config_load_text(name, ncd_default_config, &d->cfg)) != 0) {
 		ncd_config_free(&d->cfg);
 		return 2;
 	}
 	/* The command line's socket over the config's, checked as the config's is. */
-	if (socket_path != NULL) {
+	if (cl->socket_path != NULL) {
 		char err[160];
 
-		if (ncd_socket_path_check(socket_path, err, sizeof(err)) != 0) {
+		if (ncd_socket_path_check(cl->socket_path, err, sizeof(err)) != 0) {
 			fprintf(stderr, "netchanneld: --socket: %s\n", err);
 			ncd_config_free(&d->cfg);
 			return 2;
 		}
 		free(d->cfg.control_socket);
-		d->cfg.control_socket = strdup(socket_path);
+		d->cfg.control_socket = strdup(cl->socket_path);
 	}
-	if (check) {
-		printf("%s: ok (%u ports, %u workers, %u channels)\n",
-		       config ? config : "<default config>", d->cfg.nports,
+	if (cl->check) {
+		printf("%s: ok (%u ports, %u workers, %u channels)\n", name, d->cfg.nports,
 		       d->cfg.nworkers, d->cfg.nchannels);
 		ncd_config_free(&d->cfg);
 		return 0;
 	}
+	return -1;
+}
 
-	ncd_log_setup();
-	/* Stage 0: the devices, before EAL probes one another daemon has. */
-	{
-		char err[320];
+/*
+ * EAL, with the config's arguments and then the command line's; the last
+ * --file-prefix wins, and clients are told it. Then the log types. @return 0 or -1.
+ */
+static int
+eal_start(struct ncd *d, int argc, char **argv, const struct cmdline *cl)
+{
+	char *eal[2 * NCD_MAX_EAL_ARGS + 4];
+	int eal_argc = 0;
+	bool has_prefix = false;
 
-		if (ncd_ports_claim(&d->cfg, err, sizeof(err)) != 0) {
-			fprintf(stderr, "netchanneld: %s\n", err);
-			ncd_config_free(&d->cfg);
-			return 1;
-		}
-	}
-
-	/* Stage 1: EAL, with the config's arguments and then the command line's. */
 	eal[eal_argc++] = argv[0];
 	snprintf(d->file_prefix, sizeof(d->file_prefix), "netchanneld");
 	for (unsigned int i = 0; i < d->cfg.neal; i++)
 		eal[eal_argc++] = d->cfg.eal[i];
-	for (int i = optind; i < argc && eal_argc < (int)RTE_DIM(eal) - 5; i++)
+	for (int i = cl->eal_first; i < argc && eal_argc < (int)RTE_DIM(eal) - 5; i++)
 		eal[eal_argc++] = argv[i];
 	/* --file-prefix here is EAL's, last: it wins over the config's and EAL-ARGS'. */
-	if (prefix != NULL) {
+	if (cl->prefix != NULL) {
 		eal[eal_argc++] = (char *)"--file-prefix";
-		eal[eal_argc++] = (char *)prefix;
+		eal[eal_argc++] = (char *)cl->prefix;
 	}
 	/* The last --file-prefix wins in EAL too; clients need to know it. */
 	for (int i = 1; i + 1 < eal_argc; i++)
@@ -402,8 +411,7 @@ main(int argc, char **argv)
 	eal[eal_argc] = NULL;
 	if (rte_eal_init(eal_argc, eal) < 0) {
 		fprintf(stderr, "netchanneld: rte_eal_init: %s\n", rte_strerror(rte_errno));
-		ncd_config_free(&d->cfg);
-		return 1;
+		return -1;
 	}
 	ncd_logtype = rte_log_register_type_and_pick_level("netchanneld.main", RTE_LOG_INFO);
 	ncd_logtype_control = rte_log_register_type_and_pick_level("netchanneld.control",
@@ -411,16 +419,27 @@ main(int argc, char **argv)
 	ncd_logtype_worker = rte_log_register_type_and_pick_level("netchanneld.worker", RTE_LOG_INFO);
 	ncd_logtype_nexthop = rte_log_register_type_and_pick_level("netchanneld.nexthop",
 								   RTE_LOG_INFO);
+	return 0;
+}
+
+/* Every worker's lcore is one of EAL's, and not the main one. @return 0, or 2 (the config's). */
+static int
+check_lcores(const struct ncd *d, const char *config)
+{
 	for (unsigned int i = 0; i < d->cfg.nworkers; i++)
 		if (!rte_lcore_is_enabled(d->cfg.workers[i].lcore) ||
 		    d->cfg.workers[i].lcore == rte_get_main_lcore()) {
 			fprintf(stderr, "%s: workers[%u].lcore: lcore %u is not a worker lcore of EAL\n",
-				config, i, d->cfg.workers[i].lcore);
-			ret = 2;
-			goto out_eal;
+				config ? config : "<default config>", i, d->cfg.workers[i].lcore);
+			return 2;
 		}
+	return 0;
+}
 
-	/* Stage 2: memory. */
+/* The mbuf pool. @return 0 or -1. */
+static int
+pool_create(struct ncd *d)
+{
 	char pool[RTE_MEMPOOL_NAMESIZE];
 
 	snprintf(pool, sizeof(pool), NC_MBUF_POOL_FMT, (int)rte_socket_id());
@@ -437,42 +456,33 @@ main(int argc, char **argv)
 	if (d->pool == NULL) {
 		NCD_LOG(ERR, "rte_pktmbuf_pool_create_by_ops(%s, %u, %s): %s", pool, d->cfg.mbufs,
 			NCD_MEMPOOL_OPS, rte_strerror(rte_errno));
-		goto out_eal;
+		return -1;
 	}
-	if (ncd_workers_init(d) != 0) {
-		NCD_LOG(ERR, "worker setup: out of memory");
-		goto out_free_pool;
-	}
+	return 0;
+}
 
-	/* Stage 3: ports, then channels, then traffic. */
+/* What the modules do for one another, through callbacks: the layers' upward notices. */
+static void
+wire_modules(void)
+{
 	ncd_ports_hooks_set(&(struct ncd_port_hooks){
 		.configured = ncd_offload_port_init,
 		.exception_remade = ncd_exception_host_apply,
 	});
-	ret = ncd_ports_init(d);
-	if (ret != 0)
-		goto out_close_ports;
-	ret = 1;
-	/* The modules' parts in channels' lives, in the order they start (stopped in the reverse). */
+	/* Their parts in channels' lives, in the order they start (stopped in the reverse). */
 	ncd_channel_hooks_add(&ncd_dp_channel_hooks);
 	ncd_channel_hooks_add(&ncd_nat_channel_hooks);
 	ncd_channel_hooks_add(&ncd_nh_channel_hooks);
 	ncd_channel_hooks_add(&ncd_offload_channel_hooks);
 	ncd_channel_hooks_add(&ncd_control_channel_hooks);
-	if (ncd_nh_init(d) != 0 || ncd_nat_init(d) != 0 || ncd_channels_init(d) != 0)
-		goto out_free_channels;
-	pin_heap(d);
-	if (ncd_cli_register() != 0 || ncd_views_register() != 0 || ncd_control_init(d) != 0 ||
-	    ncd_telemetry_init(d) != 0)
-		goto out_close_control;
-	/* dpdk-dumpcap and dpdk-pdump attach as secondaries and ask for copies of a port's packets. */
-	if (rte_pdump_init() != 0)
-		NCD_LOG(WARNING, "rte_pdump_init: %s: no packet capture", rte_strerror(rte_errno));
-	signal(SIGINT, on_signal);
-	signal(SIGTERM, on_signal);
-	signal(SIGHUP, on_signal);
-	if (ncd_ports_start(d) != 0 || ncd_offload_start(d) != 0)
-		goto out_close_control;
+}
+
+/* The ports and their TAPs up, and a worker on each lcore. @return the workers launched. */
+static unsigned int
+traffic_start(struct ncd *d)
+{
+	unsigned int launched = 0;
+
 	/* The host's addresses and routes on its TAP, as before a restart; a failure is logged. */
 	for (unsigned int i = 0; i < d->cfg.nports; i++)
 		ncd_exception_host_apply(d, i);
@@ -490,7 +500,75 @@ main(int argc, char **argv)
 	printf("netchanneld: running (pid %d)\n", (int)getpid());
 	fflush(stdout);
 	ncd_notify("READY=1");
-	if (interactive) {
+	return launched;
+}
+
+int
+main(int argc, char **argv)
+{
+	struct cmdline cl = { .eal_first = 1 };
+	struct ncd *d = &ncd;
+	unsigned int launched;
+	char runtime_dir[PATH_MAX];
+	int ret;
+
+	d->ports = ncd_port_table;
+	d->nat = &ncd_nat_table;
+	ret = parse_args(d, argc, argv, &cl);
+	if (ret < 0)
+		ret = load_config(d, &cl);
+	if (ret >= 0)
+		return ret;
+
+	ncd_log_setup();
+	/* Stage 0: the devices, before EAL probes one another daemon has. */
+	{
+		char err[320];
+
+		if (ncd_ports_claim(&d->cfg, err, sizeof(err)) != 0) {
+			fprintf(stderr, "netchanneld: %s\n", err);
+			ncd_config_free(&d->cfg);
+			return 1;
+		}
+	}
+	/* Stage 1: EAL. */
+	if (eal_start(d, argc, argv, &cl) != 0) {
+		ncd_config_free(&d->cfg);
+		return 1;
+	}
+	ret = check_lcores(d, cl.config);
+	if (ret != 0)
+		goto out_eal;
+	ret = 1;
+	/* Stage 2: memory. */
+	if (pool_create(d) != 0)
+		goto out_eal;
+	if (ncd_workers_init(d) != 0) {
+		NCD_LOG(ERR, "worker setup: out of memory");
+		goto out_free_pool;
+	}
+	/* Stage 3: ports, then channels, then traffic. */
+	wire_modules();
+	ret = ncd_ports_init(d);
+	if (ret != 0)
+		goto out_close_ports;
+	ret = 1;
+	if (ncd_nh_init(d) != 0 || ncd_nat_init(d) != 0 || ncd_channels_init(d) != 0)
+		goto out_free_channels;
+	pin_heap(d);
+	if (ncd_cli_register() != 0 || ncd_views_register() != 0 || ncd_control_init(d) != 0 ||
+	    ncd_telemetry_init(d) != 0)
+		goto out_close_control;
+	/* dpdk-dumpcap and dpdk-pdump attach as secondaries and ask for copies of a port's packets. */
+	if (rte_pdump_init() != 0)
+		NCD_LOG(WARNING, "rte_pdump_init: %s: no packet capture", rte_strerror(rte_errno));
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	signal(SIGHUP, on_signal);
+	if (ncd_ports_start(d) != 0 || ncd_offload_start(d) != 0)
+		goto out_close_control;
+	launched = traffic_start(d);
+	if (cl.interactive) {
 		nc_cli_set_names(cli_names);
 		nc_cli_shell("netchanneld> ", run_cli, d, poll_control, &d->stop);
 	} else {
@@ -506,7 +584,7 @@ main(int argc, char **argv)
 	NCD_LOG(INFO, "stopping");
 	ncd_frag_drain(d);
 	ncd_stats_print(d, stdout);
-	if (stats != NULL && ncd_stats_write_json(d, stats) != 0)
+	if (cl.stats != NULL && ncd_stats_write_json(d, cl.stats) != 0)
 		ret = 1;
 out_close_control:
 	/* From here on, clients may have attached: the teardown runs under the watchdog. */

@@ -363,20 +363,14 @@ ncd_channel_find(const struct ncd *d, const char *name)
 	return ncd_channel_find_ns(d, NCD_NS_ROOT, name);
 }
 
-int
-ncd_channel_add(struct ncd *d, const struct ncd_channel_conf *cc, int owner, uint32_t ns,
-		struct ncd_region *region)
+/* A channel as its conf says, not yet anywhere. NULL: out of memory. */
+static struct ncd_channel *
+channel_new(struct ncd *d, const struct ncd_channel_conf *cc, int owner, uint32_t ns)
 {
-	struct ncd_channel *ch;
-	struct nc_dir_entry *e;
-	struct name_key key;
-	int id, ret;
+	struct ncd_channel *ch = rte_zmalloc("ncd_channel", sizeof(*ch), RTE_CACHE_LINE_SIZE);
 
-	if (ncd_channel_find_ns(d, ns, cc->name) >= 0)
-		return -EEXIST;
-	ch = rte_zmalloc("ncd_channel", sizeof(*ch), RTE_CACHE_LINE_SIZE);
 	if (ch == NULL)
-		return -ENOMEM;
+		return NULL;
 	snprintf(ch->name, sizeof(ch->name), "%s", cc->name);
 	ch->action = cc->action;
 	ch->rule = cc->rule;
@@ -388,14 +382,122 @@ ncd_channel_add(struct ncd *d, const struct ncd_channel_conf *cc, int owner, uin
 	ch->shared = cc->shared;
 	ch->nattach = cc->nattach;
 	memcpy(ch->attach, cc->attach, sizeof(ch->attach));
-	if (cc->action == NC_ACTION_NAT) {
-		if (cc->nat.has_port && cc->nat.port >= d->cfg.nports) {
-			ret = -EINVAL;
-			goto out_free;
-		}
+	if (cc->action == NC_ACTION_NAT)
 		ch->nat = cc->nat;
-	}
 	ch->seq = d->channel_seq++;
+	return ch;
+}
+
+/* Where its packets go: a ring of an isolated client's region, or a ring of its own. */
+static int
+rx_setup(struct ncd *d, struct ncd_channel *ch, const struct ncd_channel_conf *cc,
+	 struct ncd_region *region, struct nc_dir_entry *e)
+{
+	int ret;
+
+	e->rx_ring[0] = '\0';
+	if (cc->action != NC_ACTION_DELIVER)
+		return 0;
+	if (region == NULL) {
+		/* Any worker may enqueue; one client dequeues. */
+		ch->rx = channel_ring(cc, NC_RX_RING_FMT, ch->id, e->rx_ring, d->cfg.nworkers == 1);
+		return ch->rx == NULL ? -rte_errno : 0;
+	}
+	/* Labelled with the generation the entry gets when published, as the client will be told. */
+	ret = ncd_region_ring_take(region, ch->id, e->generation + 1);
+	if (ret < 0)
+		return ret;
+	ch->region = region;
+	ch->region_ring = ret;
+	/* Its ring is one of the region's, whose size was fixed at HELLO: at most that. */
+	ch->region_limit = ncd_region_limit(region, ret, cc->ring_size);
+	ch->wakeup = &region->rx[ret].c->want_wakeup;
+	return 0;
+}
+
+/*
+ * What it sends, and who sends it: an isolated client's region's tx ring,
+ * which the region's worker empties on any port it has a queue on, or a
+ * ring of its own, which clients (and the control thread, resolved IP
+ * packets) fill and one worker of the port empties.
+ */
+static int
+tx_setup(struct ncd *d, struct ncd_channel *ch, const struct ncd_channel_conf *cc,
+	 struct ncd_region *region, struct nc_dir_entry *e)
+{
+	int w;
+
+	e->tx_ring[0] = '\0';
+	if (!cc->tx)
+		return 0;
+	if (region != NULL) {
+		if (cc->port >= d->cfg.nports || d->ports[cc->port].txq[region->worker] == NCD_NO_TXQ) {
+			NCD_LOG(ERR, "channel %s: worker %u has no queue on port %u to transmit on",
+				cc->name, region->worker, cc->port);
+			return -EINVAL;
+		}
+		w = (int)region->worker;
+	} else {
+		w = cc->port < d->cfg.nports ? tx_worker_of(d, cc->port, ch->id) : -1;
+		if (w < 0) {
+			NCD_LOG(ERR, "channel %s: no worker polls port %u to transmit on", cc->name,
+				cc->port);
+			return -EINVAL;
+		}
+		ch->tx = channel_ring(cc, NC_TX_RING_FMT, ch->id, e->tx_ring, false);
+		if (ch->tx == NULL)
+			return -rte_errno;
+	}
+	ch->can_tx = true;
+	ch->port = cc->port;
+	ch->tx_worker = (unsigned int)w;
+	/* What it may send: from the flows it receives, to anywhere. */
+	ch->tx_rule = cc->rule;
+	ch->tx_rule.src_len = 0;
+	memset(&ch->tx_rule.src, 0, sizeof(ch->tx_rule.src));
+	memset(&ch->tx_rule.sport, 0, sizeof(ch->tx_rule.sport));
+	return 0;
+}
+
+/* Its directory entry filled and made live, and the channel found by the workers. */
+static void
+publish(struct ncd *d, struct ncd_channel *ch, const struct ncd_channel_conf *cc,
+	struct nc_dir_entry *e)
+{
+	snprintf(e->name, sizeof(e->name), "%s", cc->name);
+	e->id = ch->id;
+	e->action = cc->action;
+	e->ring_size = cc->ring_size;
+	e->rx_ring_addr = (uint64_t)(uintptr_t)ch->rx;
+	e->tx_ring_addr = (uint64_t)(uintptr_t)ch->tx;
+	e->queue_bytes = cc->queue_bytes;
+	e->generation++;
+	ch->desc_gen = (uint32_t)(e->generation & 0xffff) << NC_DESC_GEN_SHIFT;
+	__atomic_store_n(&e->bytes_in, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&e->bytes_out, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&e->want_wakeup, 0, __ATOMIC_RELAXED);
+	/* Release: a client that sees the entry live sees all of it. */
+	__atomic_store_n(&e->state, NC_DIR_LIVE, __ATOMIC_RELEASE);
+	/* Release: a worker that finds the channel finds it whole (its ring, its limits). */
+	__atomic_store_n(&d->channels[ch->id], ch, __ATOMIC_RELEASE);
+}
+
+int
+ncd_channel_add(struct ncd *d, const struct ncd_channel_conf *cc, int owner, uint32_t ns,
+		struct ncd_region *region)
+{
+	struct ncd_channel *ch;
+	struct nc_dir_entry *e;
+	struct name_key key;
+	int id, ret;
+
+	if (ncd_channel_find_ns(d, ns, cc->name) >= 0)
+		return -EEXIST;
+	if (cc->action == NC_ACTION_NAT && cc->nat.has_port && cc->nat.port >= d->cfg.nports)
+		return -EINVAL;
+	ch = channel_new(d, cc, owner, ns);
+	if (ch == NULL)
+		return -ENOMEM;
 	ret = hooks_prepare(d, cc);
 	if (ret < 0)
 		goto out_free;
@@ -422,86 +524,15 @@ ncd_channel_add(struct ncd *d, const struct ncd_channel_conf *cc, int owner, uin
 	ch->dir = e;
 	ch->wakeup = &e->want_wakeup;
 	ch->region_ring = -1;
-	if (cc->action == NC_ACTION_DELIVER && region != NULL) {
-		/* Labelled with the generation the entry gets below, as the client will be told. */
-		ret = ncd_region_ring_take(region, ch->id, e->generation + 1);
-		if (ret < 0)
-			goto out_delete;
-		ch->region = region;
-		ch->region_ring = ret;
-		/* Its ring is one of the region's, whose size was fixed at HELLO: at most that. */
-		ch->region_limit = ncd_region_limit(region, ret, cc->ring_size);
-		ch->wakeup = &region->rx[ret].c->want_wakeup;
-		e->rx_ring[0] = '\0';
-	} else if (cc->action == NC_ACTION_DELIVER) {
-		/* Any worker may enqueue; one client dequeues. */
-		ch->rx = channel_ring(cc, NC_RX_RING_FMT, ch->id, e->rx_ring, d->cfg.nworkers == 1);
-		if (ch->rx == NULL) {
-			ret = -rte_errno;
-			goto out_delete;
-		}
-	} else {
-		e->rx_ring[0] = '\0';
-	}
-	e->tx_ring[0] = '\0';
-	if (cc->tx && region != NULL) {
-		/* Its region's tx ring, which the region's worker empties on any port it has a queue on. */
-		if (cc->port >= d->cfg.nports || d->ports[cc->port].txq[region->worker] == NCD_NO_TXQ) {
-			NCD_LOG(ERR, "channel %s: worker %u has no queue on port %u to transmit on",
-				cc->name, region->worker, cc->port);
-			ret = -EINVAL;
-			goto out_delete;
-		}
-		ch->can_tx = true;
-		ch->port = cc->port;
-		ch->tx_worker = region->worker;
-		ch->tx_rule = cc->rule;
-		ch->tx_rule.src_len = 0;
-		memset(&ch->tx_rule.src, 0, sizeof(ch->tx_rule.src));
-		memset(&ch->tx_rule.sport, 0, sizeof(ch->tx_rule.sport));
-	} else if (cc->tx) {
-		int w = cc->port < d->cfg.nports ? tx_worker_of(d, cc->port, ch->id) : -1;
-
-		if (w < 0) {
-			NCD_LOG(ERR, "channel %s: no worker polls port %u to transmit on", cc->name,
-				cc->port);
-			ret = -EINVAL;
-			goto out_delete;
-		}
-		/* Clients enqueue (and the control thread, resolved IP packets); one worker dequeues. */
-		ch->tx = channel_ring(cc, NC_TX_RING_FMT, ch->id, e->tx_ring, false);
-		if (ch->tx == NULL) {
-			ret = -rte_errno;
-			goto out_delete;
-		}
-		ch->can_tx = true;
-		ch->port = cc->port;
-		ch->tx_worker = (unsigned int)w;
-		/* What it may send: from the flows it receives, to anywhere. */
-		ch->tx_rule = cc->rule;
-		ch->tx_rule.src_len = 0;
-		memset(&ch->tx_rule.src, 0, sizeof(ch->tx_rule.src));
-		memset(&ch->tx_rule.sport, 0, sizeof(ch->tx_rule.sport));
-	}
+	ret = rx_setup(d, ch, cc, region, e);
+	if (ret == 0)
+		ret = tx_setup(d, ch, cc, region, e);
+	if (ret < 0)
+		goto out_delete;
 	memset(&d->ctl_cstats[id], 0, sizeof(d->ctl_cstats[id]));
 	HOOKS_FWD(k, init)
 		hooks[k]->init(d, ch);
-	snprintf(e->name, sizeof(e->name), "%s", cc->name);
-	e->id = ch->id;
-	e->action = cc->action;
-	e->ring_size = cc->ring_size;
-	e->rx_ring_addr = (uint64_t)(uintptr_t)ch->rx;
-	e->tx_ring_addr = (uint64_t)(uintptr_t)ch->tx;
-	e->queue_bytes = cc->queue_bytes;
-	e->generation++;
-	ch->desc_gen = (uint32_t)(e->generation & 0xffff) << NC_DESC_GEN_SHIFT;
-	__atomic_store_n(&e->bytes_in, 0, __ATOMIC_RELAXED);
-	__atomic_store_n(&e->bytes_out, 0, __ATOMIC_RELAXED);
-	__atomic_store_n(&e->want_wakeup, 0, __ATOMIC_RELAXED);
-	/* Release: a client that sees the entry live sees all of it. */
-	__atomic_store_n(&e->state, NC_DIR_LIVE, __ATOMIC_RELEASE);
-	/* Release: a worker that finds the channel finds it whole (its ring, its limits). */
-	__atomic_store_n(&d->channels[id], ch, __ATOMIC_RELEASE);
+	publish(d, ch, cc, e);
 	if (hooks_added(d, ch) != 0) {
 		/* A module cannot have it (a required port cannot offload it): as if never added. */
 		ncd_channel_del(d, (uint32_t)id);
@@ -513,6 +544,7 @@ out_delete:
 	if (ch->region != NULL)
 		ncd_region_ring_put(ch->region, ch->region_ring);
 	rte_free(ch->rx);
+	rte_free(ch->tx);
 	rte_hash_del_key(d->names, &key);
 	nc_trie_delete(d->trie, (uint32_t)id);
 out_free:

@@ -1160,12 +1160,145 @@ load_attach(struct ctx *c, const json_t *arr, struct ncd_channel_conf *cc)
 	return 0;
 }
 
+/* A channel's "consumers", "queue" and "port": who reads it, and where it is steered and sent. */
 static int
-load_channels(struct ctx *c, const json_t *root)
+load_placement(struct ctx *c, const char *consumers, int64_t queue, const char *port,
+	       struct ncd_channel_conf *cc)
+{
+	if (consumers != NULL) {
+		if (strcmp(consumers, "shared") != 0 && strcmp(consumers, "one") != 0) {
+			push(c, "consumers", 0);
+			return fail(c, "'%s': expected one or shared", consumers);
+		}
+		cc->shared = strcmp(consumers, "shared") == 0;
+	}
+	if (queue >= 0) {
+		unsigned int most = 0;
+
+		for (unsigned int pi = 0; pi < c->cfg->nports; pi++)
+			if (c->cfg->ports[pi].rx_queues > most)
+				most = c->cfg->ports[pi].rx_queues;
+		if (queue >= (int64_t)most) {
+			push(c, "queue", 0);
+			return fail(c, "%" PRId64 ": no port has that rx queue (the most is %u)", queue,
+				    most);
+		}
+		cc->steer = true;
+		cc->queue = (uint16_t)queue;
+	}
+	if (port != NULL) {
+		int pi = port_index(c->cfg, port);
+
+		if (pi < 0) {
+			push(c, "port", 0);
+			return fail(c, "no port named '%s'", port);
+		}
+		cc->port = (uint16_t)pi;
+	}
+	return 0;
+}
+
+/* A channel's name: a valid one, not an earlier channel's (seen: name -> index). */
+static int
+load_name(struct ctx *c, const char *name, size_t i, json_t *seen, struct ncd_channel_conf *cc)
+{
+	char err[160];
+
+	/* Checked whole before it is cut to fit cc->name. */
+	if (ncd_channel_name_check(name, err, sizeof(err)) != 0) {
+		push(c, "name", 0);
+		return fail(c, "%s", err);
+	}
+	if (json_object_get(seen, name) != NULL) {
+		push(c, "name", 0);
+		return fail(c, "duplicate channel name '%s' (channels[%" JSON_INTEGER_FORMAT "])", name,
+			    json_integer_value(json_object_get(seen, name)));
+	}
+	if (json_object_set_new(seen, name, json_integer((json_int_t)i)) != 0)
+		return fail(c, "json_object_set: out of memory");
+	snprintf(cc->name, sizeof(cc->name), "%s", name);
+	return 0;
+}
+
+/* A channel's "action": deliver (the default), drop, or { "nat": {...} }. */
+static int
+load_action(struct ctx *c, const json_t *act, struct ncd_channel_conf *cc)
+{
+	if (act == NULL)
+		return 0;
+	push(c, "action", 0);
+	if (json_is_object(act))
+		return load_nat(c, act, cc);
+	if (!json_is_string(act))
+		return fail(c, "expected \"deliver\", \"drop\" or { \"nat\": {...} }, got %s",
+			    type_name(act));
+	if (strcmp(json_string_value(act), "drop") == 0)
+		cc->action = NC_ACTION_DROP;
+	else if (strcmp(json_string_value(act), "deliver") != 0)
+		return fail(c, "'%s': expected deliver, drop or { \"nat\": {...} }",
+			    json_string_value(act));
+	return 0;
+}
+
+/* channels[i]: into cc, its rule checked against the earlier ones' (in t). @return 0 or -1. */
+static int
+load_channel(struct ctx *c, const json_t *ch, size_t i, json_t *seen, struct nc_trie *t,
+	     struct ncd_channel_conf *cc)
 {
 	static const char *const keys[] = { "name", "match", "priority", "action", "ring_size",
 					    "queue_bytes", "memory_limit_order", "tx", "port", "queue",
 					    "consumers", "attach", NULL };
+	const struct ncd_chan_limit *lim = ncd_chan_limits;
+	const char *name, *port = NULL, *field, *consumers = NULL;
+	int64_t prio, ring, qb, order, queue;
+	size_t l2 = push(c, NULL, (int)i);
+	char err[160];
+	int id;
+
+	ncd_channel_conf_init(cc);
+	if (want_type(c, ch, JSON_OBJECT, "an object") || check_keys(c, ch, keys) ||
+	    get_str(c, ch, "name", true, &name))
+		return -1;
+#define LIMITS(o) lim[o].lo, lim[o].hi, lim[o].dflt
+	if (get_int(c, ch, "priority", LIMITS(NCD_OPT_PRIORITY), &prio) ||
+	    get_int(c, ch, "ring_size", LIMITS(NCD_OPT_RING_SIZE), &ring) ||
+	    get_int(c, ch, "queue_bytes", LIMITS(NCD_OPT_QUEUE_BYTES), &qb) ||
+	    get_int(c, ch, "memory_limit_order", LIMITS(NCD_OPT_MEMORY_LIMIT_ORDER), &order) ||
+	    get_bool(c, ch, "tx", false, &cc->tx) || get_str(c, ch, "port", false, &port) ||
+	    get_int(c, ch, "queue", LIMITS(NCD_OPT_QUEUE), &queue) ||
+	    get_str(c, ch, "consumers", false, &consumers))
+		return -1;
+#undef LIMITS
+	if (load_attach(c, json_object_get(ch, "attach"), cc) ||
+	    load_placement(c, consumers, queue, port, cc) || load_name(c, name, i, seen, cc))
+		return -1;
+	if (order && json_object_get(ch, "queue_bytes"))
+		return fail(c, "give queue_bytes or memory_limit_order, not both");
+	cc->ring_size = (uint32_t)ring;
+	cc->queue_bytes = order ? UINT64_C(1) << order : (uint64_t)qb;
+	if (load_match(c, json_object_get(ch, "match"), &cc->rule))
+		return -1;
+	cc->rule.priority = (uint32_t)prio;
+	if (load_action(c, json_object_get(ch, "action"), cc))
+		return -1;
+	pop(c, l2);
+	push(c, NULL, (int)i);
+	if (ncd_channel_conf_check(cc, c->cfg->nports, &field, err, sizeof(err)) != 0) {
+		push(c, field, 0);
+		return fail(c, "%s", err);
+	}
+	id = nc_trie_add(t, &cc->rule);
+	if (id == -EEXIST)
+		return fail(c, "the same match and priority as an earlier channel");
+	if (id < 0)
+		return fail(c, "match: %s", strerror(-id));
+	pop(c, l2);
+	return 0;
+}
+
+static int
+load_channels(struct ctx *c, const json_t *root)
+{
 	json_t *chs = json_object_get(root, "channels"), *ch;
 	struct nc_trie_config tc = { .name = "config", .socket_id = -1,
 				     .max_rules = c->cfg->max_channels };
@@ -1192,127 +1325,9 @@ load_channels(struct ctx *c, const json_t *root)
 	/* Names seen so far, to their index: a hash table, so 100K channels load in linear time. */
 	seen = json_object();
 	json_array_foreach(chs, i, ch) {
-		struct ncd_channel_conf *cc = &c->cfg->channels[i];
-		const struct ncd_chan_limit *lim = ncd_chan_limits;
-		const char *name, *port = NULL, *field, *consumers = NULL;
-		json_t *act;
-		int64_t prio, ring, qb, order, queue;
-		size_t l2 = push(c, NULL, (int)i);
-		char err[160];
-		int id;
-
-		ncd_channel_conf_init(cc);
-		if (want_type(c, ch, JSON_OBJECT, "an object") || check_keys(c, ch, keys) ||
-		    get_str(c, ch, "name", true, &name))
+		if (load_channel(c, ch, i, seen, t, &c->cfg->channels[i]) != 0)
 			goto out;
-#define LIMITS(o) lim[o].lo, lim[o].hi, lim[o].dflt
-		if (get_int(c, ch, "priority", LIMITS(NCD_OPT_PRIORITY), &prio) ||
-		    get_int(c, ch, "ring_size", LIMITS(NCD_OPT_RING_SIZE), &ring) ||
-		    get_int(c, ch, "queue_bytes", LIMITS(NCD_OPT_QUEUE_BYTES), &qb) ||
-		    get_int(c, ch, "memory_limit_order", LIMITS(NCD_OPT_MEMORY_LIMIT_ORDER), &order) ||
-		    get_bool(c, ch, "tx", false, &cc->tx) || get_str(c, ch, "port", false, &port) ||
-		    get_int(c, ch, "queue", LIMITS(NCD_OPT_QUEUE), &queue) ||
-		    get_str(c, ch, "consumers", false, &consumers))
-			goto out;
-#undef LIMITS
-		if (load_attach(c, json_object_get(ch, "attach"), cc))
-			goto out;
-		if (consumers != NULL) {
-			push(c, "consumers", 0);
-			if (strcmp(consumers, "shared") != 0 && strcmp(consumers, "one") != 0) {
-				fail(c, "'%s': expected one or shared", consumers);
-				goto out;
-			}
-			cc->shared = strcmp(consumers, "shared") == 0;
-			pop(c, l2);
-			push(c, NULL, (int)i);
-		}
-		if (queue >= 0) {
-			unsigned int most = 0;
-
-			for (unsigned int pi = 0; pi < c->cfg->nports; pi++)
-				if (c->cfg->ports[pi].rx_queues > most)
-					most = c->cfg->ports[pi].rx_queues;
-			if (queue >= (int64_t)most) {
-				push(c, "queue", 0);
-				fail(c, "%" PRId64 ": no port has that rx queue (the most is %u)", queue,
-				     most);
-				goto out;
-			}
-			cc->steer = true;
-			cc->queue = (uint16_t)queue;
-		}
-		if (port != NULL) {
-			int pi = port_index(c->cfg, port);
-
-			if (pi < 0) {
-				push(c, "port", 0);
-				fail(c, "no port named '%s'", port);
-				goto out;
-			}
-			cc->port = (uint16_t)pi;
-		}
-		/* Checked whole before it is cut to fit cc->name. */
-		if (ncd_channel_name_check(name, err, sizeof(err)) != 0) {
-			push(c, "name", 0);
-			fail(c, "%s", err);
-			goto out;
-		}
-		if (json_object_get(seen, name) != NULL) {
-			push(c, "name", 0);
-			fail(c, "duplicate channel name '%s' (channels[%" JSON_INTEGER_FORMAT "])", name,
-			     json_integer_value(json_object_get(seen, name)));
-			goto out;
-		}
-		if (json_object_set_new(seen, name, json_integer((json_int_t)i)) != 0) {
-			fail(c, "json_object_set: out of memory");
-			goto out;
-		}
-		if (order && json_object_get(ch, "queue_bytes")) {
-			fail(c, "give queue_bytes or memory_limit_order, not both");
-			goto out;
-		}
-		snprintf(cc->name, sizeof(cc->name), "%s", name);
-		cc->ring_size = (uint32_t)ring;
-		cc->queue_bytes = order ? UINT64_C(1) << order : (uint64_t)qb;
-		if (load_match(c, json_object_get(ch, "match"), &cc->rule))
-			goto out;
-		cc->rule.priority = (uint32_t)prio;
-		act = json_object_get(ch, "action");
-		if (act != NULL) {
-			push(c, "action", 0);
-			if (json_is_object(act)) {
-				if (load_nat(c, act, cc))
-					goto out;
-			} else if (!json_is_string(act)) {
-				fail(c, "expected \"deliver\", \"drop\" or { \"nat\": {...} }, got %s",
-				     type_name(act));
-				goto out;
-			} else if (strcmp(json_string_value(act), "drop") == 0) {
-				cc->action = NC_ACTION_DROP;
-			} else if (strcmp(json_string_value(act), "deliver") != 0) {
-				fail(c, "'%s': expected deliver, drop or { \"nat\": {...} }",
-				     json_string_value(act));
-				goto out;
-			}
-			pop(c, l2);
-			push(c, NULL, (int)i);
-		}
-		if (ncd_channel_conf_check(cc, c->cfg->nports, &field, err, sizeof(err)) != 0) {
-			push(c, field, 0);
-			fail(c, "%s", err);
-			goto out;
-		}
-		id = nc_trie_add(t, &cc->rule);
-		if (id == -EEXIST) {
-			fail(c, "the same match and priority as an earlier channel");
-			goto out;
-		} else if (id < 0) {
-			fail(c, "match: %s", strerror(-id));
-			goto out;
-		}
 		c->cfg->nchannels++;
-		pop(c, l2);
 	}
 	pop(c, l);
 	ret = 0;
