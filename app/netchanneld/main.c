@@ -556,8 +556,8 @@ main(int argc, char **argv)
 	if (ncd_nh_init(d) != 0 || ncd_nat_init(d) != 0 || ncd_channels_init(d) != 0)
 		goto out_free_channels;
 	pin_heap(d);
-	if (ncd_cli_register() != 0 || ncd_views_register() != 0 || ncd_control_init(d) != 0 ||
-	    ncd_telemetry_init(d) != 0)
+	if (ncd_cli_register() != 0 || ncd_views_register() != 0 || ncd_requests_register() != 0 ||
+	    ncd_control_init(d) != 0 || ncd_telemetry_init(d) != 0)
 		goto out_close_control;
 	/* dpdk-dumpcap and dpdk-pdump attach as secondaries and ask for copies of a port's packets. */
 	if (rte_pdump_init() != 0)

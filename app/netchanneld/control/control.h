@@ -33,6 +33,13 @@ typedef int (*ncd_ctl_handler_t)(struct ncd *d, struct ncd_conn *c, const struct
  */
 int ncd_control_register(uint16_t type, ncd_ctl_handler_t fn);
 
+/**
+ * Serve the requests of a client's own channels (CHANNEL_CREATE, _ATTACH,
+ * _DESTROY, _STATS, _EVENTFD, CLIENT_EVENTFD: requests.c). Before
+ * ncd_control_init(). @return 0 or -1.
+ */
+int ncd_requests_register(void);
+
 /** Reply to req with a status and a body. @return 0, or -errno of sendmsg(). */
 int ncd_ctl_reply(struct ncd_conn *c, const struct nc_ctl_req *req, int32_t status,
 		  const void *body, size_t len);
