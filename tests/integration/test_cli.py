@@ -687,7 +687,8 @@ class Install(unittest.TestCase):
                   "share/doc/netchanneld/examples/nc_echo.c",
                   "share/doc/netchanneld/docs/design.md", "share/man/man8/netchanneld.8",
                   "share/man/man8/ncctl.8", "share/man/man1/nc-dump.1",
-                  "share/man/man1/nc-echo.1", "share/bash-completion/completions/ncctl",
+                  "share/man/man1/nc-echo.1", "share/man/man1/nc-exporter.1",
+                  "share/bash-completion/completions/ncctl",
                   "share/bash-completion/completions/netchanneld"):
             self.assertTrue(os.path.exists(os.path.join(root, f)), f)
         self.assertTrue(os.path.exists(os.path.join(libdir, "libnetchannel.so.0")))
