@@ -342,7 +342,9 @@ class HostileBed(T.DaemonCase):
         e = self.env
         for addr in (e["TB_HOST4"], e["TB_HOST6"]):   # the host's kernel learns the peer's MAC
             self.ns("PEER", "ping", "-c", "1", "-W", "2", addr)
-        sniff = self.bg("PEER", "/usr/bin/python3", "-c", SNIFF, "10", "3")
+        # Up to 3 frames in 3 s: the 2 replies, and any third the daemon should have refused
+        # (the client sends all of its frames at once).
+        sniff = self.bg("PEER", "/usr/bin/python3", "-c", SNIFF, "3", "3")
         self.wait_line(sniff, "sniffing")
         spoof = self.package_client(SPOOF, self.sock, e["TB_HOST4"], e["TB_PEER4"],
                                     e["TB_HOST6"], e["TB_PEER6"])

@@ -17,6 +17,15 @@ import sys
 import unittest
 
 LAYOUT, SRC, LIB = sys.argv[1:4]
+# A library built with the sanitizers needs their runtime loaded first (as ncd_test's
+# python_env() does for the integration tests): run again with it preloaded.
+if "LD_PRELOAD" not in os.environ:
+    ldd = subprocess.run(["ldd", LIB], capture_output=True, text=True).stdout
+    runtime = [ln.split("=>")[1].split()[0] for ln in ldd.splitlines()
+               if "=>" in ln and ("libasan" in ln or "libubsan" in ln)]
+    if runtime:
+        os.execve(sys.executable, [sys.executable] + sys.argv,
+                  dict(os.environ, LD_PRELOAD=":".join(runtime), ASAN_OPTIONS="detect_leaks=0"))
 del sys.argv[1:4]
 sys.path.insert(0, os.path.join(SRC, "scripts"))
 sys.path.insert(0, os.path.join(SRC, "python"))
