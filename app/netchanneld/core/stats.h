@@ -12,9 +12,34 @@
 
 #include <rte_common.h>
 
-#include "packet/parse.h"
-
 struct ncd;
+
+/*
+ * What the packet parser (packet/parse.h) decided, counted per port
+ * (verdict[]): every value but OK goes to the exception path.
+ */
+enum ncd_verdict {
+	NCD_PKT_OK = 0,          /* classify it */
+	NCD_PKT_NOT_IP,          /* ARP, LLDP, a third VLAN tag...: the kernel's business */
+	NCD_PKT_OTHERHOST,       /* unicast to another MAC (the seed's PACKET_OTHERHOST) */
+	NCD_PKT_TOO_DEEP,        /* headers end beyond the bytes the parser was given */
+	/* Malformed, counted by reason; never delivered. */
+	NCD_PKT_TRUNC_L2,        /* shorter than its Ethernet/VLAN headers */
+	NCD_PKT_TRUNC_L3,        /* shorter than its IP header */
+	NCD_PKT_BAD_VERSION,     /* IP version does not match the ethertype */
+	NCD_PKT_BAD_IHL,         /* IPv4 ihl < 5 */
+	NCD_PKT_BAD_CSUM,        /* IPv4 header checksum */
+	NCD_PKT_BAD_LEN,         /* IP total/payload length beyond the frame or below the header */
+	NCD_PKT_BAD_EXT,         /* IPv6 extension header chain truncated or too long */
+	NCD_PKT_TRUNC_L4,        /* TCP/UDP/UDP-Lite/SCTP without its ports */
+	NCD_PKT_NVERDICTS
+};
+
+/** First verdict that counts as malformed. */
+#define NCD_PKT_MALFORMED NCD_PKT_TRUNC_L2
+
+/** Names of the verdicts, for counters ("not_ip", "bad_csum", ...). */
+extern const char *const ncd_verdict_names[NCD_PKT_NVERDICTS];
 
 /*
  * The counters, each defined once, in these lists: the structs below, the

@@ -21,6 +21,7 @@
 #include "datapath/region.h"
 #include "ncd.h"
 #include "nexthop/nexthop.h"
+#include "packet/parse.h"
 #include "port/port.h"
 
 /* A packet a client may not send: counted by reason, and in tx_spoofed. */

@@ -40,6 +40,7 @@
 #include "channel/channel.h"
 #include "ncd.h"
 #include "nexthop/nexthop.h"
+#include "packet/parse.h"
 #include "port/port.h"
 
 #define NL_TIMEOUT_MS 200
