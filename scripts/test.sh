@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Set up, build and run every test suite: once in the normal build and once in
 # the ASan+UBSan build (SANITIZE=0 skips the latter), but the suite "slow" (the
-# classifier's cases at scale) in the normal build only; then each libFuzzer
-# target for FUZZ_SECONDS (60) in build-fuzz, built with clang (FUZZ=0 skips),
-# two at once.
+# classifier's cases at scale) in the normal build only; and, between the two,
+# each libFuzzer target for FUZZ_SECONDS (60) in build-fuzz, built with clang
+# (FUZZ=0 skips), two at once. The ASan build compiles while they fuzz, with
+# what CPU they leave (SCHED_IDLE): the fifth fuzzer has a core to itself.
 # Ends with one line of totals, "N passed, N failed, N skipped"; exits
 # non-zero on any failure.
 set -uo pipefail
@@ -13,9 +14,11 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 
 builds=(build)
-[ "${SANITIZE:-1}" = 1 ] && builds+=(build-asan)
 # Named tests (scripts/test.sh NAME...) are the unit and integration ones.
 [ "${FUZZ:-1}" = 1 ] && [ $# -eq 0 ] && builds+=(build-fuzz)
+[ "${SANITIZE:-1}" = 1 ] && builds+=(build-asan)
+asan_opts=(-Dsanitize=true -Dbuildtype=debugoptimized)
+asan_bg=""
 fuzz_targets=(tests/fuzz/seeds.stamp tests/fuzz/fuzz_packet tests/fuzz/fuzz_config
 	      tests/fuzz/fuzz_control tests/fuzz/fuzz_classbench tests/fuzz/fuzz_region)
 
@@ -23,8 +26,10 @@ passed=0 failed=0 skipped=0 status=0
 for b in "${builds[@]}"; do
 	opts=() cc=${CC:-cc} targets=() suites=()
 	if [ "$b" = build-asan ]; then
-		opts=(-Dsanitize=true -Dbuildtype=debugoptimized)
+		opts=("${asan_opts[@]}")
 		[ $# -eq 0 ] && suites=(--no-suite slow)
+		# Its compile in the background is done (or failed: ninja below says why).
+		[ -n "$asan_bg" ] && wait "$asan_bg"
 	fi
 	if [ "$b" = build-fuzz ]; then
 		# Only the fuzz targets: everything else ran already.
@@ -38,6 +43,11 @@ for b in "${builds[@]}"; do
 	if ! ninja -C "$b" "${targets[@]}"; then
 		echo "test: build of $b failed" >&2
 		exit 1
+	fi
+	if [ "$b" = build-fuzz ] && [[ " ${builds[*]} " == *" build-asan "* ]] &&
+	   CC=${CC:-cc} scripts/setup.sh build-asan "${asan_opts[@]}" >/dev/null; then
+		chrt --idle 0 ninja -C build-asan >/dev/null 2>&1 &
+		asan_bg=$!
 	fi
 	echo "== $b: meson test (${suites[*]:-all suites})"
 	meson test -C "$b" --print-errorlogs "${suites[@]}" "${@}" || status=1
