@@ -42,6 +42,16 @@
 #       (scripts/bench_datapath.py).
 #       Writes bench/results/datapath.jsonl. 5 runs of 2 s each (over 40
 #       minutes: 100,000 attaches a run); --quick: 1 of 1 s (about 10).
+#
+#   scripts/bench.sh datapath-ab REV [RUNS [CASES]]
+#       The datapath before and after a change, interleaved: REV (a commit) is
+#       built in a worktree of its own, and each of RUNS rounds (3) runs
+#       bench_datapath.py once from REV's tree and once from this one, each case
+#       for 2 s against testpmd in the same run. CASES (comma-separated) limits
+#       the cases; the default is every case but the latency ones. Writes
+#       bench/results/ab-REV.jsonl (each row with "tree": "before" or "after")
+#       and prints each case's median ratio to testpmd, before and after, and
+#       their quotient.
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -51,7 +61,7 @@ quick=${2:-}
 out=bench/results
 cb=${NC_CLASSBENCH_DIR:-$top/tests/data/classbench}
 
-usage() { echo "usage: scripts/bench.sh classifier [--quick|--report] | testbed [--quick] | datapath [--quick]" >&2; exit 2; }
+usage() { echo "usage: scripts/bench.sh classifier [--quick|--report] | testbed [--quick] | datapath [--quick] | datapath-ab REV [RUNS [CASES]]" >&2; exit 2; }
 
 classifier() {
 	local bench=build/app/bench/nctrie-bench json=$out/classifier.jsonl
@@ -214,7 +224,51 @@ GP
 	echo "bench: chart in $out/datapath.png" >&2
 }
 
+# Before (REV) and after (this tree), interleaved round by round.
+datapath_ab() {
+	local rev=$1 runs=${2:-3} cases=${3:-} wt json
+	[ -n "$rev" ] || usage
+	rev=$(git rev-parse --short "$rev")
+	wt=$(mktemp -d /tmp/ncd_ab_XXXXXX)
+	json=$out/ab-$rev.jsonl
+	trap 'git worktree remove --force "$wt" >/dev/null 2>&1 || rm -rf "$wt"' RETURN
+	git worktree add --detach "$wt" "$rev" >/dev/null
+	(cd "$wt" && scripts/setup.sh build >/dev/null && ninja -C build >/dev/null)
+	scripts/setup.sh build >/dev/null
+	ninja -C build >/dev/null
+	[ -n "$cases" ] || cases=miss,deliver-1,deliver-1-zc,deliver-1-1500B,deliver-1-1500B-zc,deliver-1k,deliver-1k-zc,deliver-10k,deliver-10k-zc,deliver-100k,deliver-100k-zc,mark-offload,churn,tap-exception,nat,nat-reverse
+	mkdir -p "$out"
+	: > "$json"
+	for run in $(seq "$runs"); do
+		for tree in before after; do
+			local dir=$top
+			[ "$tree" = before ] && dir=$wt
+			echo "bench: round $run of $runs, $tree ($([ "$tree" = before ] && echo "$rev" || git rev-parse --short HEAD))" >&2
+			/usr/bin/python3 "$dir/scripts/bench_datapath.py" --runs 1 --seconds 2 \
+				--cases "$cases" --out "$wt/one.jsonl"
+			sed "s/^{/{\"tree\": \"$tree\", \"round\": $run, /" "$wt/one.jsonl" >> "$json"
+		done
+	done
+	/usr/bin/python3 - "$json" <<'PY'
+import json, statistics, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+by = {}
+for r in rows:
+    if r.get("ratio") is not None:
+        by.setdefault(r["case"], {}).setdefault(r["tree"], []).append(r["ratio"])
+print(f'{"case":<20} {"before":>8} {"after":>8} {"after/before":>12}   (median ratio to testpmd, same run)')
+for case, t in by.items():
+    if "before" in t and "after" in t:
+        b, a = statistics.median(t["before"]), statistics.median(t["after"])
+        print(f"{case:<20} {b:>8.3f} {a:>8.3f} {a / b:>11.3f}x   before {t['before']} after {t['after']}")
+PY
+	echo "bench: results in $json" >&2
+}
+
 case "$mode" in
+datapath-ab)
+	datapath_ab "${2:-}" "${3:-}" "${4:-}"
+	;;
 classifier)
 	scripts/setup.sh build >/dev/null
 	ninja -C build >/dev/null
