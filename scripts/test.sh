@@ -4,8 +4,9 @@
 # the ASan+UBSan build (SANITIZE=0 skips the latter), but the suite "slow" (the
 # classifier's cases at scale) in the normal build only; and, between the two,
 # each libFuzzer target for FUZZ_SECONDS (60) in build-fuzz, built with clang
-# (FUZZ=0 skips), two at once. The ASan build compiles while they fuzz, with
-# what CPU they leave (SCHED_IDLE): the fifth fuzzer has a core to itself.
+# (FUZZ=0 skips), two at once. The later builds compile while the normal
+# build's tests run, with the CPU those leave (SCHED_IDLE: a test's process
+# always goes first), so that no one waits for a compiler.
 # Ends with one line of totals, "N passed, N failed, N skipped"; exits
 # non-zero on any failure.
 set -uo pipefail
@@ -17,37 +18,47 @@ builds=(build)
 # Named tests (scripts/test.sh NAME...) are the unit and integration ones.
 [ "${FUZZ:-1}" = 1 ] && [ $# -eq 0 ] && builds+=(build-fuzz)
 [ "${SANITIZE:-1}" = 1 ] && builds+=(build-asan)
-asan_opts=(-Dsanitize=true -Dbuildtype=debugoptimized)
-asan_bg=""
 fuzz_targets=(tests/fuzz/seeds.stamp tests/fuzz/fuzz_packet tests/fuzz/fuzz_config
 	      tests/fuzz/fuzz_control tests/fuzz/fuzz_classbench tests/fuzz/fuzz_region)
+declare -A bg=()
 
-passed=0 failed=0 skipped=0 status=0
-for b in "${builds[@]}"; do
+# A build's setup options, compiler, ninja targets and meson test arguments.
+settings() {
 	opts=() cc=${CC:-cc} targets=() suites=()
-	if [ "$b" = build-asan ]; then
-		opts=("${asan_opts[@]}")
-		[ $# -eq 0 ] && suites=(--no-suite slow)
-		# Its compile in the background is done (or failed: ninja below says why).
-		[ -n "$asan_bg" ] && wait "$asan_bg"
+	if [ "$1" = build-asan ]; then
+		opts=(-Dsanitize=true -Dbuildtype=debugoptimized)
+		[ "$nargs" -eq 0 ] && suites=(--no-suite slow)
 	fi
-	if [ "$b" = build-fuzz ]; then
-		# Only the fuzz targets: everything else ran already.
+	if [ "$1" = build-fuzz ]; then
+		# Only the fuzz targets: everything else runs in the other builds.
 		opts=(-Dfuzz=true -Dfuzz_seconds="${FUZZ_SECONDS:-60}" -Dbuildtype=debugoptimized)
 		cc=clang targets=("${fuzz_targets[@]}") suites=(--no-rebuild --suite fuzz)
 	fi
+}
+
+nargs=$#
+passed=0 failed=0 skipped=0 status=0
+for b in "${builds[@]}"; do
+	settings "$b"
 	if ! CC=$cc scripts/setup.sh "$b" "${opts[@]}"; then
 		echo "test: setup of $b failed" >&2
 		exit 1
 	fi
+	# Compiled in the background already (or it failed there: ninja says why here).
+	[ -n "${bg[$b]:-}" ] && wait "${bg[$b]}"
 	if ! ninja -C "$b" "${targets[@]}"; then
 		echo "test: build of $b failed" >&2
 		exit 1
 	fi
-	if [ "$b" = build-fuzz ] && [[ " ${builds[*]} " == *" build-asan "* ]] &&
-	   CC=${CC:-cc} scripts/setup.sh build-asan "${asan_opts[@]}" >/dev/null; then
-		chrt --idle 0 ninja -C build-asan >/dev/null 2>&1 &
-		asan_bg=$!
+	if [ "$b" = build ]; then
+		for later in "${builds[@]:1}"; do
+			settings "$later"
+			if CC=$cc scripts/setup.sh "$later" "${opts[@]}" >/dev/null; then
+				chrt --idle 0 ninja -C "$later" "${targets[@]}" >/dev/null 2>&1 &
+				bg[$later]=$!
+			fi
+		done
+		settings "$b"
 	fi
 	echo "== $b: meson test (${suites[*]:-all suites})"
 	meson test -C "$b" --print-errorlogs "${suites[@]}" "${@}" || status=1
