@@ -40,12 +40,12 @@ nargs=$#
 passed=0 failed=0 skipped=0 status=0
 for b in "${builds[@]}"; do
 	settings "$b"
+	# Set up and compiled in the background already (or it failed there: they say why here).
+	[ -n "${bg[$b]:-}" ] && wait "${bg[$b]}"
 	if ! CC=$cc scripts/setup.sh "$b" "${opts[@]}"; then
 		echo "test: setup of $b failed" >&2
 		exit 1
 	fi
-	# Compiled in the background already (or it failed there: ninja says why here).
-	[ -n "${bg[$b]:-}" ] && wait "${bg[$b]}"
 	if ! ninja -C "$b" "${targets[@]}"; then
 		echo "test: build of $b failed" >&2
 		exit 1
@@ -53,10 +53,12 @@ for b in "${builds[@]}"; do
 	if [ "$b" = build ]; then
 		for later in "${builds[@]:1}"; do
 			settings "$later"
-			if CC=$cc scripts/setup.sh "$later" "${opts[@]}" >/dev/null; then
-				chrt --idle 0 ninja -C "$later" "${targets[@]}" >/dev/null 2>&1 &
-				bg[$later]=$!
-			fi
+			(
+				chrt --idle -p 0 "$BASHPID" >/dev/null
+				CC=$cc scripts/setup.sh "$later" "${opts[@]}" >/dev/null 2>&1 &&
+					exec ninja -C "$later" "${targets[@]}" >/dev/null 2>&1
+			) &
+			bg[$later]=$!
 		done
 		settings "$b"
 	fi

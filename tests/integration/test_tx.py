@@ -243,7 +243,7 @@ class Tx(T.DaemonCase):
                          control={"mbuf_quota": 600})
         c = Ctl(self.sock)
         c.hello()
-        time.sleep(0.3)
+        T.wait_until(lambda: c.json(STATS)["ports"][0]["rx"] > 0, what="traffic")
         base = c.json(STATS)["mempool"]["in_use"]
         p = self.client([CLIENT, self.sock, "create", "hog", "5000", "1000", "hold"])
         self.wait_line(p, "channel hog")
@@ -279,7 +279,7 @@ class Tx(T.DaemonCase):
                                       for i in range(8)]))
         c = Ctl(self.sock)
         c.hello()
-        time.sleep(0.5)
+        T.wait_until(lambda: c.json(STATS)["ports"][0]["rx"] > 0, what="traffic")
         base = c.json(STATS)["mempool"]["in_use"]
         for kill in range(3):
             p = self.client([CLIENT, self.sock, "create", "busy", "5000", "100000000", "alloc"])
@@ -385,7 +385,10 @@ class Tx(T.DaemonCase):
             self.pcap_daemon(frames)
             p = self.client([ECHO, "-s", self.sock, "--dport", "7", "--reconnect"] + mode)
             self.wait_line(p, "echoing udp port 7")
-            time.sleep(0.3)
+            c = Ctl(self.sock)
+            c.hello()
+            T.wait_until(lambda: c.json(STATS)["ports"][0]["client_tx"] > 0, what="echoes")
+            c.close()
             self.daemon.kill()
             self.wait_line(p, "the daemon is gone")
             T.cleanup_prefix(self.prefix)
