@@ -179,7 +179,7 @@ expire_handshakes(struct ncd *d)
 /* A reply, with nfds file descriptors attached (SCM_RIGHTS, in one message). */
 int
 ctl_reply_fds(struct ncd_conn *c, const struct nc_ctl_req *req, int32_t status, const void *body,
-	  size_t len, const int *fds, unsigned int nfds)
+	      size_t len, const int *fds, unsigned int nfds)
 {
 	struct nc_ctl_rep rep = {
 		.magic = NC_CTL_MAGIC, .type = req ? req->type : 0, .for_id = req ? req->id : 0,
@@ -209,14 +209,14 @@ ctl_reply_fds(struct ncd_conn *c, const struct nc_ctl_req *req, int32_t status, 
 /* A reply, with a file descriptor attached when fd >= 0. */
 int
 ctl_reply_fd(struct ncd_conn *c, const struct nc_ctl_req *req, int32_t status, const void *body,
-	 size_t len, int fd)
+	     size_t len, int fd)
 {
 	return ctl_reply_fds(c, req, status, body, len, &fd, fd >= 0);
 }
 
 int
 ctl_reply(struct ncd_conn *c, const struct nc_ctl_req *req, int32_t status, const void *body,
-      size_t len)
+	  size_t len)
 {
 	return ctl_reply_fd(c, req, status, body, len, -1);
 }

@@ -201,7 +201,7 @@ user_usage(const struct ncd *d, uid_t uid, uint64_t use[LIM_N])
  */
 bool
 ctl_within_limit(const struct ncd *d, const struct ucred *cr, int k, uint64_t more, char *why,
-	     size_t len)
+	         size_t len)
 {
 	const struct ncd_limits *l = user_limits(d, cr);
 	uint64_t use[LIM_N], max;
@@ -230,7 +230,7 @@ ctl_within_limit(const struct ncd *d, const struct ucred *cr, int k, uint64_t mo
  */
 int
 ctl_may_hold_mbufs(const struct ncd *d, const struct ncd_conn *c, uint64_t more, char *why,
-	       size_t len)
+	           size_t len)
 {
 	if (!ctl_within_limit(d, &c->cred, LIM_MBUFS, more, why, len))
 		return -EDQUOT;
