@@ -6,7 +6,7 @@
  * Control: a Unix SOCK_SEQPACKET socket (the config's control.socket). One
  * message is one request or one reply; every request carries an id that its
  * reply repeats, with a status (0 or -errno). The first request must be
- * HELLO with NC_CTL_VERSION; an isolated client's reply carries its region
+ * HELLO with NC_CONTROL_PROTOCOL_VERSION; an isolated client's reply carries its region
  * (nc_region.h, SCM_RIGHTS). A message that is truncated, oversized, of an
  * unknown type, of the wrong length, or out of order gets a reply with
  * -EBADMSG, -EMSGSIZE, -EOPNOTSUPP, -EINVAL or -EPROTO; a connection that sends
@@ -30,7 +30,8 @@ extern "C" {
 #endif
 
 #define NC_CTL_MAGIC 0x6e63u          /* "nc" */
-#define NC_CTL_VERSION 4
+/** The control protocol's version: the messages of this header and their meaning. */
+#define NC_CONTROL_PROTOCOL_VERSION 4
 #define NC_CTL_MAX_MSG 65536          /**< largest message either side sends */
 #define NC_CTL_MAX_ERRORS 16          /**< bad messages before the daemon hangs up */
 
@@ -68,7 +69,7 @@ struct nc_ctl_rep {
 };
 
 struct nc_ctl_hello {
-	uint32_t version;          /**< NC_CTL_VERSION */
+	uint32_t version;          /**< NC_CONTROL_PROTOCOL_VERSION */
 	uint32_t pid;              /**< informational; the daemon trusts SO_PEERCRED */
 	uint32_t flags;            /**< NC_HELLO_F_*; 0: an isolated client */
 	uint32_t reserved;         /**< 0 */
@@ -89,7 +90,7 @@ struct nc_ctl_hello {
 #define NC_HELLO_F_ONE_RING 0x4
 
 struct nc_ctl_hello_reply {
-	uint32_t version;          /**< the daemon's NC_CTL_VERSION */
+	uint32_t version;          /**< the daemon's NC_CONTROL_PROTOCOL_VERSION */
 	uint32_t lcore_id;         /**< the lcore id a client's EAL must use (--lcores ID@cpu) */
 	char file_prefix[64];      /**< the daemon's --file-prefix */
 	char mbuf_pool[NC_NAME_SIZE]; /**< the pool to allocate transmit mbufs from */

@@ -63,7 +63,8 @@ extern "C" {
 #endif
 
 #define NC_REGION_MAGIC 0x6e637267u   /* "ncrg" */
-#define NC_REGION_VERSION 2
+/** The layout of an isolated client's region (its header's version). */
+#define NC_REGION_LAYOUT_VERSION 2
 #define NC_REGION_HDR_SIZE 4096u
 
 #define NC_RING_NO_CHANNEL 0xffffffffu /**< nc_region_ring.channel of a ring no channel has */
@@ -131,7 +132,7 @@ struct nc_region_ring {
 /** The daemon's part's first page, written before the daemon passes the fds. */
 struct nc_region_hdr {
 	uint32_t magic;                /**< NC_REGION_MAGIC */
-	uint32_t version;              /**< NC_REGION_VERSION */
+	uint32_t version;              /**< NC_REGION_LAYOUT_VERSION */
 	uint64_t size;                 /**< bytes of the daemon's part */
 	uint32_t nrx;                  /**< rx rings (a channel has one while it lives); 1 for a
 					    NC_HELLO_F_ONE_RING client, whose channels all share it */

@@ -80,7 +80,8 @@
 extern "C" {
 #endif
 
-#define NC_PROTO_VERSION 5
+/** The layout of what zero-copy clients map of the daemon's memory (nc_dir.version). */
+#define NC_SHM_LAYOUT_VERSION 5
 #define NC_DIR_MZ "netchannel_dir"
 #define NC_DIR_MAGIC 0x6e636469u    /* "ncdi" */
 #define NC_RX_RING_FMT "nc_rx_%u"
@@ -171,7 +172,7 @@ struct nc_client_entry {
 /** The channel directory (memzone NC_DIR_MZ). */
 struct nc_dir {
 	uint32_t magic;                /**< NC_DIR_MAGIC */
-	uint32_t version;              /**< NC_PROTO_VERSION */
+	uint32_t version;              /**< NC_SHM_LAYOUT_VERSION */
 	uint32_t max_channels;         /**< entries in e[] */
 	uint32_t reserved;
 	char mbuf_pool[NC_NAME_SIZE];  /**< pool the channels' mbufs come from */

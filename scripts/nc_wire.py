@@ -10,7 +10,7 @@ import socket
 import struct
 
 MAGIC = 0x6e63                          # NC_CTL_MAGIC
-VERSION = 4                             # NC_CTL_VERSION
+CONTROL_PROTOCOL_VERSION = 4            # NC_CONTROL_PROTOCOL_VERSION
 (HELLO, CREATE, ATTACH, DESTROY, LIST, STATS, CLI, CHAN_STATS,
  EVENTFD) = range(1, 10)                # enum nc_ctl_type
 DELIVER, DROP, NAT = 0, 1, 2            # enum nc_dir_action
@@ -46,7 +46,7 @@ assert (REQ.size, REP.size, RULE.size, CREATE_BODY.size, NAT_BODY.size, CHANNEL.
     "nc_proto.h's layouts"
 
 
-def hello_body(version=VERSION, flags=0):
+def hello_body(version=CONTROL_PROTOCOL_VERSION, flags=0):
     """A HELLO's body: flags 0 asks for an isolated client's region."""
     return HELLO_BODY.pack(version, os.getpid(), flags, 0)
 
@@ -135,7 +135,7 @@ class Ctl:
         assert magic == MAGIC and for_id == self.next_id and length == len(data) - REP.size
         return status, data[REP.size:], fds
 
-    def hello(self, version=VERSION, flags=None):
+    def hello(self, version=CONTROL_PROTOCOL_VERSION, flags=None):
         """HELLO; root is a zero-copy client unless flags say otherwise, others isolated."""
         if flags is None:
             flags = HELLO_F_ZEROCOPY if os.getuid() == 0 else 0

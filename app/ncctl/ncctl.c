@@ -646,7 +646,7 @@ main(int argc, char **argv)
 		case 'h': usage(stdout); return 0;
 		case 'V':
 			printf("ncctl (netchanneld) %s, %s, control protocol %d\n", nc_version(),
-			       rte_version(), NC_CTL_VERSION);
+			       rte_version(), NC_CONTROL_PROTOCOL_VERSION);
 			return 0;
 		default: usage(stderr); return 2;
 		}

@@ -324,9 +324,10 @@ parse_args(struct ncd *d, int argc, char **argv, struct cmdline *cl)
 		case 'P': cl->prefix = optarg; break;
 		case 'h': usage(stdout); return 0;
 		case 'V':
-			printf("netchanneld %s (%s), %s, control protocol %d, shared memory %d\n",
-			       NC_PROJECT_VERSION, NC_GIT_DESCRIBE, rte_version(), NC_CTL_VERSION,
-			       NC_PROTO_VERSION);
+			printf("netchanneld %s (%s), %s, control protocol %d, region layout %d, "
+			       "shared memory layout %d\n", NC_PROJECT_VERSION, NC_GIT_DESCRIBE,
+			       rte_version(), NC_CONTROL_PROTOCOL_VERSION, NC_REGION_LAYOUT_VERSION,
+			       NC_SHM_LAYOUT_VERSION);
 			return 0;
 		default: usage(stderr); return 2;
 		}

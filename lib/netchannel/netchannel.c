@@ -241,7 +241,7 @@ region_map(struct nc_client *c, const int fds[2])
 		return ret;
 	}
 	memcpy(&g->h, g->base, sizeof(g->h));
-	if (h->magic != NC_REGION_MAGIC || h->version != NC_REGION_VERSION || h->size != g->size ||
+	if (h->magic != NC_REGION_MAGIC || h->version != NC_REGION_LAYOUT_VERSION || h->size != g->size ||
 	    g->size != c->hello.region_size || h->client_size != g->csize ||
 	    h->rx_size == 0 || (h->rx_size & (h->rx_size - 1)) || h->tx_size == 0 ||
 	    (h->tx_size & (h->tx_size - 1)) || h->free_size == 0 ||
@@ -282,7 +282,7 @@ nc_connect(const char *path, unsigned int flags)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct timeval tv = { .tv_sec = REPLY_TIMEOUT_S };
-	struct nc_ctl_hello hello = { .version = NC_CTL_VERSION, .pid = (uint32_t)getpid() };
+	struct nc_ctl_hello hello = { .version = NC_CONTROL_PROTOCOL_VERSION, .pid = (uint32_t)getpid() };
 	const unsigned int known = NC_CONNECT_NO_EAL | NC_CONNECT_CONTROL | NC_CONNECT_ZEROCOPY |
 				   NC_CONNECT_ONE_RING;
 	struct nc_client *c;

@@ -74,7 +74,7 @@ zc_attach(struct nc_client *c)
 	if (mz == NULL)
 		return -ENOENT;
 	c->dir = mz->addr;
-	if (c->dir->magic != NC_DIR_MAGIC || c->dir->version != NC_PROTO_VERSION)
+	if (c->dir->magic != NC_DIR_MAGIC || c->dir->version != NC_SHM_LAYOUT_VERSION)
 		return -EPROTO;
 	mz = rte_memzone_lookup(NC_CLIENTS_MZ);
 	c->pool = rte_mempool_lookup(c->hello.mbuf_pool);

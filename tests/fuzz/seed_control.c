@@ -98,7 +98,7 @@ cli(const char *line)
 int
 main(int argc, char **argv)
 {
-	struct nc_ctl_hello h = { .version = NC_CTL_VERSION, .pid = 1 };
+	struct nc_ctl_hello h = { .version = NC_CONTROL_PROTOCOL_VERSION, .pid = 1 };
 	struct nc_ctl_name nm;
 	struct nc_ctl_id id = { .id = 1 };
 	static const char *const lines[] = {

@@ -100,9 +100,9 @@ main(int argc, char **argv)
 		return 2;
 	}
 	dir = mz->addr;
-	if (dir->magic != NC_DIR_MAGIC || dir->version != NC_PROTO_VERSION) {
+	if (dir->magic != NC_DIR_MAGIC || dir->version != NC_SHM_LAYOUT_VERSION) {
 		fprintf(stderr, "nc_consumer: directory magic/version %#x/%u, want %#x/%u\n",
-			dir->magic, dir->version, NC_DIR_MAGIC, NC_PROTO_VERSION);
+			dir->magic, dir->version, NC_DIR_MAGIC, NC_SHM_LAYOUT_VERSION);
 		return 2;
 	}
 	for (uint32_t i = 0; i < dir->max_channels; i++) {

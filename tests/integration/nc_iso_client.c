@@ -399,7 +399,7 @@ static int
 raw_open(const char *sock, long port, uint32_t flags, const char *name, struct raw *r)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	struct nc_ctl_hello hello = { .version = NC_CTL_VERSION, .pid = (uint32_t)getpid(),
+	struct nc_ctl_hello hello = { .version = NC_CONTROL_PROTOCOL_VERSION, .pid = (uint32_t)getpid(),
 				      .flags = flags };
 	struct nc_ctl_create cr;
 	int ret;

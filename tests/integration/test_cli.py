@@ -217,16 +217,27 @@ class Cli(T.DaemonCase):
             self.assertIsNotNone(m, r.stdout)
             described.add(m.group(2))
         self.assertEqual(len(described), 1, "one build, one git describe")
-        shm = int(re.search(r"#define NC_PROTO_VERSION (\d+)",
+        # The release is the libraries' too: libX.so.0 -> libX.so.RELEASE, and NEWS has it.
+        for lib in ("netchannel", "netchannel_zc"):
+            real = os.path.realpath(os.path.join(T.BUILD, f"lib/netchannel/lib{lib}.so.0"))
+            self.assertEqual(os.path.basename(real), f"lib{lib}.so.{project}")
+            dyn = subprocess.run(["readelf", "-d", real], capture_output=True, text=True,
+                                 check=True).stdout
+            self.assertIn(f"Library soname: [lib{lib}.so.0]", dyn)
+        with open(os.path.join(T.SRC, "NEWS"), encoding="utf-8") as f:
+            self.assertRegex(f.readline(),
+                             rf"^netchanneld {re.escape(project)} \(\d{{4}}-\d\d-\d\d\)$")
+        shm = int(re.search(r"#define NC_SHM_LAYOUT_VERSION (\d+)",
                             open(os.path.join(T.SRC, "include/nc_shm.h")).read()).group(1))
-        region = int(re.search(r"#define NC_REGION_VERSION (\d+)",
+        region = int(re.search(r"#define NC_REGION_LAYOUT_VERSION (\d+)",
                                open(os.path.join(T.SRC, "include/nc_region.h")).read()).group(1))
         self.start()
         v = self.js("show version")
         self.assertEqual(v, {"netchanneld": project, "git": described.pop(),
-                             "dpdk": f"DPDK {dpdk}", "control_protocol": W.VERSION,
+                             "dpdk": f"DPDK {dpdk}",
+                             "control_protocol": W.CONTROL_PROTOCOL_VERSION,
                              "region": region, "shared_memory": shm})
-        self.assertIn(f"control_protocol: {W.VERSION}\nregion: {region}\n",
+        self.assertIn(f"control_protocol: {W.CONTROL_PROTOCOL_VERSION}\nregion: {region}\n",
                       self.ncctl("show version").stdout)
         self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
 

@@ -19,8 +19,8 @@ import ncd_test as T  # noqa: E402
 import nc_wire as W  # noqa: E402
 from test_datapath import EAL  # noqa: E402
 
-from nc_wire import (MAGIC, VERSION, HELLO, CREATE, ATTACH, DESTROY, LIST, STATS,  # noqa: E402
-                     CLI, CHAN_STATS, EVENTFD, REQ, ID, NAME, CHANNEL, Ctl, create_body)
+from nc_wire import (MAGIC, CONTROL_PROTOCOL_VERSION, HELLO, CREATE, ATTACH,  # noqa: E402
+                     DESTROY, LIST, STATS, CLI, CHAN_STATS, EVENTFD, REQ, ID, NAME, CHANNEL, Ctl, create_body)
 
 
 def wire_rule(proto=17, dport=None, dport_mask=None, priority=0):
@@ -64,7 +64,7 @@ class Control(T.DaemonCase):
         self.assertEqual(c.hello(version=99)[0], -errno.EPROTO)
         status, (v, lcore, prefix, pool) = c.hello()
         self.assertEqual(status, 0)
-        self.assertEqual((v, prefix, pool), (VERSION, self.prefix, "nc_mbuf_0"))
+        self.assertEqual((v, prefix, pool), (CONTROL_PROTOCOL_VERSION, self.prefix, "nc_mbuf_0"))
         self.assertGreaterEqual(lcore, 64)
         self.assertEqual(c.hello()[0], -errno.EPROTO)             # only once
         chans = {ch["name"]: ch for ch in c.json(LIST)}

@@ -45,7 +45,7 @@ def ctypes_fields(cls):
 class Layouts(unittest.TestCase):
     def test_wire_constants(self):
         self.assertEqual(nc_wire.MAGIC, C["magic"])
-        self.assertEqual(nc_wire.VERSION, C["version"])
+        self.assertEqual(nc_wire.CONTROL_PROTOCOL_VERSION, C["version"])
         self.assertEqual(nc_wire.NAME.size, C["name_size"])
 
     def test_wire_structs(self):

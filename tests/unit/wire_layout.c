@@ -20,7 +20,7 @@ int
 main(void)
 {
 	printf("{\"name_size\": %d, \"magic\": %u, \"version\": %u, \"sizes\": {", NC_NAME_SIZE,
-	       (unsigned int)NC_CTL_MAGIC, (unsigned int)NC_CTL_VERSION);
+	       (unsigned int)NC_CTL_MAGIC, (unsigned int)NC_CONTROL_PROTOCOL_VERSION);
 #define SIZE(s, sep) printf(sep "\"" #s "\": %zu", sizeof(struct s))
 	SIZE(nc_ctl_req, "");
 	SIZE(nc_ctl_rep, ", ");

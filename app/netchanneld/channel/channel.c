@@ -700,7 +700,7 @@ ncd_channels_init(struct ncd *d)
 	d->dir = d->dir_mz->addr;
 	memset(d->dir, 0, sz);
 	d->dir->magic = NC_DIR_MAGIC;
-	d->dir->version = NC_PROTO_VERSION;
+	d->dir->version = NC_SHM_LAYOUT_VERSION;
 	d->dir->max_channels = d->cfg.max_channels;
 	snprintf(d->dir->mbuf_pool, sizeof(d->dir->mbuf_pool), "%s", d->pool->name);
 

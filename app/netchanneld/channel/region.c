@@ -239,7 +239,7 @@ ncd_region_create(const struct ncd *d, unsigned int slot, bool one_ring)
 	rg->b.nfree = nbufs;
 	h = (struct nc_region_hdr *)rg->base;
 	*h = (struct nc_region_hdr){
-		.magic = NC_REGION_MAGIC, .version = NC_REGION_VERSION, .size = rg->size,
+		.magic = NC_REGION_MAGIC, .version = NC_REGION_LAYOUT_VERSION, .size = rg->size,
 		.nrx = nrx, .rx_size = rx_size, .tx_size = tx_size, .free_size = nbufs,
 		.buf_size = buf_size, .rx_bufs = nbufs, .rx_off = rx_off,
 		.rx_stride = rx_stride, .tx_off = tx_off, .free_off = free_off,

@@ -401,7 +401,7 @@ ctl_do_hello(struct ncd *d, struct ncd_conn *c, const struct nc_ctl_req *req, co
 	char why[160];
 	int ret;
 
-	if (c->hello || h->version != NC_CTL_VERSION) {
+	if (c->hello || h->version != NC_CONTROL_PROTOCOL_VERSION) {
 		ctl_reply(c, req, -EPROTO, NULL, 0);
 		return -EPROTO;
 	}
@@ -466,7 +466,7 @@ ctl_do_hello(struct ncd *d, struct ncd_conn *c, const struct nc_ctl_req *req, co
 		__atomic_fetch_or(&d->slot_active, UINT64_C(1) << slot, __ATOMIC_RELEASE);
 	memset(&hr, 0, sizeof(hr));
 	hr.slot = slot;
-	hr.version = NC_CTL_VERSION;
+	hr.version = NC_CONTROL_PROTOCOL_VERSION;
 	hr.flags = h->flags;
 	hr.lcore_id = c->lcore_id;
 	snprintf(hr.file_prefix, sizeof(hr.file_prefix), "%s", d->file_prefix);

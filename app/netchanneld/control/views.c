@@ -450,8 +450,8 @@ json_t *
 ncd_view_version(void)
 {
 	return json_pack("{s:s, s:s, s:s, s:i, s:i, s:i}", "netchanneld", NC_PROJECT_VERSION, "git",
-			 NC_GIT_DESCRIBE, "dpdk", rte_version(), "control_protocol", NC_CTL_VERSION,
-			 "region", NC_REGION_VERSION, "shared_memory", NC_PROTO_VERSION);
+			 NC_GIT_DESCRIBE, "dpdk", rte_version(), "control_protocol", NC_CONTROL_PROTOCOL_VERSION,
+			 "region", NC_REGION_LAYOUT_VERSION, "shared_memory", NC_SHM_LAYOUT_VERSION);
 }
 
 json_t *
