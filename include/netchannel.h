@@ -48,8 +48,19 @@
  * reason other than an empty ring; every other call returns a negative errno
  * on failure. nc_strerror() describes any of them.
  *
- * This header is the whole API: the wire format (nc_proto.h) is the
- * library's business.
+ * Structs that grow. Every struct a caller passes in or gets back that may
+ * gain fields starts with its size, uint32_t size: set it to the struct's
+ * sizeof as the caller's header has it (NC_SIZED() does), and the library
+ * reads and writes only what that size covers. A library newer than the
+ * caller's header treats the fields the caller lacks as 0; an older one
+ * refuses (EOPNOTSUPP, with nc_last_reason()) a struct whose fields past its
+ * own knowledge are not 0, and fills only what it knows of a struct it gives
+ * back, saying how much in size (NC_HAS()). struct nc_buf, which comes in
+ * arrays, does not grow.
+ *
+ * This header, and nc_common.h which it includes, are the whole API: the
+ * wire format and the classifier's structures are the library's business
+ * and are not installed (docs/protocol.md, "What is public").
  */
 #ifndef NETCHANNEL_H
 #define NETCHANNEL_H
@@ -59,7 +70,6 @@
 #include <sys/types.h>
 
 #include "nc_common.h"
-#include "nc_trie.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -75,6 +85,61 @@ struct nc_channel;
 
 /** A channel name's bytes, with its NUL: names are 1-31 letters, digits, '_', '-' or '.'. */
 #define NC_CHANNEL_NAME_SIZE NC_NAME_SIZE
+
+/**
+ * A struct that carries its size, initialised for this header:
+ * `struct nc_channel_opts o = NC_SIZED(nc_channel_opts, .tx = 1);`
+ */
+#define NC_SIZED(type, ...) ((struct type){ .size = sizeof(struct type), __VA_ARGS__ })
+
+/**
+ * Whether field f of *s, a struct that carries its size, is covered by its
+ * size: in a struct the library gave back, whether the library filled it.
+ */
+#define NC_HAS(s, f) \
+	(__builtin_offsetof(__typeof__(*(s)), f) + sizeof((s)->f) <= (s)->size)
+
+/** nc_rule.family. */
+#define NC_AF_ANY 0                 /**< either family: both prefix lengths must be 0 */
+#define NC_AF_INET 4                /**< IPv4 */
+#define NC_AF_INET6 6               /**< IPv6 */
+
+/** nc_port.kind. */
+#define NC_PORT_ANY 0               /**< any port */
+#define NC_PORT_RANGE 1             /**< lo..hi, inclusive */
+#define NC_PORT_MASK 2              /**< value lo under mask hi (a contiguous prefix) */
+
+/** The highest nc_rule.priority. */
+#define NC_PRIORITY_MAX 0xffffffu
+
+/** A port constraint of a rule. */
+struct nc_port {
+	uint16_t lo;                /**< NC_PORT_RANGE: the first port; NC_PORT_MASK: the value */
+	uint16_t hi;                /**< NC_PORT_RANGE: the last port; NC_PORT_MASK: the mask */
+	uint8_t kind;               /**< NC_PORT_* */
+	uint8_t reserved;           /**< 0 */
+};
+
+/**
+ * The flows a channel claims: a 5-tuple with prefixes, port ranges or
+ * masks, and a priority (the higher wins where rules overlap). All zero
+ * but size: every packet of both families. nc_rule_flow() fills one for
+ * the flows to a local port.
+ */
+struct nc_rule {
+	uint32_t size;              /**< sizeof(struct nc_rule): see "Structs that grow" */
+	uint8_t family;             /**< NC_AF_* */
+	uint8_t proto;              /**< the IP protocol */
+	uint8_t proto_mask;         /**< 0: any protocol; 0xff: exactly proto */
+	uint8_t dst_len;            /**< destination prefix length; 0: any */
+	uint8_t src_len;            /**< source prefix length; 0: any */
+	uint8_t reserved[3];        /**< 0 */
+	uint8_t dst[16];            /**< destination prefix, network order; IPv4 in the first 4 bytes */
+	uint8_t src[16];            /**< source prefix, likewise */
+	struct nc_port dport;       /**< destination port */
+	struct nc_port sport;       /**< source port */
+	uint32_t priority;          /**< 0..NC_PRIORITY_MAX */
+};
 
 /** The daemon's default control socket. */
 #define NC_DEFAULT_SOCKET "/run/netchanneld/netchanneld.sock"
@@ -122,8 +187,9 @@ struct nc_buf {
 
 /** What a NAT channel writes (nc_channel_opts.nat). */
 struct nc_nat_opts {
+	uint32_t size;              /**< sizeof(struct nc_nat_opts): see "Structs that grow" */
 	uint32_t flags;             /**< NC_NAT_OPT_* */
-	uint8_t family;             /**< of dst and src: NC_TRIE_AF_INET or _INET6; 0 if neither */
+	uint8_t family;             /**< of dst and src: NC_AF_INET or NC_AF_INET6; 0 if neither */
 	uint8_t dst[16], src[16];   /**< network order; IPv4 in the first 4 bytes */
 	uint16_t dport, sport;      /**< host order */
 	uint16_t port;              /**< the daemon's port (index in its config) */
@@ -131,25 +197,34 @@ struct nc_nat_opts {
 };
 
 /**
- * A channel's counters (nc_channel_stats()): the fields NC_CHANNEL_STATS
- * lists (nc_common.h), with what each counts, in that order. hits,
- * delivered, bytes, drop_ring_full, drop_queue_bytes, dropped, tx, tx_bytes,
- * tx_dropped, tx_spoofed, tx_malformed, tx_no_route, tx_no_neigh and
- * tx_ring_full are uint64_t counters; rx_count and tx_count the uint32_t
- * packets in the rings now; drop_no_buf a uint64_t counter.
+ * A channel's counters (nc_channel_stats()): after its size, the fields
+ * NC_CHANNEL_STATS lists (nc_common.h), with what each counts, in that
+ * order. hits, delivered, bytes, drop_ring_full, drop_queue_bytes, dropped,
+ * tx, tx_bytes, tx_dropped, tx_spoofed, tx_malformed, tx_no_route,
+ * tx_no_neigh and tx_ring_full are uint64_t counters; rx_count and tx_count
+ * the uint32_t packets in the rings now; drop_no_buf a uint64_t counter.
+ * Counters are added at the end.
  */
 struct nc_channel_stats {
+	/**
+	 * In: sizeof(struct nc_channel_stats) as the caller has it. Out: how
+	 * much of it the library filled (NC_HAS() says whether a field is in).
+	 */
+	uint32_t size;
+	uint32_t reserved;          /**< 0 */
 	NC_CHANNEL_STATS(NC_STATS_U64, NC_STATS_U32)
 };
 
 /** Channel options (nc_channel_create()); pass NULL for the defaults. */
 struct nc_channel_opts {
+	uint32_t size;              /**< sizeof(struct nc_channel_opts): see "Structs that grow" */
 	int drop;                   /**< non-zero: a drop channel (matches are counted and freed) */
 	uint32_t ring_size;         /**< packets; 0: 1024 */
-	uint64_t queue_bytes;       /**< byte budget; 0: memory_limit_order, or 1 MiB */
 	uint32_t memory_limit_order;/**< the seed's: budget 2^order, 12..31; 0: unused */
+	uint64_t queue_bytes;       /**< byte budget; 0: memory_limit_order, or 1 MiB */
 	int tx;                     /**< non-zero: the channel may transmit (nc_tx_burst()) */
 	uint16_t port;              /**< the daemon's port to transmit on (index in its config) */
+	uint16_t reserved;          /**< 0 */
 	/**
 	 * Non-NULL: a NAT channel. The daemon rewrites the flow's packets as this
 	 * says and sends them on; the channel has no rings. Takes uid 0 or the
@@ -199,17 +274,19 @@ void nc_disconnect(struct nc_client *c);
  * @param name
  *   A unique name, 1-31 letters, digits, '_', '-' or '.'.
  * @param rule
- *   The rule (nc_trie.h): 5-tuple with masks or ranges, and priority.
+ *   The rule: 5-tuple with masks or ranges, and priority; its size set.
  * @param opts
- *   Options, or NULL.
+ *   Options (their size set), or NULL.
  * @return
- *   The channel, or NULL with errno set: EINVAL (bad name, rule or options),
+ *   The channel, or NULL with errno set: EINVAL (bad name, rule or options,
+ *   or a size too small to hold the size itself), EOPNOTSUPP (fields this
+ *   library does not know are set: nc_last_reason() names the struct),
  *   EPERM (control.allow does not let this user claim these ports), EEXIST
  *   (the name is taken), EBUSY (another channel has the same rule and
  *   priority), ENOSPC (too many channels), EPIPE (the daemon is gone).
  */
 struct nc_channel *nc_channel_create(struct nc_client *c, const char *name,
-				     const struct nc_trie_rule *rule,
+				     const struct nc_rule *rule,
 				     const struct nc_channel_opts *opts);
 
 /**
@@ -420,8 +497,14 @@ struct nc_client *nc_channel_client(const struct nc_channel *ch);
 /**
  * The channel's counters, as the daemon has them now.
  *
+ * @param ch
+ *   The channel.
+ * @param st
+ *   Where they go: its size set (NC_SIZED(nc_channel_stats)); the library
+ *   writes no further, and sets size to what it filled.
  * @return
- *   0, or a negative errno (-EPIPE: the daemon is gone).
+ *   0, or a negative errno (-EPIPE: the daemon is gone; -EINVAL: st's size
+ *   does not hold the size itself).
  */
 int nc_channel_stats(const struct nc_channel *ch, struct nc_channel_stats *st);
 
@@ -543,7 +626,8 @@ int nc_cli_fd(struct nc_client *c, const char *line, int json, char **out, int *
  * destination address or prefix.
  *
  * @param r
- *   The rule (zeroed first; priority 0).
+ *   The rule, its size set (NC_SIZED(nc_rule)): the library clears what the
+ *   size covers, then fills it in (priority 0).
  * @param proto
  *   "tcp", "udp", "udplite", "sctp", or a number 0..255.
  * @param dst
@@ -551,13 +635,14 @@ int nc_cli_fd(struct nc_client *c, const char *line, int json, char **out, int *
  * @param dport
  *   The destination port, 0..65535.
  * @return
- *   0, or -EINVAL.
+ *   0, or -EINVAL (a bad argument, or r's size too small for the fields it
+ *   needs: size, family, proto, proto_mask, dst_len, dst and dport).
  */
-int nc_rule_flow(struct nc_trie_rule *r, const char *proto, const char *dst, long dport);
+int nc_rule_flow(struct nc_rule *r, const char *proto, const char *dst, long dport);
 
 /**
  * The library's version: the release and the git describe of its build, as
- * "0.1.0 (v0.1.0-12-g1234abc)". Every tool's --version prints it.
+ * "0.4.0 (v0.4.0-12-g1234abc)". Every tool's --version prints it.
  */
 const char *nc_version(void);
 

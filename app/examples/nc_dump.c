@@ -216,7 +216,7 @@ parse_args(int argc, char **argv, struct dump_opts *op)
 
 /* The static channel attached to, or a channel of our own for the flow. NULL: said why. */
 static struct nc_channel *
-open_channel(struct nc_client *c, const struct dump_opts *op, const struct nc_trie_rule *rule)
+open_channel(struct nc_client *c, const struct dump_opts *op, const struct nc_rule *rule)
 {
 	struct nc_channel *ch;
 
@@ -335,7 +335,7 @@ main(int argc, char **argv)
 {
 	struct dump_opts op = { .proto = "udp", .dport = -1 };
 	struct latency lat = { 0 };
-	struct nc_trie_rule rule;
+	struct nc_rule rule = NC_SIZED(nc_rule);
 	struct nc_channel *ch;
 	struct nc_client *c;
 	pcap_dumper_t *dump = NULL;

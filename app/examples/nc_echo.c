@@ -241,9 +241,9 @@ main(int argc, char **argv)
 	const char *sock = NC_DEFAULT_SOCKET, *dst = NULL, *proto = "udp";
 	long dport = -1, count = 0, seconds = 0, echoed = 0, skipped = 0;
 	int ip = 0, reconnect = 0, zero_copy = 0, o, gone = 0;
-	struct nc_channel_opts copts = { .tx = 1 };
-	struct nc_channel_stats st;
-	struct nc_trie_rule rule;
+	struct nc_channel_opts copts = NC_SIZED(nc_channel_opts, .tx = 1);
+	struct nc_channel_stats st = NC_SIZED(nc_channel_stats);
+	struct nc_rule rule = NC_SIZED(nc_rule);
 	struct nc_channel *ch;
 	struct nc_client *c;
 	char name[32];

@@ -8,6 +8,7 @@
 #ifndef NC_INTERNAL_H
 #define NC_INTERNAL_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -15,6 +16,15 @@
 #include "netchannel.h"
 
 #define NC_EXPORT __attribute__((visibility("default")))
+
+/*
+ * A call of several symbol versions (libnetchannel.map): impl is exported as
+ * name@ver (what binaries linked against that version call), or as
+ * name@@ver (the default, what a new link gets). impl is NC_EXPORT; the map's
+ * "local: *" hides its own name.
+ */
+#define NC_SYMVER(impl, name, ver) __asm__(".symver " #impl ", " #name "@" ver)
+#define NC_SYMVER_DEFAULT(impl, name, ver) __asm__(".symver " #impl ", " #name "@@" ver)
 
 struct rte_mempool;
 struct rte_ring;
@@ -95,6 +105,34 @@ struct nc_zc_ops {
 	/* Whether the channel's receive ring is empty. */
 	int (*ring_empty)(const struct nc_channel *ch);
 };
+
+/*
+ * Calls shared by the versions of a call (netchannel.c, compat.c), not
+ * exported: each takes the library's own structs, whole.
+ */
+struct nc_channel *nc__channel_create(struct nc_client *c, const char *name,
+				      const struct nc_rule *r, const struct nc_channel_opts *opts,
+				      const struct nc_nat_opts *nat);
+int nc__channel_stats(const struct nc_channel *ch, struct nc_channel_stats *st);
+int nc__rule_flow(struct nc_rule *r, const char *proto, const char *dst, long dport);
+
+/* The reason nc_last_reason() gives, printf-style. */
+void nc__reason(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/*
+ * A struct a caller passes in that carries its size (netchannel.h, "Structs
+ * that grow"): into out, the library's own of known bytes, zeroed where the
+ * caller's is shorter. 0, -EINVAL (its size does not hold the size itself)
+ * or -EOPNOTSUPP (a byte past what the library knows is set), with a reason.
+ */
+int nc__sized_in(const void *p, size_t known, void *out, const char *type);
+
+/*
+ * A struct the library gives back: the caller's *p gets as much of ours (known
+ * bytes) as its size covers, the rest of it zeroed, and its size says how
+ * much was filled. 0, or -EINVAL.
+ */
+int nc__sized_out(void *p, const void *ours, size_t known);
 
 /** libnetchannel_zc, as it loads: its calls. */
 void nc__zc_register(const struct nc_zc_ops *ops);

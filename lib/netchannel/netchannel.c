@@ -7,6 +7,8 @@
 #define _GNU_SOURCE /* sched_getaffinity, strerrordesc_np */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stdarg.h>
+#include <stddef.h>
 #include <poll.h>
 #include <sched.h>
 #include <stdio.h>
@@ -58,14 +60,67 @@ keep_reason(int32_t status, const uint8_t *body, uint32_t len)
 	last_reason[len] = '\0';
 }
 
+void
+nc__reason(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(last_reason, sizeof(last_reason), fmt, ap);
+	va_end(ap);
+}
+
+int
+nc__sized_in(const void *p, size_t known, void *out, const char *type)
+{
+	const uint8_t *b = p;
+	uint32_t size;
+
+	memset(out, 0, known);
+	memcpy(&size, p, sizeof(size));
+	if (size < sizeof(size)) {
+		nc__reason("struct %s's size is %u: set it to sizeof(struct %s)", type, size, type);
+		return -EINVAL;
+	}
+	/* A caller's newer header may add fields: unset, they ask for nothing this library lacks. */
+	for (size_t i = known; i < size; i++)
+		if (b[i] != 0) {
+			nc__reason("struct %s: byte %zu of %u is set, past the %zu this libnetchannel "
+				   "(%s) knows", type, i, size, known, NC_PROJECT_VERSION);
+			return -EOPNOTSUPP;
+		}
+	memcpy(out, p, size < known ? size : known);
+	((uint32_t *)out)[0] = (uint32_t)known;
+	return 0;
+}
+
+int
+nc__sized_out(void *p, const void *ours, size_t known)
+{
+	uint8_t *b = p;
+	uint32_t size, n;
+
+	memcpy(&size, p, sizeof(size));
+	if (size < sizeof(size))
+		return -EINVAL;
+	n = size < known ? size : (uint32_t)known;
+	memcpy(b + sizeof(size), (const uint8_t *)ours + sizeof(size), n - sizeof(size));
+	memset(b + n, 0, size - n);
+	memcpy(b, &n, sizeof(n));
+	return 0;
+}
+
 /*
  * One request, one reply. Returns the reply's status, or -errno of the
- * transport. The file descriptors the reply carries go to fds_out[0..nfds)
- * (-1 for each it lacks); any more are closed.
+ * transport. A successful reply's body goes to out: at least out_min bytes
+ * of it, and at most out_max (a newer daemon's may be longer: what it adds
+ * is cut; a shorter one's missing fields are 0). The file descriptors the
+ * reply carries go to fds_out[0..nfds) (-1 for each it lacks); any more are
+ * closed.
  */
 static int
 call_fds(struct nc_client *c, uint16_t type, const void *body, uint32_t len, void *out,
-	 uint32_t out_len, int *fds_out, unsigned int nfds)
+	 uint32_t out_min, uint32_t out_max, int *fds_out, unsigned int nfds)
 {
 	struct nc_ctl_req req = { .magic = NC_CTL_MAGIC, .type = type, .id = ++c->next_id,
 				  .len = len };
@@ -154,9 +209,10 @@ call_fds(struct nc_client *c, uint16_t type, const void *body, uint32_t len, voi
 	memcpy(last_body, buf + sizeof(rep), rep.len);
 	keep_reason(rep.status, last_body, rep.len);
 	if (rep.status == 0 && out != NULL) {
-		if (rep.len != out_len)
+		if (rep.len < out_min)
 			return -EBADMSG;
-		memcpy(out, buf + sizeof(rep), out_len);
+		memset(out, 0, out_max);
+		memcpy(out, buf + sizeof(rep), rep.len < out_max ? rep.len : out_max);
 	}
 	return rep.status;
 }
@@ -166,14 +222,15 @@ static int
 call_fd(struct nc_client *c, uint16_t type, const void *body, uint32_t len, void *out,
 	uint32_t out_len, int *fd_out)
 {
-	return call_fds(c, type, body, len, out, out_len, fd_out, fd_out != NULL);
+	return call_fds(c, type, body, len, out, out_len, out_len, fd_out, fd_out != NULL);
 }
 
+/* A request whose reply is out_len bytes, or more from a newer daemon (those are kept). */
 static int
 call(struct nc_client *c, uint16_t type, const void *body, uint32_t len, void *out,
      uint32_t out_len)
 {
-	return call_fds(c, type, body, len, out, out_len, NULL, 0);
+	return call_fds(c, type, body, len, out, out_len, out_len, NULL, 0);
 }
 
 
@@ -317,7 +374,8 @@ nc_connect(const char *path, unsigned int flags)
 	hello.flags = flags & NC_CONNECT_CONTROL ? NC_HELLO_F_CONTROL :
 		      flags & NC_CONNECT_ZEROCOPY ? NC_HELLO_F_ZEROCOPY :
 		      flags & NC_CONNECT_ONE_RING ? NC_HELLO_F_ONE_RING : 0;
-	ret = call_fds(c, NC_CTL_HELLO, &hello, sizeof(hello), &c->hello, sizeof(c->hello), rfd, 2);
+	ret = call_fds(c, NC_CTL_HELLO, &hello, sizeof(hello), &c->hello, sizeof(c->hello),
+		       sizeof(c->hello), rfd, 2);
 	/* The region's two parts are an isolated client's to map (region_map() takes them). */
 	if (ret == 0 && !(flags & (NC_CONNECT_ZEROCOPY | NC_CONNECT_CONTROL))) {
 		ret = region_map(c, rfd);
@@ -474,9 +532,23 @@ nat_to_wire(const struct nc_nat_opts *o, struct nc_ctl_nat *n)
 	memcpy(n->via, o->via, sizeof(n->via));
 }
 
-NC_EXPORT struct nc_channel *
-nc_channel_create(struct nc_client *c, const char *name, const struct nc_trie_rule *r,
-		  const struct nc_channel_opts *opts)
+/* A rule as the wire has it. */
+static void
+rule_to_wire(const struct nc_rule *r, struct nc_ctl_rule *w)
+{
+	*w = (struct nc_ctl_rule){
+		.family = r->family, .proto = r->proto, .proto_mask = r->proto_mask,
+		.dst_len = r->dst_len, .src_len = r->src_len, .dport_kind = r->dport.kind,
+		.sport_kind = r->sport.kind, .dport_lo = r->dport.lo, .dport_hi = r->dport.hi,
+		.sport_lo = r->sport.lo, .sport_hi = r->sport.hi, .priority = r->priority,
+	};
+	memcpy(w->dst, r->dst, 16);
+	memcpy(w->src, r->src, 16);
+}
+
+struct nc_channel *
+nc__channel_create(struct nc_client *c, const char *name, const struct nc_rule *r,
+		   const struct nc_channel_opts *opts, const struct nc_nat_opts *nat)
 {
 	struct nc_ctl_create m;
 	struct nc_ctl_channel info;
@@ -490,14 +562,7 @@ nc_channel_create(struct nc_client *c, const char *name, const struct nc_trie_ru
 	}
 	memset(&m, 0, sizeof(m));
 	strcpy(m.name, name);
-	m.rule = (struct nc_ctl_rule){
-		.family = r->family, .proto = r->proto, .proto_mask = r->proto_mask,
-		.dst_len = r->dst_len, .src_len = r->src_len, .dport_kind = r->dport.kind,
-		.sport_kind = r->sport.kind, .dport_lo = r->dport.lo, .dport_hi = r->dport.hi,
-		.sport_lo = r->sport.lo, .sport_hi = r->sport.hi, .priority = r->priority,
-	};
-	memcpy(m.rule.dst, r->dst.a, 16);
-	memcpy(m.rule.src, r->src.a, 16);
+	rule_to_wire(r, &m.rule);
 	if (opts != NULL) {
 		m.action = opts->drop ? NC_ACTION_DROP : NC_ACTION_DELIVER;
 		m.ring_size = opts->ring_size;
@@ -505,14 +570,14 @@ nc_channel_create(struct nc_client *c, const char *name, const struct nc_trie_ru
 		m.memory_limit_order = opts->memory_limit_order;
 		m.flags = opts->tx ? NC_CREATE_F_TX : 0;
 		m.port = opts->port;
-		if (opts->nat != NULL) {
-			struct nc_ctl_nat n;
+	}
+	if (nat != NULL) {
+		struct nc_ctl_nat n;
 
-			nat_to_wire(opts->nat, &n);
-			m.action = NC_ACTION_NAT;
-			memcpy(body + sizeof(m), &n, sizeof(n));
-			len += sizeof(n);
-		}
+		nat_to_wire(nat, &n);
+		m.action = NC_ACTION_NAT;
+		memcpy(body + sizeof(m), &n, sizeof(n));
+		len += sizeof(n);
 	}
 	memcpy(body, &m, sizeof(m));
 	ret = call(c, NC_CTL_CHANNEL_CREATE, body, len, &info, sizeof(info));
@@ -522,6 +587,35 @@ nc_channel_create(struct nc_client *c, const char *name, const struct nc_trie_ru
 	}
 	return channel_open(c, &info, 1);
 }
+
+/* nc_channel_create() of NETCHANNEL_0.4: its structs carry their sizes. */
+NC_EXPORT struct nc_channel *
+nc_channel_create_v04(struct nc_client *c, const char *name, const struct nc_rule *rule,
+		      const struct nc_channel_opts *opts)
+{
+	struct nc_channel_opts o;
+	struct nc_nat_opts n;
+	struct nc_rule r;
+	int ret;
+
+	last_reason[0] = '\0';
+	if (rule == NULL) {
+		errno = EINVAL;
+		return NULL;
+	}
+	ret = nc__sized_in(rule, sizeof(r), &r, "nc_rule");
+	if (ret == 0 && opts != NULL)
+		ret = nc__sized_in(opts, sizeof(o), &o, "nc_channel_opts");
+	if (ret == 0 && opts != NULL && o.nat != NULL)
+		ret = nc__sized_in(o.nat, sizeof(n), &n, "nc_nat_opts");
+	if (ret != 0) {
+		errno = -ret;
+		return NULL;
+	}
+	return nc__channel_create(c, name, &r, opts != NULL ? &o : NULL,
+				  opts != NULL && o.nat != NULL ? &n : NULL);
+}
+NC_SYMVER_DEFAULT(nc_channel_create_v04, nc_channel_create, "NETCHANNEL_0.4");
 
 NC_EXPORT struct nc_channel *
 nc_channel_attach(struct nc_client *c, const char *name)
@@ -875,8 +969,8 @@ nc_channel_client(const struct nc_channel *ch)
 
 
 
-NC_EXPORT int
-nc_channel_stats(const struct nc_channel *ch, struct nc_channel_stats *st)
+int
+nc__channel_stats(const struct nc_channel *ch, struct nc_channel_stats *st)
 {
 	struct nc_ctl_id m = { .id = ch->id };
 	struct nc_ctl_channel_stats w;
@@ -885,10 +979,26 @@ nc_channel_stats(const struct nc_channel *ch, struct nc_channel_stats *st)
 	if (ret != 0)
 		return ret;
 #define COPY(name, what) .name = w.name,
-	*st = (struct nc_channel_stats){ NC_CHANNEL_STATS(COPY, COPY) };
+	*st = (struct nc_channel_stats){ .size = sizeof(*st), NC_CHANNEL_STATS(COPY, COPY) };
 #undef COPY
 	return 0;
 }
+
+/* nc_channel_stats() of NETCHANNEL_0.4: as much as the caller's size covers. */
+NC_EXPORT int
+nc_channel_stats_v04(const struct nc_channel *ch, struct nc_channel_stats *st)
+{
+	struct nc_channel_stats all;
+	uint32_t size;
+	int ret;
+
+	memcpy(&size, st, sizeof(size));
+	if (size < sizeof(size))
+		return -EINVAL;
+	ret = nc__channel_stats(ch, &all);
+	return ret != 0 ? ret : nc__sized_out(st, &all, sizeof(all));
+}
+NC_SYMVER_DEFAULT(nc_channel_stats_v04, nc_channel_stats, "NETCHANNEL_0.4");
 
 /* The eventfd a request brings (CHANNEL_EVENTFD or CLIENT_EVENTFD), kept in *efd once had. */
 static int
@@ -1121,8 +1231,8 @@ nc_cli_fd(struct nc_client *c, const char *line, int json, char **out, int *fd)
 	return ret;
 }
 
-NC_EXPORT int
-nc_rule_flow(struct nc_trie_rule *r, const char *proto, const char *dst, long dport)
+int
+nc__rule_flow(struct nc_rule *r, const char *proto, const char *dst, long dport)
 {
 	static const struct { const char *name; uint8_t num; } protos[] = {
 		{ "tcp", 6 }, { "udp", 17 }, { "udplite", 136 }, { "sctp", 132 },
@@ -1130,7 +1240,7 @@ nc_rule_flow(struct nc_trie_rule *r, const char *proto, const char *dst, long dp
 	char addr[INET6_ADDRSTRLEN + 8], *slash, *end;
 	long v;
 
-	memset(r, 0, sizeof(*r));
+	*r = (struct nc_rule){ .size = sizeof(*r) };
 	if (proto == NULL || dport < 0 || dport > 65535)
 		return -EINVAL;
 	r->proto_mask = 0xff;
@@ -1146,7 +1256,7 @@ nc_rule_flow(struct nc_trie_rule *r, const char *proto, const char *dst, long dp
 			return -EINVAL;
 		r->proto = protos[i].num;
 	}
-	r->dport = (struct nc_trie_port){ (uint16_t)dport, (uint16_t)dport, NC_TRIE_PORT_RANGE };
+	r->dport = (struct nc_port){ (uint16_t)dport, (uint16_t)dport, NC_PORT_RANGE, 0 };
 	if (dst == NULL)
 		return 0;
 	if (strlen(dst) >= sizeof(addr))
@@ -1155,10 +1265,10 @@ nc_rule_flow(struct nc_trie_rule *r, const char *proto, const char *dst, long dp
 	slash = strchr(addr, '/');
 	if (slash != NULL)
 		*slash++ = '\0';
-	r->family = strchr(addr, ':') ? NC_TRIE_AF_INET6 : NC_TRIE_AF_INET;
-	if (inet_pton(r->family == NC_TRIE_AF_INET6 ? AF_INET6 : AF_INET, addr, r->dst.a) != 1)
+	r->family = strchr(addr, ':') ? NC_AF_INET6 : NC_AF_INET;
+	if (inet_pton(r->family == NC_AF_INET6 ? AF_INET6 : AF_INET, addr, r->dst) != 1)
 		return -EINVAL;
-	v = r->family == NC_TRIE_AF_INET6 ? 128 : 32;
+	v = r->family == NC_AF_INET6 ? 128 : 32;
 	if (slash != NULL) {
 		long len = strtol(slash, &end, 10);
 
@@ -1169,6 +1279,26 @@ nc_rule_flow(struct nc_trie_rule *r, const char *proto, const char *dst, long dp
 	r->dst_len = (uint8_t)v;
 	return 0;
 }
+
+/* nc_rule_flow() of NETCHANNEL_0.4: into a struct nc_rule, as far as its size covers. */
+NC_EXPORT int
+nc_rule_flow_v04(struct nc_rule *r, const char *proto, const char *dst, long dport)
+{
+	const size_t needed = offsetof(struct nc_rule, dport) + sizeof(r->dport);
+	struct nc_rule all;
+	uint32_t size;
+	int ret;
+
+	memcpy(&size, r, sizeof(size));
+	if (size < needed)
+		return -EINVAL;
+	ret = nc__rule_flow(&all, proto, dst, dport);
+	if (ret != 0)
+		all = (struct nc_rule){ .size = sizeof(all) };
+	nc__sized_out(r, &all, sizeof(all));
+	return ret;
+}
+NC_SYMVER_DEFAULT(nc_rule_flow_v04, nc_rule_flow, "NETCHANNEL_0.4");
 
 NC_EXPORT const char *
 nc_strerror(int err)

@@ -31,23 +31,49 @@ __all__ = ["Client", "Channel", "NetchannelError", "DEFAULT_SOCKET"]
 DEFAULT_SOCKET = "/run/netchanneld/netchanneld.sock"   # NC_DEFAULT_SOCKET
 _CONNECT_CONTROL = 0x2                                 # NC_CONNECT_CONTROL
 _CONNECT_ONE_RING = 0x8                                # NC_CONNECT_ONE_RING
-_RULE_BYTES = 256          # room for a struct nc_trie_rule, which only the library fills
 
 
-class _Opts(ctypes.Structure):
+class _Sized(ctypes.Structure):
+    """A struct of netchannel.h that starts with its size ("Structs that grow"): made with
+    it set to this layout's, so the library reads and writes no more."""
+
+    def __init__(self, **kw):
+        super().__init__(size=ctypes.sizeof(self), **kw)
+
+
+class _Port(ctypes.Structure):
+    """struct nc_port (netchannel.h)."""
+    _fields_ = [("lo", ctypes.c_uint16), ("hi", ctypes.c_uint16), ("kind", ctypes.c_uint8),
+                ("reserved", ctypes.c_uint8)]
+
+
+class _Rule(_Sized):
+    """struct nc_rule (netchannel.h)."""
+    _fields_ = [("size", ctypes.c_uint32), ("family", ctypes.c_uint8),
+                ("proto", ctypes.c_uint8), ("proto_mask", ctypes.c_uint8),
+                ("dst_len", ctypes.c_uint8), ("src_len", ctypes.c_uint8),
+                ("reserved", ctypes.c_uint8 * 3), ("dst", ctypes.c_uint8 * 16),
+                ("src", ctypes.c_uint8 * 16), ("dport", _Port), ("sport", _Port),
+                ("priority", ctypes.c_uint32)]
+
+
+class _Opts(_Sized):
     """struct nc_channel_opts (netchannel.h)."""
-    _fields_ = [("drop", ctypes.c_int), ("ring_size", ctypes.c_uint32),
-                ("queue_bytes", ctypes.c_uint64), ("memory_limit_order", ctypes.c_uint32),
-                ("tx", ctypes.c_int), ("port", ctypes.c_uint16), ("nat", ctypes.c_void_p)]
+    _fields_ = [("size", ctypes.c_uint32), ("drop", ctypes.c_int),
+                ("ring_size", ctypes.c_uint32), ("memory_limit_order", ctypes.c_uint32),
+                ("queue_bytes", ctypes.c_uint64), ("tx", ctypes.c_int),
+                ("port", ctypes.c_uint16), ("reserved", ctypes.c_uint16),
+                ("nat", ctypes.c_void_p)]
 
 
-class _Stats(ctypes.Structure):
-    """struct nc_channel_stats (netchannel.h)."""
-    _fields_ = [(n, ctypes.c_uint64) for n in (
-        "hits", "delivered", "bytes", "drop_ring_full", "drop_queue_bytes", "dropped", "tx",
-        "tx_bytes", "tx_dropped", "tx_spoofed", "tx_malformed", "tx_no_route", "tx_no_neigh",
-        "tx_ring_full")] + [("rx_count", ctypes.c_uint32), ("tx_count", ctypes.c_uint32),
-                            ("drop_no_buf", ctypes.c_uint64)]
+class _Stats(_Sized):
+    """struct nc_channel_stats (netchannel.h): its counters, NC_CHANNEL_STATS's order."""
+    COUNTERS = ("hits", "delivered", "bytes", "drop_ring_full", "drop_queue_bytes", "dropped",
+                "tx", "tx_bytes", "tx_dropped", "tx_spoofed", "tx_malformed", "tx_no_route",
+                "tx_no_neigh", "tx_ring_full", "rx_count", "tx_count", "drop_no_buf")
+    _fields_ = [("size", ctypes.c_uint32), ("reserved", ctypes.c_uint32)] + [
+        (n, ctypes.c_uint32 if n in ("rx_count", "tx_count") else ctypes.c_uint64)
+        for n in COUNTERS]
 
 
 def _load():
@@ -56,8 +82,10 @@ def _load():
     for name, res, args in (
             ("nc_connect", p, [ctypes.c_char_p, ctypes.c_uint]),
             ("nc_disconnect", None, [p]),
-            ("nc_rule_flow", i, [p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_long]),
-            ("nc_channel_create", p, [p, ctypes.c_char_p, p, ctypes.POINTER(_Opts)]),
+            ("nc_rule_flow", i, [ctypes.POINTER(_Rule), ctypes.c_char_p, ctypes.c_char_p,
+                                 ctypes.c_long]),
+            ("nc_channel_create", p, [p, ctypes.c_char_p, ctypes.POINTER(_Rule),
+                                      ctypes.POINTER(_Opts)]),
             ("nc_channel_attach", p, [p, ctypes.c_char_p]),
             ("nc_channel_destroy", i, [p]),
             ("nc_recv", ctypes.c_ssize_t, [p, p, sz, i]),
@@ -155,7 +183,9 @@ class Channel:
         """The daemon's counters of the channel, as a dict."""
         st = _Stats()
         _check(_lib.nc_channel_stats(self._handle(), ctypes.byref(st)), f"stats of {self.name}")
-        return {n: getattr(st, n) for n, _ in _Stats._fields_}
+        # An older library fills fewer: its size says how much.
+        return {n: getattr(st, n) for n in _Stats.COUNTERS
+                if getattr(_Stats, n).offset + getattr(_Stats, n).size <= st.size}
 
     def close(self):
         """Destroy a created channel, or let go of an attached one."""
@@ -215,11 +245,12 @@ class Client:
     def create(self, name, dport, proto="udp", dst=None, tx=False, ring_size=0):
         """A channel of this client's own for proto (tcp, udp, udplite, sctp or a number)
         to dst (an address or prefix, or None for any) port dport; tx lets it send."""
-        rule = ctypes.create_string_buffer(_RULE_BYTES)
-        _check(_lib.nc_rule_flow(rule, proto.encode(), dst.encode() if dst else None, dport),
-               f"rule of {name}")
+        rule = _Rule()
+        _check(_lib.nc_rule_flow(ctypes.byref(rule), proto.encode(),
+                                 dst.encode() if dst else None, dport), f"rule of {name}")
         opts = _Opts(tx=1 if tx else 0, ring_size=ring_size)
-        h = _lib.nc_channel_create(self._h, name.encode(), rule, ctypes.byref(opts))
+        h = _lib.nc_channel_create(self._h, name.encode(), ctypes.byref(rule),
+                                   ctypes.byref(opts))
         if not h:
             raise NetchannelError(ctypes.get_errno(), f"create channel {name}")
         return self._add(h, name)

@@ -136,12 +136,12 @@ send_one(struct nc_channel *ch, const uint8_t *f, size_t n, int ip)
 static int
 spoof(struct nc_client *c, const char *name, int dport)
 {
-	struct nc_channel_opts o = { .tx = 1, .ring_size = 4 };
+	struct nc_channel_opts o = NC_SIZED(nc_channel_opts, .tx = 1, .ring_size = 4);
 	struct rte_mbuf *burst[64];
 	unsigned int taken;
 	uint64_t held_after;
-	struct nc_channel_stats st;
-	struct nc_trie_rule rule;
+	struct nc_channel_stats st = NC_SIZED(nc_channel_stats);
+	struct nc_rule rule = NC_SIZED(nc_rule);
 	struct nc_channel *ch;
 	uint8_t f[128];
 	size_t n;
@@ -410,16 +410,15 @@ latency(struct nc_client *c, const char *name, int dport, long count)
 {
 	uint64_t *create = calloc((size_t)count, sizeof(uint64_t));
 	uint64_t *first = calloc((size_t)count, sizeof(uint64_t));
-	struct nc_trie_rule rule;
+	struct nc_rule rule = NC_SIZED(nc_rule);
 	long done = 0;
 
 	if (create == NULL || first == NULL || count <= 0)
 		return 2;
-	memset(&rule, 0, sizeof(rule));
 	rule.proto = 17;
 	rule.proto_mask = 0xff;
 	rule.priority = 10;
-	rule.dport = (struct nc_trie_port){ (uint16_t)dport, (uint16_t)dport, NC_TRIE_PORT_RANGE };
+	rule.dport = (struct nc_port){ (uint16_t)dport, (uint16_t)dport, NC_PORT_RANGE, 0 };
 	for (long i = 0; i < count; i++) {
 		uint64_t t0 = now_us(), t1, t2;
 		struct nc_channel *ch = nc_channel_create(c, name, &rule, NULL);
@@ -463,19 +462,18 @@ latency(struct nc_client *c, const char *name, int dport, long count)
 static int
 nat(struct nc_client *c, const char *name, int dport, const char *target, int tport)
 {
-	struct nc_channel_opts o = { 0 };
-	struct nc_nat_opts n = { 0 };
-	struct nc_trie_rule rule;
+	struct nc_channel_opts o = NC_SIZED(nc_channel_opts);
+	struct nc_nat_opts n = NC_SIZED(nc_nat_opts);
+	struct nc_rule rule = NC_SIZED(nc_rule);
 	struct nc_channel *ch;
 	char b;
 
-	memset(&rule, 0, sizeof(rule));
-	rule.family = NC_TRIE_AF_INET;
+	rule.family = NC_AF_INET;
 	rule.proto = 17;
 	rule.proto_mask = 0xff;
-	rule.dport = (struct nc_trie_port){ (uint16_t)dport, (uint16_t)dport, NC_TRIE_PORT_RANGE };
+	rule.dport = (struct nc_port){ (uint16_t)dport, (uint16_t)dport, NC_PORT_RANGE, 0 };
 	n.flags = NC_NAT_OPT_DST | NC_NAT_OPT_DPORT | NC_NAT_OPT_REVERSE;
-	n.family = NC_TRIE_AF_INET;
+	n.family = NC_AF_INET;
 	n.dport = (uint16_t)tport;
 	if (inet_pton(AF_INET, target, n.dst) != 1) {
 		printf("%s: not an IPv4 address\n", target);
@@ -512,7 +510,7 @@ hold_memory_lock(void)
 int
 main(int argc, char **argv)
 {
-	struct nc_trie_rule rule;
+	struct nc_rule rule = NC_SIZED(nc_rule);
 	struct nc_channel *ch;
 	struct nc_client *c;
 	long count, got = 0, timeout = 5000;
@@ -572,10 +570,9 @@ main(int argc, char **argv)
 		printf("nc_connect: %s\n", nc_strerror(errno));
 		return 2;
 	}
-	memset(&rule, 0, sizeof(rule));
 	rule.proto = 17;
 	rule.proto_mask = 0xff;
-	rule.dport = (struct nc_trie_port){ (uint16_t)dport, (uint16_t)dport, NC_TRIE_PORT_RANGE };
+	rule.dport = (struct nc_port){ (uint16_t)dport, (uint16_t)dport, NC_PORT_RANGE, 0 };
 	ch = strcmp(argv[2], "create") == 0 ? nc_channel_create(c, argv[3], &rule, NULL) :
 					      nc_channel_attach(c, argv[3]);
 	if (ch == NULL) {

@@ -54,8 +54,8 @@ now_s(void)
 static struct nc_channel *
 claim(struct nc_client *c, const char *name, long port)
 {
-	struct nc_channel_opts o = { .tx = 1 };
-	struct nc_trie_rule r;
+	struct nc_channel_opts o = NC_SIZED(nc_channel_opts, .tx = 1);
+	struct nc_rule r = NC_SIZED(nc_rule);
 	struct nc_channel *ch;
 
 	nc_rule_flow(&r, "udp", NULL, port);
@@ -72,7 +72,7 @@ static int
 honest(const char *sock, long port, double seconds)
 {
 	struct nc_client *c = nc_connect(sock, 0);
-	struct nc_channel_stats st;
+	struct nc_channel_stats st = NC_SIZED(nc_channel_stats);
 	struct nc_channel *ch;
 	uint64_t got = 0;
 	double end;
@@ -265,7 +265,7 @@ static int
 send_frames(const char *sock, long port, int n, char **hex)
 {
 	struct nc_client *c = nc_connect(sock, 0);
-	struct nc_channel_stats st;
+	struct nc_channel_stats st = NC_SIZED(nc_channel_stats);
 	struct nc_channel *ch;
 	int sent = 0;
 
@@ -821,7 +821,7 @@ rings(const char *sock, long base, long n)
 		return 2;
 	}
 	for (i = 0; i < n; i++) {
-		struct nc_trie_rule r;
+		struct nc_rule r = NC_SIZED(nc_rule);
 		char name[NC_CHANNEL_NAME_SIZE];
 
 		snprintf(name, sizeof(name), "q%ld", i);
@@ -856,7 +856,7 @@ rings(const char *sock, long base, long n)
 #define NONE UINT32_MAX
 
 struct churn {
-	struct nc_trie_rule rule[CHURN_N + 1]; /* by slot; slot 0 is keep */
+	struct nc_rule rule[CHURN_N + 1]; /* by slot; slot 0 is keep */
 	uint32_t id[CHURN_N + 1];              /* the slot's channel id, NONE when between */
 	struct flow {
 		uint32_t src;                  /* host order; 0: an empty entry */
@@ -869,20 +869,30 @@ struct churn {
 	uint32_t nflows, changes;
 	struct churn_undo {                    /* change c, at c % CHURN_STATES */
 		uint32_t slot, id;             /* the slot and its channel before c */
-		struct nc_trie_rule rule;      /* and its rule */
+		struct nc_rule rule;      /* and its rule */
 	} undo[CHURN_STATES];
 };
 
+/* An IPv4 rule's source address, host order. */
+static uint32_t
+src4(const struct nc_rule *r)
+{
+	uint32_t be;
+
+	memcpy(&be, r->src, sizeof(be));
+	return ntohl(be);
+}
+
 static bool
-churn_match(const struct nc_trie_rule *r, uint32_t src, long dport)
+churn_match(const struct nc_rule *r, uint32_t src, long dport)
 {
 	return dport >= r->dport.lo && dport <= r->dport.hi &&
-	       (r->src_len == 0 || ((src ^ ntohl(r->src.v4)) >> (32 - r->src_len)) == 0);
+	       (r->src_len == 0 || ((src ^ src4(r)) >> (32 - r->src_len)) == 0);
 }
 
 /* The slot whose channel a flow goes to with these channels and rules, or NONE. */
 static uint32_t
-churn_best(const uint32_t *id, const struct nc_trie_rule *rule, uint32_t src, long dport)
+churn_best(const uint32_t *id, const struct nc_rule *rule, uint32_t src, long dport)
 {
 	uint32_t best = NONE;
 
@@ -929,7 +939,7 @@ static void
 churn_learn(struct churn *w, struct flow *fl)
 {
 	static uint32_t id[CHURN_N + 1];
-	static struct nc_trie_rule rule[CHURN_N + 1];
+	static struct nc_rule rule[CHURN_N + 1];
 
 	memcpy(id, w->id, sizeof(id));
 	memcpy(rule, w->rule, sizeof(rule));
@@ -1017,20 +1027,19 @@ churn_drain(struct nc_client *c, struct churn *w, long *got, long *wrong,
 
 /* A firewall-shaped rule: UDP from a prefix of 10/8 (/8 to /28) to a range in lo..hi. */
 static void
-fw_rule(struct nc_trie_rule *r, long lo, long hi, uint32_t priority)
+fw_rule(struct nc_rule *r, long lo, long hi, uint32_t priority)
 {
 	const uint32_t len = 8 + rnd() % 21, a = (10u << 24 | (rnd() & 0xffffff)) &
 						  ~(uint32_t)((1ull << (32 - len)) - 1);
 	const long p = lo + (long)(rnd() % (uint32_t)(hi - lo + 1));
 	const long q = p + (long)(rnd() % (uint32_t)(hi - p + 1));
 
-	memset(r, 0, sizeof(*r));
-	r->family = NC_TRIE_AF_INET;
-	r->proto = 17;
-	r->proto_mask = 0xff;
-	r->src_len = (uint8_t)len;
-	r->src.v4 = htonl(a);
-	r->dport = (struct nc_trie_port){ (uint16_t)p, (uint16_t)q, NC_TRIE_PORT_RANGE };
+	const uint32_t be = htonl(a);
+
+	*r = NC_SIZED(nc_rule, .family = NC_AF_INET, .proto = 17, .proto_mask = 0xff,
+		      .src_len = (uint8_t)len,
+		      .dport = { (uint16_t)p, (uint16_t)q, NC_PORT_RANGE, 0 });
+	memcpy(r->src, &be, sizeof(be));
 	r->priority = priority;
 }
 
@@ -1065,10 +1074,11 @@ churn(const char *sock, long base, double seconds)
 	for (uint32_t i = 0; i <= CHURN_N; i++) {
 		/* Different priorities, in no order: an odd multiplier is a bijection mod 2^24. */
 		fw_rule(&w.rule[i], base + (i > 0), base + (i > 0 ? 63 : 0),
-			(serial * 2654435761u) & NC_TRIE_PRIO_MAX);
+			(serial * 2654435761u) & NC_PRIORITY_MAX);
 		if (i == 0) {
 			w.rule[0].src_len = 8;
-			w.rule[0].src.v4 = htonl(10u << 24);
+			memset(w.rule[0].src, 0, sizeof(w.rule[0].src));
+			w.rule[0].src[0] = 10;
 		}
 		snprintf(line, sizeof(line), i == 0 ? "keep" : "fw%u", serial++);
 		ch[i] = nc_channel_create(c, line, &w.rule[i], NULL);
@@ -1101,7 +1111,7 @@ churn(const char *sock, long base, double seconds)
 		}
 		churn_changed(&w, i);
 		churn_changing(&w, i);
-		fw_rule(&w.rule[i], base + 1, base + 63, (serial * 2654435761u) & NC_TRIE_PRIO_MAX);
+		fw_rule(&w.rule[i], base + 1, base + 63, (serial * 2654435761u) & NC_PRIORITY_MAX);
 		snprintf(line, sizeof(line), "fw%u", serial++);
 		ch[i] = nc_channel_create(c, line, &w.rule[i], NULL);
 		if (ch[i] == NULL) {

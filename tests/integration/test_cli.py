@@ -691,9 +691,7 @@ class Install(unittest.TestCase):
         root = d + opt["prefix"]
         libdir = os.path.join(root, opt["libdir"])
         for f in ("bin/netchanneld", "bin/ncctl", "bin/nc-echo", "bin/nc-dump", "bin/nc-exporter",
-                  "include/netchannel.h", "include/nc_proto.h", "include/nc_trie.h",
-                  "include/nc_shm.h", "include/nc_ctl.h", "include/nc_region.h",
-                  "include/nc_common.h",
+                  "include/netchannel.h", "include/nc_trie.h", "include/nc_common.h",
                   "etc/netchanneld/netchanneld.json", "lib/systemd/system/netchanneld.service",
                   "share/doc/netchanneld/examples/nc_echo.c",
                   "share/doc/netchanneld/docs/design.md", "share/man/man8/netchanneld.8",
@@ -702,6 +700,9 @@ class Install(unittest.TestCase):
                   "share/bash-completion/completions/ncctl",
                   "share/bash-completion/completions/netchanneld"):
             self.assertTrue(os.path.exists(os.path.join(root, f)), f)
+        # Only the public headers: the wire format is no one's to build against.
+        self.assertEqual(sorted(os.listdir(os.path.join(root, "include"))),
+                         ["nc_common.h", "nc_trie.h", "netchannel.h"])
         self.assertTrue(os.path.exists(os.path.join(libdir, "libnetchannel.so.0")))
         self.assertTrue(os.path.exists(os.path.join(libdir, "libnetchannel_zc.so.0")))
         unit = open(os.path.join(root, "lib/systemd/system/netchanneld.service")).read()

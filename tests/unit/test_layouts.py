@@ -77,12 +77,20 @@ class Layouts(unittest.TestCase):
     def test_api_channel_stats(self):
         self.assertEqual(ctypes_fields(netchannel._Stats), C["nc_channel_stats"])
         self.assertEqual(ctypes.sizeof(netchannel._Stats), C["sizes"]["nc_channel_stats"])
-        # The API's struct is the reply's, field for field.
-        self.assertEqual(C["nc_channel_stats"], C["nc_ctl_channel_stats"])
+        # The API's struct is its size, then the reply's, field for field.
+        self.assertEqual([f[0] for f in C["nc_channel_stats"][:2]], ["size", "reserved"])
+        self.assertEqual([[n, off - 8, size] for n, off, size in C["nc_channel_stats"][2:]],
+                         C["nc_ctl_channel_stats"])
 
-    def test_api_channel_opts(self):
-        self.assertEqual(ctypes_fields(netchannel._Opts), C["nc_channel_opts"])
-        self.assertEqual(ctypes.sizeof(netchannel._Opts), C["sizes"]["nc_channel_opts"])
+    def test_api_sized_structs(self):
+        for cls, struct in ((netchannel._Opts, "nc_channel_opts"), (netchannel._Rule, "nc_rule"),
+                            (netchannel._Port, "nc_port")):
+            with self.subTest(struct=struct):
+                self.assertEqual(ctypes_fields(cls), C[struct])
+                self.assertEqual(ctypes.sizeof(cls), C["sizes"][struct])
+        # Each starts as netchannel.h says: its size, set to its own.
+        for cls in (netchannel._Opts, netchannel._Rule, netchannel._Stats):
+            self.assertEqual(cls().size, ctypes.sizeof(cls))
 
 
 if __name__ == "__main__":

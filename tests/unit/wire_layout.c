@@ -36,6 +36,8 @@ main(void)
 	SIZE(nc_ctl_channel_stats, ", ");
 	SIZE(nc_channel_stats, ", ");
 	SIZE(nc_channel_opts, ", ");
+	SIZE(nc_rule, ", ");
+	SIZE(nc_port, ", ");
 	printf("}, ");
 	/* Each field: [name, offset, size]; the stats' names from their one list. */
 #define FIELD(s, f) printf("%s[\"" #f "\", %zu, %zu]", first ? "" : ", ", \
@@ -52,6 +54,8 @@ main(void)
 		int first = 1;
 
 		fields("nc_channel_stats", ", ");
+		FIELD(nc_channel_stats, size)
+		FIELD(nc_channel_stats, reserved)
 #define API_STAT(f, what) FIELD(nc_channel_stats, f)
 		NC_CHANNEL_STATS(API_STAT, API_STAT)
 		printf("]");
@@ -60,13 +64,43 @@ main(void)
 		int first = 1;
 
 		fields("nc_channel_opts", ", ");
+		FIELD(nc_channel_opts, size)
 		FIELD(nc_channel_opts, drop)
 		FIELD(nc_channel_opts, ring_size)
-		FIELD(nc_channel_opts, queue_bytes)
 		FIELD(nc_channel_opts, memory_limit_order)
+		FIELD(nc_channel_opts, queue_bytes)
 		FIELD(nc_channel_opts, tx)
 		FIELD(nc_channel_opts, port)
+		FIELD(nc_channel_opts, reserved)
 		FIELD(nc_channel_opts, nat)
+		printf("]");
+	}
+	{
+		int first = 1;
+
+		fields("nc_rule", ", ");
+		FIELD(nc_rule, size)
+		FIELD(nc_rule, family)
+		FIELD(nc_rule, proto)
+		FIELD(nc_rule, proto_mask)
+		FIELD(nc_rule, dst_len)
+		FIELD(nc_rule, src_len)
+		FIELD(nc_rule, reserved)
+		FIELD(nc_rule, dst)
+		FIELD(nc_rule, src)
+		FIELD(nc_rule, dport)
+		FIELD(nc_rule, sport)
+		FIELD(nc_rule, priority)
+		printf("]");
+	}
+	{
+		int first = 1;
+
+		fields("nc_port", ", ");
+		FIELD(nc_port, lo)
+		FIELD(nc_port, hi)
+		FIELD(nc_port, kind)
+		FIELD(nc_port, reserved)
 		printf("]");
 	}
 	printf("}\n");
