@@ -3,13 +3,16 @@
  * @file
  * What libnetchannel's API (netchannel.h) and the daemon's protocol
  * (nc_ctl.h, nc_shm.h) share, defined once: the size of a channel's name and
- * the list of a channel's counters.
+ * of a build's description, and the list of a channel's counters.
  */
 #ifndef NC_COMMON_H
 #define NC_COMMON_H
 
 /** A channel name's bytes, with its NUL: names are 1-31 letters, digits, '_', '-' or '.'. */
 #define NC_NAME_SIZE 32
+
+/** A build's description (HELLO's, struct nc_client_info's), with its NUL. */
+#define NC_BUILD_SIZE 128
 
 /**
  * A channel's counters as a client gets them, in the order of their layout:

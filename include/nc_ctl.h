@@ -6,7 +6,7 @@
  * Control: a Unix SOCK_SEQPACKET socket (the config's control.socket). One
  * message is one request or one reply; every request carries an id that its
  * reply repeats, with a status (0 or -errno). The first request must be
- * HELLO with NC_CONTROL_PROTOCOL_VERSION; an isolated client's reply carries its region
+ * HELLO, which agrees on a version; an isolated client's reply carries its region
  * (nc_region.h, SCM_RIGHTS). A message that is truncated, oversized, of an
  * unknown type, of the wrong length, or out of order gets a reply with
  * -EBADMSG, -EMSGSIZE, -EOPNOTSUPP, -EINVAL or -EPROTO; a connection that sends
@@ -30,10 +30,21 @@ extern "C" {
 #endif
 
 #define NC_CTL_MAGIC 0x6e63u          /* "nc" */
-/** The control protocol's version: the messages of this header and their meaning. */
-#define NC_CONTROL_PROTOCOL_VERSION 4
+/**
+ * The control protocol's version: the messages of this header and their
+ * meaning. The newest this build speaks; it speaks every one down to
+ * NC_CONTROL_PROTOCOL_MIN, and HELLO agrees on the highest both sides speak.
+ * - 4: one HELLO version; an isolated client's region in one part (layout 1).
+ * - 5: HELLO carries each side's range and build; the region in two parts,
+ *   the daemon's read-only (layout 2).
+ */
+#define NC_CONTROL_PROTOCOL_VERSION 5
+/** The oldest control protocol this build speaks. */
+#define NC_CONTROL_PROTOCOL_MIN 4
 #define NC_CTL_MAX_MSG 65536          /**< largest message either side sends */
 #define NC_CTL_MAX_ERRORS 16          /**< bad messages before the daemon hangs up */
+/** The longest reason a refusal's body carries (version 4's libraries keep 159 bytes). */
+#define NC_CTL_REASON_MAX 512
 
 /** Request types. */
 enum nc_ctl_type {
@@ -68,12 +79,22 @@ struct nc_ctl_rep {
 	uint32_t len;              /**< bytes of body that follow */
 };
 
+/**
+ * HELLO. Version 4's body is its first 16 bytes (min_version 0: version
+ * only), which is what a version 4 daemon takes and all it takes: a longer
+ * HELLO gets -EINVAL from it, and the client falls back.
+ */
 struct nc_ctl_hello {
-	uint32_t version;          /**< NC_CONTROL_PROTOCOL_VERSION */
+	uint32_t version;          /**< the newest control protocol the client speaks */
 	uint32_t pid;              /**< informational; the daemon trusts SO_PEERCRED */
 	uint32_t flags;            /**< NC_HELLO_F_*; 0: an isolated client */
-	uint32_t reserved;         /**< 0 */
+	uint32_t min_version;      /**< the oldest it speaks; 0: version only (version 4's reserved) */
+	/** From version 5: the client's build, NUL terminated. Zero-copy needs the daemon's own. */
+	char build[NC_BUILD_SIZE];
 };
+
+/** The bytes of a version 4 HELLO. */
+#define NC_CTL_HELLO_V4_SIZE 16
 
 /*
  * nc_ctl_hello flags. Without either, the connection is an isolated client:
@@ -89,15 +110,28 @@ struct nc_ctl_hello {
  */
 #define NC_HELLO_F_ONE_RING 0x4
 
+/**
+ * HELLO's reply. Version 4's is its first 120 bytes, exactly; from version 5
+ * the daemon's range and build follow.
+ */
 struct nc_ctl_hello_reply {
-	uint32_t version;          /**< the daemon's NC_CONTROL_PROTOCOL_VERSION */
+	uint32_t version;          /**< the version agreed on: the highest both sides speak */
 	uint32_t lcore_id;         /**< the lcore id a client's EAL must use (--lcores ID@cpu) */
 	char file_prefix[64];      /**< the daemon's --file-prefix */
 	char mbuf_pool[NC_NAME_SIZE]; /**< the pool to allocate transmit mbufs from */
 	uint32_t slot;             /**< this connection's entry in the client table */
 	uint32_t flags;            /**< the request's NC_HELLO_F_* */
 	uint64_t region_size;      /**< bytes of the region passed with the reply, or 0 */
+	/* From version 5. */
+	uint32_t min_version;      /**< the oldest control protocol the daemon speaks */
+	uint32_t max_version;      /**< the newest */
+	uint32_t region_layout;    /**< the region's layout (nc_region_hdr.version), or 0 */
+	uint32_t reserved;         /**< 0 */
+	char build[NC_BUILD_SIZE]; /**< the daemon's build, NUL terminated */
 };
+
+/** The bytes of a version 4 HELLO reply. */
+#define NC_CTL_HELLO_REPLY_V4_SIZE 120
 
 /** A rule on the wire: addresses in network order, ports in host order. */
 struct nc_ctl_rule {
@@ -201,9 +235,14 @@ struct nc_ctl_channel_stats {
 
 _Static_assert(sizeof(struct nc_ctl_channel_stats) == 128,
 	       "nc_ctl_channel_stats layout is part of the protocol");
-_Static_assert(sizeof(struct nc_ctl_hello) == 16, "nc_ctl_hello layout is part of the protocol");
-_Static_assert(sizeof(struct nc_ctl_hello_reply) == 120,
+_Static_assert(sizeof(struct nc_ctl_hello) == NC_CTL_HELLO_V4_SIZE + NC_BUILD_SIZE,
+	       "nc_ctl_hello layout is part of the protocol");
+_Static_assert(__builtin_offsetof(struct nc_ctl_hello, build) == NC_CTL_HELLO_V4_SIZE,
+	       "version 4's HELLO is the head of version 5's");
+_Static_assert(sizeof(struct nc_ctl_hello_reply) == NC_CTL_HELLO_REPLY_V4_SIZE + 16 + NC_BUILD_SIZE,
 	       "nc_ctl_hello_reply layout is part of the protocol");
+_Static_assert(__builtin_offsetof(struct nc_ctl_hello_reply, min_version) ==
+	       NC_CTL_HELLO_REPLY_V4_SIZE, "version 4's reply is the head of version 5's");
 _Static_assert(sizeof(struct nc_ctl_req) == 16, "nc_ctl_req layout is part of the protocol");
 _Static_assert(sizeof(struct nc_ctl_rep) == 16, "nc_ctl_rep layout is part of the protocol");
 _Static_assert(sizeof(struct nc_ctl_rule) == 52, "nc_ctl_rule layout is part of the protocol");

@@ -52,6 +52,13 @@
  * descriptor is used only if its offset and length lie in the right area
  * and its channel is one of this connection's. Anything else is counted
  * (bad_index, bad_desc, bad_free, see `show clients`) and ignored.
+ *
+ * Layout 1, for clients of control protocol 4 (nc_ctl.h), is this in one
+ * part: one memfd, passed alone and writable, never on hugepages (a hole the
+ * client punches reads back as zeros); every offset is from its start, the
+ * header's client_size and rx_cons_off are 0, and each rx ring's consumer
+ * line is the one in its struct nc_region_ring. The daemon trusts all of it
+ * as little as the client's part.
  */
 #ifndef NC_REGION_H
 #define NC_REGION_H
@@ -63,8 +70,10 @@ extern "C" {
 #endif
 
 #define NC_REGION_MAGIC 0x6e637267u   /* "ncrg" */
-/** The layout of an isolated client's region (its header's version). */
+/** The layout of an isolated client's region (its header's version): two parts. */
 #define NC_REGION_LAYOUT_VERSION 2
+/** The layout of control protocol 4's regions: one part. */
+#define NC_REGION_LAYOUT_ONE_PART 1
 #define NC_REGION_HDR_SIZE 4096u
 
 #define NC_RING_NO_CHANNEL 0xffffffffu /**< nc_region_ring.channel of a ring no channel has */

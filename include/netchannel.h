@@ -99,6 +99,19 @@ struct nc_channel;
 #define NC_HAS(s, f) \
 	(__builtin_offsetof(__typeof__(*(s)), f) + sizeof((s)->f) <= (s)->size)
 
+/**
+ * An experimental call: it may change, or go, in a later release without a
+ * new soname (its symbols are in NETCHANNEL_EXPERIMENTAL). Calling one warns
+ * unless NC_ALLOW_EXPERIMENTAL is defined before this header.
+ */
+#ifdef NC_ALLOW_EXPERIMENTAL
+#define NC_EXPERIMENTAL
+#else
+#define NC_EXPERIMENTAL \
+	__attribute__((deprecated("an experimental call of libnetchannel: " \
+				  "define NC_ALLOW_EXPERIMENTAL to use it")))
+#endif
+
 /** nc_rule.family. */
 #define NC_AF_ANY 0                 /**< either family: both prefix lengths must be 0 */
 #define NC_AF_INET 4                /**< IPv4 */
@@ -242,9 +255,16 @@ struct nc_channel_opts {
  *   The control socket, or NULL for NC_DEFAULT_SOCKET.
  * @param flags
  *   NC_CONNECT_*.
+ * HELLO agrees on the newest control protocol both sides speak (this
+ * library: versions 4 and 5, docs/protocol.md); with a
+ * daemon that refuses this library's HELLO as a version 4 daemon does, it
+ * says HELLO again as version 4. nc_client_info() says what was agreed.
+ *
  * @return
  *   The client, or NULL with errno set: ENOENT/ECONNREFUSED (no daemon),
- *   EPROTO (protocol version mismatch, or a region that does not hold up),
+ *   EPROTO (no control protocol in common; a zero-copy client not of the
+ *   daemon's exact build; or a region that does not hold up: nc_last_reason()
+ *   says which),
  *   EPERM (zero-copy not allowed for this user), ENOSYS (zero-copy asked for, and
  *   libnetchannel_zc not linked), ENOMEM (the daemon could not
  *   make a region), or the error of socket, connect, mmap or rte_eal_init.
@@ -587,6 +607,35 @@ uint32_t nc_channel_id(const struct nc_channel *ch);
  *   0 with mac set, or -EINVAL for a channel that cannot transmit.
  */
 int nc_channel_tx_mac(const struct nc_channel *ch, uint8_t mac[6]);
+
+/** What a connection agreed with the daemon (nc_client_info()). */
+struct nc_client_info {
+	/**
+	 * In: sizeof(struct nc_client_info) as the caller has it. Out: how
+	 * much of it the library filled.
+	 */
+	uint32_t size;
+	uint32_t control_protocol;  /**< the control protocol's version HELLO agreed on */
+	/** The daemon's oldest and newest; a daemon of version 4 does not say (both are 4). */
+	uint32_t daemon_min_protocol, daemon_max_protocol;
+	uint32_t region_layout;     /**< an isolated client's region's layout (1 or 2), or 0 */
+	uint32_t reserved;          /**< 0 */
+	char daemon_build[NC_BUILD_SIZE]; /**< the daemon's build; "" from a daemon of version 4 */
+};
+
+/**
+ * What the connection agreed with the daemon at HELLO: the control
+ * protocol's version, the daemon's range, and the daemon's build.
+ *
+ * @param c
+ *   The client.
+ * @param info
+ *   Where it goes: its size set (NC_SIZED(nc_client_info)).
+ * @return
+ *   0, or -EINVAL (no client, or info's size does not hold the size itself).
+ */
+NC_EXPERIMENTAL
+int nc_client_info(const struct nc_client *c, struct nc_client_info *info);
 
 /**
  * Run a CLI command in the daemon, as `netchanneld -i` or `ncctl -c` would.

@@ -10,7 +10,9 @@ import socket
 import struct
 
 MAGIC = 0x6e63                          # NC_CTL_MAGIC
-CONTROL_PROTOCOL_VERSION = 4            # NC_CONTROL_PROTOCOL_VERSION
+CONTROL_PROTOCOL_VERSION = 5            # NC_CONTROL_PROTOCOL_VERSION: the newest
+CONTROL_PROTOCOL_MIN = 4                # NC_CONTROL_PROTOCOL_MIN: the oldest the daemon speaks
+BUILD_SIZE = 128                        # NC_BUILD_SIZE
 (HELLO, CREATE, ATTACH, DESTROY, LIST, STATS, CLI, CHAN_STATS,
  EVENTFD) = range(1, 10)                # enum nc_ctl_type
 DELIVER, DROP, NAT = 0, 1, 2            # enum nc_dir_action
@@ -24,9 +26,13 @@ PORT_ANY, PORT_RANGE, PORT_MASK = 0, 1, 2  # nc_trie_port kinds
 
 REQ = struct.Struct("<HHIII")           # struct nc_ctl_req: magic, type, id, len, reserved
 REP = struct.Struct("<HHIiI")           # struct nc_ctl_rep: magic, type, for_id, status, len
-HELLO_BODY = struct.Struct("<IIII")     # struct nc_ctl_hello: version, pid, flags, reserved
-HELLO_REPLY = struct.Struct("<II64s32sIIQ")  # version, lcore, file_prefix, pool, slot, flags,
-                                             # region_size
+HELLO_V4 = struct.Struct("<IIII")       # version 4's HELLO: version, pid, flags, 0
+HELLO_BODY = struct.Struct("<IIII128s")  # struct nc_ctl_hello: version, pid, flags, min_version,
+                                         # build
+HELLO_REPLY_V4 = struct.Struct("<II64s32sIIQ")  # version 4's reply: version, lcore, file_prefix,
+                                                # pool, slot, flags, region_size
+HELLO_REPLY = struct.Struct("<II64s32sIIQIIII128s")  # struct nc_ctl_hello_reply: version 4's,
+                                     # then min_version, max_version, region_layout, 0, build
 RULE = struct.Struct("<BBBBBBBB16s16sHHHHI")  # struct nc_ctl_rule
 CREATE_BODY = struct.Struct("<32s52sIIIQIHH")  # struct nc_ctl_create
 NAT_BODY = struct.Struct("<IB6sBHHHH16s16s")   # struct nc_ctl_nat
@@ -42,13 +48,15 @@ CHANNEL_STATS_FIELDS = ("hits", "delivered", "bytes", "drop_ring_full", "drop_qu
 CHANNEL_STATS = struct.Struct("<" + "Q" * 14 + "II" + "Q")
 
 assert (REQ.size, REP.size, RULE.size, CREATE_BODY.size, NAT_BODY.size, CHANNEL.size,
-        HELLO_BODY.size, HELLO_REPLY.size) == (16, 16, 52, 112, 52, 128, 16, 120), \
-    "nc_proto.h's layouts"
+        HELLO_V4.size, HELLO_BODY.size, HELLO_REPLY_V4.size, HELLO_REPLY.size) == \
+    (16, 16, 52, 112, 52, 128, 16, 144, 120, 264), "nc_proto.h's layouts"
 
 
-def hello_body(version=CONTROL_PROTOCOL_VERSION, flags=0):
-    """A HELLO's body: flags 0 asks for an isolated client's region."""
-    return HELLO_BODY.pack(version, os.getpid(), flags, 0)
+def hello_body(version=CONTROL_PROTOCOL_VERSION, flags=0, min_version=CONTROL_PROTOCOL_MIN,
+               build=b"nc_wire.py"):
+    """A HELLO's body (version 5's): flags 0 asks for an isolated client's region. A
+    version 4 HELLO is HELLO_V4.pack(4, pid, flags, 0)."""
+    return HELLO_BODY.pack(version, os.getpid(), flags, min_version, build)
 
 
 def request(type_, body=b"", id_=1):
@@ -135,15 +143,37 @@ class Ctl:
         assert magic == MAGIC and for_id == self.next_id and length == len(data) - REP.size
         return status, data[REP.size:], fds
 
-    def hello(self, version=CONTROL_PROTOCOL_VERSION, flags=None):
-        """HELLO; root is a zero-copy client unless flags say otherwise, others isolated."""
+    def daemon_build(self):
+        """The daemon's build (show version), which a zero-copy HELLO must name: asked on a
+        connection of its own."""
+        c = Ctl(self.path, self.timeout)
+        try:
+            assert c.hello(flags=HELLO_F_CONTROL)[0] == 0
+            return c.json_cli("show version")["build"].encode()
+        finally:
+            c.close()
+
+    def hello(self, version=CONTROL_PROTOCOL_VERSION, flags=None, build=None,
+              min_version=CONTROL_PROTOCOL_MIN):
+        """HELLO; root is a zero-copy client unless flags say otherwise, others isolated. A
+        zero-copy one names the daemon's build unless build says otherwise."""
         if flags is None:
             flags = HELLO_F_ZEROCOPY if os.getuid() == 0 else 0
-        status, body = self.call(HELLO, hello_body(version, flags))
+        if build is None:
+            build = self.daemon_build() if flags & HELLO_F_ZEROCOPY else b"nc_wire.py"
+        status, body = self.call(HELLO, hello_body(version, flags, min_version, build))
+        self.reason = body.decode(errors="replace") if status < 0 else ""
         if status == 0:
-            v, lcore, prefix, pool, self.slot, _, self.region_size = HELLO_REPLY.unpack(body)
+            v, lcore, prefix, pool, self.slot, _, self.region_size = \
+                HELLO_REPLY_V4.unpack(body[:HELLO_REPLY_V4.size])
             return status, (v, lcore, prefix.rstrip(b"\0").decode(), pool.rstrip(b"\0").decode())
         return status, None
+
+    def json_cli(self, line):
+        """A CLI command's JSON output."""
+        status, body = self.cli(line, CLI_F_JSON)
+        assert status == 0, (status, body)
+        return json.loads(body)
 
     def create(self, name, rule_, **kw):
         status, rep = self.call(CREATE, create_body(name, rule_, **kw))

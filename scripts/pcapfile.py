@@ -18,4 +18,8 @@ def write_pcap(path, frames):
 
 def read_pcap(path):
     """The frames of a capture, as bytes."""
-    return [bytes(data) for data, _ in RawPcapReader(path)]
+    r = RawPcapReader(path)
+    try:
+        return [bytes(data) for data, _ in r]
+    finally:
+        r.close()

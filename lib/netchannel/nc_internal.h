@@ -13,6 +13,7 @@
 #include <sys/types.h>
 
 #include "nc_proto.h"
+#define NC_ALLOW_EXPERIMENTAL     /* the library defines them */
 #include "netchannel.h"
 
 #define NC_EXPORT __attribute__((visibility("default")))
@@ -34,7 +35,8 @@ struct region {
 	uint8_t *base;             /* the daemon's part, read-only: header, rx rings, rx buffers */
 	uint64_t size;
 	uint8_t *cbase;            /* ours: rx consumer lines, tx and free rings, tx buffers */
-	uint64_t csize;
+	uint64_t csize;            /* 0 in layout 1, whose one part is base's, and writable */
+	uint32_t layout;           /* the region's (nc_region_hdr.version): 2, or 1 (one part) */
 	struct nc_region_hdr h;    /* a private copy, checked once */
 	struct nc_region_ring *tx, *fr;
 	uint32_t tx_pending;       /* tx buffers handed out (nc_tx_bufs_get) but not yet sent */
@@ -104,6 +106,8 @@ struct nc_zc_ops {
 	ssize_t (*send)(struct nc_channel *ch, const void *buf, size_t len, int ip);
 	/* Whether the channel's receive ring is empty. */
 	int (*ring_empty)(const struct nc_channel *ch);
+	/* Its build (nc_build.h), which a zero-copy HELLO names: the daemon's it must be. */
+	void (*build)(char *buf, size_t size);
 };
 
 /*

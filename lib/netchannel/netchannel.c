@@ -46,7 +46,7 @@ static void tx_flush(struct nc_client *c);
 static __thread uint8_t last_body[NC_CTL_MAX_MSG];
 static __thread uint32_t last_len;
 /* The daemon's reason for the last refusal (nc_last_reason()). */
-static __thread char last_reason[160];
+static __thread char last_reason[NC_CTL_REASON_MAX];
 
 /* A refusal's body is its reason, in words, if it has one. */
 static void
@@ -268,37 +268,57 @@ part_map(int fd, int prot, uint8_t **base, uint64_t *size)
 static void
 region_unmap(struct region *g)
 {
+	if (g->cbase != NULL && g->cbase != g->base)
+		munmap(g->cbase, g->csize);
 	if (g->base != NULL)
 		munmap(g->base, g->size);
-	if (g->cbase != NULL)
-		munmap(g->cbase, g->csize);
 	g->base = g->cbase = NULL;
 }
 
+/* Rx ring k's consumer line: in our part (layout 2), or the ring's own (layout 1). */
+static struct nc_region_cons *
+rx_cons(const struct region *g, uint32_t k)
+{
+	if (g->layout == NC_REGION_LAYOUT_ONE_PART)
+		return &((struct nc_region_ring *)(g->base + g->h.rx_off + k * g->h.rx_stride))->cons;
+	return (struct nc_region_cons *)(g->cbase + g->h.rx_cons_off) + k;
+}
+
 /*
- * Map the region the daemon passed with HELLO, the daemon's part (read-only)
- * and ours, and check its geometry before anything is read through it: a
- * daemon of another version, or a broken one, makes nc_connect() fail, not
- * this process crash.
+ * Map the region the daemon passed with HELLO and check its geometry before
+ * anything is read through it: a daemon of another version, or a broken one,
+ * makes nc_connect() fail, not this process crash. Layout 2 (control protocol
+ * 5): the daemon's part (read-only) and ours. Layout 1 (4): one part, ours
+ * to write, every offset in it, each rx ring's consumer line its own.
  */
 static int
-region_map(struct nc_client *c, const int fds[2])
+region_map(struct nc_client *c, const int fds[2], uint32_t layout)
 {
 	struct region *g = &c->rg;
 	const struct nc_region_hdr *h = &g->h;
 	const uint64_t ring = sizeof(struct nc_region_ring);
-	int ret = part_map(fds[0], PROT_READ, &g->base, &g->size);
+	const int one_part = layout == NC_REGION_LAYOUT_ONE_PART;
+	int ret = part_map(fds[0], one_part ? PROT_READ | PROT_WRITE : PROT_READ, &g->base, &g->size);
 
-	if (ret == 0)
+	if (one_part) {
+		if (fds[1] >= 0)
+			close(fds[1]);
+		g->cbase = g->base;
+		g->csize = 0;
+	} else if (ret == 0) {
 		ret = part_map(fds[1], PROT_READ | PROT_WRITE, &g->cbase, &g->csize);
-	else if (fds[1] >= 0)
+	} else if (fds[1] >= 0) {
 		close(fds[1]);
+	}
 	if (ret != 0) {
 		region_unmap(g);
 		return ret;
 	}
+	/* Where the client's own lines are: its part, or (layout 1) the one part. */
+	const uint64_t mine = one_part ? g->size : g->csize;
+
 	memcpy(&g->h, g->base, sizeof(g->h));
-	if (h->magic != NC_REGION_MAGIC || h->version != NC_REGION_LAYOUT_VERSION || h->size != g->size ||
+	if (h->magic != NC_REGION_MAGIC || h->version != layout || h->size != g->size ||
 	    g->size != c->hello.region_size || h->client_size != g->csize ||
 	    h->rx_size == 0 || (h->rx_size & (h->rx_size - 1)) || h->tx_size == 0 ||
 	    (h->tx_size & (h->tx_size - 1)) || h->free_size == 0 ||
@@ -306,14 +326,16 @@ region_map(struct nc_client *c, const int fds[2])
 	    h->rx_stride < ring + (uint64_t)h->rx_size * sizeof(struct nc_desc) ||
 	    !inside(h->rx_off, h->rx_stride * h->nrx, g->size) ||
 	    !inside(h->buf_off, (uint64_t)h->rx_bufs * h->buf_size, g->size) ||
-	    !inside(h->rx_cons_off, (uint64_t)h->nrx * sizeof(struct nc_region_cons), g->csize) ||
-	    !inside(h->tx_off, ring + (uint64_t)h->tx_size * sizeof(struct nc_desc), g->csize) ||
-	    !inside(h->free_off, ring + (uint64_t)h->free_size * sizeof(struct nc_desc), g->csize) ||
-	    !inside(h->tx_buf_off, (uint64_t)h->tx_size * h->buf_size, g->csize) ||
+	    (!one_part && !inside(h->rx_cons_off, (uint64_t)h->nrx * sizeof(struct nc_region_cons),
+				  g->csize)) ||
+	    !inside(h->tx_off, ring + (uint64_t)h->tx_size * sizeof(struct nc_desc), mine) ||
+	    !inside(h->free_off, ring + (uint64_t)h->free_size * sizeof(struct nc_desc), mine) ||
+	    !inside(h->tx_buf_off, (uint64_t)h->tx_size * h->buf_size, mine) ||
 	    (h->rx_off | h->tx_off | h->free_off | h->rx_stride | h->rx_cons_off) % 64 != 0) {
 		region_unmap(g);
 		return -EPROTO;
 	}
+	g->layout = layout;
 	/* One ring for all (it was asked for), or a ring per channel: the region says which. */
 	if ((c->flags & NC_CONNECT_ONE_RING) &&
 	    (h->nrx != 1 || ((struct nc_region_ring *)(g->base + h->rx_off))->channel !=
@@ -323,7 +345,7 @@ region_map(struct nc_client *c, const int fds[2])
 	}
 	if (c->flags & NC_CONNECT_ONE_RING) {
 		g->rx_all = (struct nc_region_ring *)(g->base + h->rx_off);
-		g->rx_all_cons = (struct nc_region_cons *)(g->cbase + h->rx_cons_off);
+		g->rx_all_cons = rx_cons(g, 0);
 		g->rx_tail = __atomic_load_n(&g->rx_all_cons->tail, __ATOMIC_RELAXED);
 	}
 	g->tx = (struct nc_region_ring *)(g->cbase + h->tx_off);
@@ -333,13 +355,64 @@ region_map(struct nc_client *c, const int fds[2])
 	return 0;
 }
 
+/*
+ * HELLO, agreeing on the newest control protocol both sides speak: this
+ * library's range and build, and should the daemon refuse that HELLO without
+ * a reason, as a daemon of version 4 refuses any HELLO but its own, that one.
+ * The region's parts go to rfd. 0 or -errno, with a reason.
+ */
+static int
+hello(struct nc_client *c, uint32_t flags, int rfd[2])
+{
+	struct nc_ctl_hello h = { .version = NC_CONTROL_PROTOCOL_VERSION,
+				  .min_version = NC_CONTROL_PROTOCOL_MIN,
+				  .pid = (uint32_t)getpid(), .flags = flags };
+	const uint32_t v4 = NC_CTL_HELLO_REPLY_V4_SIZE;
+	int ret;
+
+	if (flags & NC_HELLO_F_ZEROCOPY)
+		zc->build(h.build, sizeof(h.build));
+	else
+		snprintf(h.build, sizeof(h.build), "libnetchannel %s (%s)", NC_PROJECT_VERSION,
+			 NC_GIT_DESCRIBE);
+	ret = call_fds(c, NC_CTL_HELLO, &h, sizeof(h), &c->hello, v4, sizeof(c->hello), rfd, 2);
+	if ((ret == -EINVAL || ret == -EPROTO) && last_reason[0] == '\0' && !c->gone) {
+		/* A zero-copy client must be of the daemon's build, which an older one does not say. */
+		if (flags & NC_HELLO_F_ZEROCOPY) {
+			nc__reason("zero-copy needs the daemon's exact build: the daemon speaks an "
+				   "older control protocol than %d and does not say its own; this "
+				   "library is \"%s\"", NC_CONTROL_PROTOCOL_MIN + 1, h.build);
+			return -EPROTO;
+		}
+		h = (struct nc_ctl_hello){ .version = NC_CONTROL_PROTOCOL_MIN,
+					   .pid = (uint32_t)getpid(), .flags = flags };
+		ret = call_fds(c, NC_CTL_HELLO, &h, NC_CTL_HELLO_V4_SIZE, &c->hello, v4, v4, rfd, 2);
+	}
+	if (ret != 0)
+		return ret;
+	/* What was agreed: one of ours, and, from version 5, the whole reply. */
+	if (c->hello.version < NC_CONTROL_PROTOCOL_MIN ||
+	    c->hello.version > NC_CONTROL_PROTOCOL_VERSION ||
+	    (c->hello.version >= 5 && last_len < sizeof(c->hello))) {
+		nc__reason("HELLO's reply: control protocol %u, %u bytes", c->hello.version,
+			   last_len);
+		return -EPROTO;
+	}
+	if (c->hello.version < 5) {
+		/* A daemon of version 4 says nothing of its range, and passes regions of one part. */
+		c->hello.min_version = c->hello.max_version = c->hello.version;
+		c->hello.region_layout = c->hello.region_size != 0 ? NC_REGION_LAYOUT_ONE_PART : 0;
+	}
+	c->hello.file_prefix[sizeof(c->hello.file_prefix) - 1] = '\0';
+	c->hello.build[sizeof(c->hello.build) - 1] = '\0';
+	return 0;
+}
 
 NC_EXPORT struct nc_client *
 nc_connect(const char *path, unsigned int flags)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct timeval tv = { .tv_sec = REPLY_TIMEOUT_S };
-	struct nc_ctl_hello hello = { .version = NC_CONTROL_PROTOCOL_VERSION, .pid = (uint32_t)getpid() };
 	const unsigned int known = NC_CONNECT_NO_EAL | NC_CONNECT_CONTROL | NC_CONNECT_ZEROCOPY |
 				   NC_CONNECT_ONE_RING;
 	struct nc_client *c;
@@ -371,14 +444,13 @@ nc_connect(const char *path, unsigned int flags)
 	}
 	/* A daemon that stops answering gives an error, not a hang. */
 	setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	hello.flags = flags & NC_CONNECT_CONTROL ? NC_HELLO_F_CONTROL :
-		      flags & NC_CONNECT_ZEROCOPY ? NC_HELLO_F_ZEROCOPY :
-		      flags & NC_CONNECT_ONE_RING ? NC_HELLO_F_ONE_RING : 0;
-	ret = call_fds(c, NC_CTL_HELLO, &hello, sizeof(hello), &c->hello, sizeof(c->hello),
-		       sizeof(c->hello), rfd, 2);
-	/* The region's two parts are an isolated client's to map (region_map() takes them). */
+	ret = (flags & NC_CONNECT_ZEROCOPY) && zc == NULL ? -ENOSYS :
+	      hello(c, flags & NC_CONNECT_CONTROL ? NC_HELLO_F_CONTROL :
+		       flags & NC_CONNECT_ZEROCOPY ? NC_HELLO_F_ZEROCOPY :
+		       flags & NC_CONNECT_ONE_RING ? NC_HELLO_F_ONE_RING : 0, rfd);
+	/* The region's parts are an isolated client's to map (region_map() takes them). */
 	if (ret == 0 && !(flags & (NC_CONNECT_ZEROCOPY | NC_CONNECT_CONTROL))) {
-		ret = region_map(c, rfd);
+		ret = region_map(c, rfd, c->hello.region_layout);
 	} else {
 		for (int i = 0; i < 2; i++)
 			if (rfd[i] >= 0)
@@ -386,10 +458,9 @@ nc_connect(const char *path, unsigned int flags)
 	}
 	if (ret != 0)
 		goto out_close;
-	c->hello.file_prefix[sizeof(c->hello.file_prefix) - 1] = '\0';
 	/* A zero-copy client becomes a DPDK secondary: libnetchannel_zc's business. */
 	if (flags & NC_CONNECT_ZEROCOPY) {
-		ret = zc != NULL ? zc->attach(c) : -ENOSYS;
+		ret = zc->attach(c);
 		if (ret != 0)
 			goto out_close;
 	}
@@ -479,8 +550,7 @@ channel_open(struct nc_client *c, const struct nc_ctl_channel *info, int owned)
 			}
 			ch->ring = (struct nc_region_ring *)(c->rg.base + c->rg.h.rx_off +
 							     info->region_ring * c->rg.h.rx_stride);
-			ch->cons = (struct nc_region_cons *)(c->rg.cbase + c->rg.h.rx_cons_off) +
-				   info->region_ring;
+			ch->cons = rx_cons(&c->rg, info->region_ring);
 			ch->rx_tail = __atomic_load_n(&ch->cons->tail, __ATOMIC_RELAXED);
 		}
 		return ch;
@@ -1324,6 +1394,23 @@ nc_strerror(int err)
 	}
 	s = strerrordesc_np(err);
 	return s ? s : "unknown error";
+}
+
+NC_EXPORT int
+nc_client_info(const struct nc_client *c, struct nc_client_info *info)
+{
+	struct nc_client_info all;
+
+	if (c == NULL)
+		return -EINVAL;
+	all = (struct nc_client_info){
+		.size = sizeof(all), .control_protocol = c->hello.version,
+		.daemon_min_protocol = c->hello.min_version,
+		.daemon_max_protocol = c->hello.max_version,
+		.region_layout = c->rg.base != NULL ? c->rg.layout : 0,
+	};
+	memcpy(all.daemon_build, c->hello.build, sizeof(all.daemon_build));
+	return nc__sized_out(info, &all, sizeof(all));
 }
 
 NC_EXPORT const char *

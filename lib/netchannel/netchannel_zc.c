@@ -23,6 +23,7 @@
 #include <rte_mempool.h>
 #include <rte_ring.h>
 
+#include "nc_build.h"
 #include "nc_internal.h"
 
 #define TX_MAX 256                 /* most packets one nc_tx_burst() takes */
@@ -481,6 +482,7 @@ zc_ring_empty(const struct nc_channel *ch)
 static const struct nc_zc_ops ops = {
 	.attach = zc_attach, .flush = zc_flush, .detach = zc_detach, .open = zc_open,
 	.recv_one = zc_recv_one, .send = zc_send, .ring_empty = zc_ring_empty,
+	.build = nc_build_zc,
 };
 
 RTE_INIT(zc_register)

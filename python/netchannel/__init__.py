@@ -76,6 +76,14 @@ class _Stats(_Sized):
         for n in COUNTERS]
 
 
+class _ClientInfo(_Sized):
+    """struct nc_client_info (netchannel.h)."""
+    _fields_ = [("size", ctypes.c_uint32), ("control_protocol", ctypes.c_uint32),
+                ("daemon_min_protocol", ctypes.c_uint32),
+                ("daemon_max_protocol", ctypes.c_uint32), ("region_layout", ctypes.c_uint32),
+                ("reserved", ctypes.c_uint32), ("daemon_build", ctypes.c_char * 128)]
+
+
 def _load():
     lib = ctypes.CDLL(os.environ.get("NETCHANNEL_LIB", "libnetchannel.so.0"), use_errno=True)
     p, i, sz = ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t
@@ -98,6 +106,7 @@ def _load():
             ("nc_client_recv", ctypes.c_ssize_t, [p, p, sz, ctypes.POINTER(ctypes.c_uint32), i]),
             ("nc_client_fd", i, [p]),
             ("nc_client_arm", i, [p]),
+            ("nc_client_info", i, [p, ctypes.POINTER(_ClientInfo)]),
             ("nc_strerror", ctypes.c_char_p, [i]),
             ("nc_last_reason", ctypes.c_char_p, []),
             ("nc_version", ctypes.c_char_p, [])):
@@ -261,6 +270,15 @@ class Client:
         if not h:
             raise NetchannelError(ctypes.get_errno(), f"attach to {name}")
         return self._add(h, name)
+
+    def info(self):
+        """What the connection agreed with the daemon at HELLO: control_protocol,
+        daemon_min_protocol and daemon_max_protocol, region_layout (1 or 2; 0: none) and
+        daemon_build ("" from a daemon of protocol 4). An experimental call of the library."""
+        i = _ClientInfo()
+        _check(_lib.nc_client_info(self._h, ctypes.byref(i)), "client info")
+        return {n: (getattr(i, n).decode() if n == "daemon_build" else getattr(i, n))
+                for n, _ in _ClientInfo._fields_ if n not in ("size", "reserved")}
 
     def close(self):
         """Destroy the client's channels and disconnect."""

@@ -49,8 +49,10 @@ def unasked(c):
 
 
 def hello(c, flags=0):
-    """HELLO's answer: its reply, or the refusal the daemon sent unasked as it accepted."""
-    c.send(W.HELLO, W.hello_body(flags=flags))
+    """HELLO's answer: its reply, or the refusal the daemon sent unasked as it accepted. A
+    zero-copy HELLO names the daemon's build, which the test passes (NC_ZC_BUILD)."""
+    build = os.environ.get("NC_ZC_BUILD", "") if flags & W.HELLO_F_ZEROCOPY else "nc_attacker"
+    c.send(W.HELLO, W.hello_body(flags=flags, build=build.encode()))
     status, _, body = c.recv()
     return (status, body.decode() if status < 0 else "")
 

@@ -567,7 +567,7 @@ main(int argc, char **argv)
 		timeout = atol(argv[7]);
 	c = nc_connect(argv[1], NC_CONNECT_ZEROCOPY);
 	if (c == NULL) {
-		printf("nc_connect: %s\n", nc_strerror(errno));
+		printf("nc_connect: %s%s%s\n", nc_strerror(errno), NC_REASON(nc_last_reason()));
 		return 2;
 	}
 	rule.proto = 17;

@@ -233,12 +233,18 @@ class Cli(T.DaemonCase):
                                open(os.path.join(T.SRC, "include/nc_region.h")).read()).group(1))
         self.start()
         v = self.js("show version")
-        self.assertEqual(v, {"netchanneld": project, "git": described.pop(),
-                             "dpdk": f"DPDK {dpdk}",
+        git = described.pop()
+        self.assertEqual(v, {"netchanneld": project, "git": git, "dpdk": f"DPDK {dpdk}",
                              "control_protocol": W.CONTROL_PROTOCOL_VERSION,
-                             "region": region, "shared_memory": shm})
-        self.assertIn(f"control_protocol: {W.CONTROL_PROTOCOL_VERSION}\nregion: {region}\n",
-                      self.ncctl("show version").stdout)
+                             "control_protocol_min": W.CONTROL_PROTOCOL_MIN,
+                             "region": region, "shared_memory": shm,
+                             "build": f"netchanneld {project} ({git}), DPDK {dpdk}, "
+                                      f"shared memory layout {shm}"})
+        text = self.ncctl("show version").stdout
+        for line in (f"control_protocol: {W.CONTROL_PROTOCOL_VERSION}",
+                     f"control_protocol_min: {W.CONTROL_PROTOCOL_MIN}", f"region: {region}",
+                     f"build: {v['build']}"):
+            self.assertIn(line + "\n", text)
         self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
 
     def test_changes_and_errors(self):

@@ -19,8 +19,9 @@ import ncd_test as T  # noqa: E402
 import nc_wire as W  # noqa: E402
 from test_datapath import EAL  # noqa: E402
 
-from nc_wire import (MAGIC, CONTROL_PROTOCOL_VERSION, HELLO, CREATE, ATTACH,  # noqa: E402
-                     DESTROY, LIST, STATS, CLI, CHAN_STATS, EVENTFD, REQ, ID, NAME, CHANNEL, Ctl, create_body)
+from nc_wire import (MAGIC, CONTROL_PROTOCOL_VERSION, CONTROL_PROTOCOL_MIN,  # noqa: E402
+                     HELLO, CREATE, ATTACH, DESTROY, LIST, STATS, CLI, CHAN_STATS, EVENTFD, REQ,
+                     ID, NAME, CHANNEL, Ctl, create_body)
 
 
 def wire_rule(proto=17, dport=None, dport_mask=None, priority=0):
@@ -61,7 +62,10 @@ class Control(T.DaemonCase):
         c = self.start()
         self.assertEqual(oct(os.stat(self.sock).st_mode & 0o777), "0o660")
         self.assertEqual(c.call(LIST)[0], -errno.EPROTO)          # HELLO comes first
-        self.assertEqual(c.hello(version=99)[0], -errno.EPROTO)
+        # No version in common: refused, with both ranges.
+        self.assertEqual(c.hello(version=99, min_version=99)[0], -errno.EPROTO)
+        self.assertEqual(c.reason, "control protocol: the client speaks versions 99 to 99, "
+                         f"this daemon {CONTROL_PROTOCOL_MIN} to {CONTROL_PROTOCOL_VERSION}")
         status, (v, lcore, prefix, pool) = c.hello()
         self.assertEqual(status, 0)
         self.assertEqual((v, prefix, pool), (CONTROL_PROTOCOL_VERSION, self.prefix, "nc_mbuf_0"))

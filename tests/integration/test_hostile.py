@@ -96,12 +96,12 @@ class HostileBed(T.DaemonCase):
             self.assertEqual(r.returncode, 0, f"{cmd}: {r.stdout}{r.stderr}")
         return r
 
-    def bg(self, side, *cmd, user=(), stdin=None):
+    def bg(self, side, *cmd, user=(), stdin=None, env=None):
         """cmd in a namespace, running on; its copies of the libraries are in self.w."""
         p = subprocess.Popen(["ip", "netns", "exec", self.env[f"TB_{side}_NS"]] + list(user) +
                              list(cmd), stdin=stdin, stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT, text=True,
-                             env=dict(os.environ, LD_LIBRARY_PATH=self.w))
+                             env=dict(os.environ, LD_LIBRARY_PATH=self.w, **(env or {})))
         self.procs.append(p)
         return p
 
@@ -133,8 +133,10 @@ class HostileBed(T.DaemonCase):
     def attack(self, *args):
         """nc_attacker.py as uid 65534: what it got, and the process, which holds on to it
         all until its stdin closes."""
+        # Its zero-copy HELLO names the daemon's build, as a client of this build would.
         p = self.bg("HOST", "/usr/bin/python3", os.path.join(self.w, "nc_attacker.py"),
-                    self.sock, *[str(a) for a in args], user=NOBODY, stdin=subprocess.PIPE)
+                    self.sock, *[str(a) for a in args], user=NOBODY, stdin=subprocess.PIPE,
+                    env={"NC_ZC_BUILD": W.Ctl(self.sock).daemon_build().decode()})
         line = p.stdout.readline()
         try:
             got = json.loads(line)

@@ -35,7 +35,7 @@ class Limits(Isolated):
         p = subprocess.Popen(NOBODY + ["/usr/bin/python3", os.path.join(self.w, "nc_attacker.py"),
                                        self.sock] + [str(a) for a in args],
                              stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT, text=True)
+                             stderr=subprocess.STDOUT, text=True, env=self.zc_env())
         self.procs.append(p)
         line = p.stdout.readline()
         try:
@@ -44,11 +44,16 @@ class Limits(Isolated):
         except ValueError:
             self.fail(line + p.stdout.read())
 
+    def zc_env(self):
+        """The environment of an attacker: its zero-copy HELLO names the daemon's build, as a
+        client of this build would (NC_ZC_BUILD, asked for as root)."""
+        return dict(os.environ, NC_ZC_BUILD=W.Ctl(self.sock).daemon_build().decode())
+
     def as_other(self, *args):
         """nc_attacker.py run to its end as uid 65533: its results, and the run."""
         r = subprocess.run(OTHER + ["/usr/bin/python3", os.path.join(self.w, "nc_attacker.py"),
                                     self.sock] + list(args), capture_output=True, text=True,
-                           input="", timeout=30)
+                           input="", timeout=30, env=self.zc_env())
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         return json.loads(r.stdout.splitlines()[0]), r
 

@@ -84,12 +84,14 @@ class Layouts(unittest.TestCase):
 
     def test_api_sized_structs(self):
         for cls, struct in ((netchannel._Opts, "nc_channel_opts"), (netchannel._Rule, "nc_rule"),
-                            (netchannel._Port, "nc_port")):
+                            (netchannel._Port, "nc_port"),
+                            (netchannel._ClientInfo, "nc_client_info")):
             with self.subTest(struct=struct):
                 self.assertEqual(ctypes_fields(cls), C[struct])
                 self.assertEqual(ctypes.sizeof(cls), C["sizes"][struct])
         # Each starts as netchannel.h says: its size, set to its own.
-        for cls in (netchannel._Opts, netchannel._Rule, netchannel._Stats):
+        for cls in (netchannel._Opts, netchannel._Rule, netchannel._Stats,
+                    netchannel._ClientInfo):
             self.assertEqual(cls().size, ctypes.sizeof(cls))
 
 

@@ -38,6 +38,7 @@ main(void)
 	SIZE(nc_channel_opts, ", ");
 	SIZE(nc_rule, ", ");
 	SIZE(nc_port, ", ");
+	SIZE(nc_client_info, ", ");
 	printf("}, ");
 	/* Each field: [name, offset, size]; the stats' names from their one list. */
 #define FIELD(s, f) printf("%s[\"" #f "\", %zu, %zu]", first ? "" : ", ", \
@@ -91,6 +92,19 @@ main(void)
 		FIELD(nc_rule, dport)
 		FIELD(nc_rule, sport)
 		FIELD(nc_rule, priority)
+		printf("]");
+	}
+	{
+		int first = 1;
+
+		fields("nc_client_info", ", ");
+		FIELD(nc_client_info, size)
+		FIELD(nc_client_info, control_protocol)
+		FIELD(nc_client_info, daemon_min_protocol)
+		FIELD(nc_client_info, daemon_max_protocol)
+		FIELD(nc_client_info, region_layout)
+		FIELD(nc_client_info, reserved)
+		FIELD(nc_client_info, daemon_build)
 		printf("]");
 	}
 	{

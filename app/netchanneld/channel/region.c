@@ -155,8 +155,82 @@ ring_init(struct ncd_region_ring *q, uint8_t *ring, struct nc_region_cons *cons,
 	q->seen = 0;
 }
 
+/* Where everything of a region is: offsets in its part (nc_region_hdr's). */
+struct region_plan {
+	uint64_t rx_off, rx_stride, tx_off, free_off, buf_off, tx_buf_off, rx_cons_off;
+	uint64_t size, csize;          /* the daemon's part, and the client's (0: one part) */
+};
+
+/*
+ * The region's plan: layout 2 puts the header, rx rings and rx buffers in
+ * the daemon's part, and the consumer lines, tx and free rings and tx
+ * buffers in the client's; layout 1 puts all of it, in that order, in one.
+ */
+static void
+region_plan(struct region_plan *p, uint32_t layout, uint32_t nrx, uint32_t rx_size,
+	    uint32_t tx_size, uint32_t nbufs, uint32_t buf_size)
+{
+	uint64_t off;
+
+	p->rx_off = NC_REGION_HDR_SIZE;
+	p->rx_stride = ring_bytes(rx_size);
+	off = p->rx_off + p->rx_stride * nrx;
+	if (layout == NC_REGION_LAYOUT_ONE_PART) {
+		p->rx_cons_off = 0;
+		p->tx_off = off;
+		off += ring_bytes(tx_size);
+		p->free_off = off;
+		off += ring_bytes(nbufs);
+		p->buf_off = RTE_ALIGN_CEIL(off, 4096);
+		p->tx_buf_off = p->buf_off + (uint64_t)buf_size * nbufs;
+		p->size = RTE_ALIGN_CEIL(p->tx_buf_off + (uint64_t)buf_size * tx_size, 4096);
+		p->csize = 0;
+		return;
+	}
+	p->buf_off = RTE_ALIGN_CEIL(off, 4096);
+	p->size = RTE_ALIGN_CEIL(p->buf_off + (uint64_t)buf_size * nbufs, 4096);
+	p->rx_cons_off = 0;
+	off = (uint64_t)nrx * sizeof(struct nc_region_cons);
+	p->tx_off = off;
+	off += ring_bytes(tx_size);
+	p->free_off = off;
+	off += ring_bytes(nbufs);
+	p->tx_buf_off = RTE_ALIGN_CEIL(off, 4096);
+	p->csize = RTE_ALIGN_CEIL(p->tx_buf_off + (uint64_t)buf_size * tx_size, 4096);
+}
+
+/*
+ * The memory of the region's plan: layout 2's two parts, the daemon's on
+ * hugepages where the host has them to spare; layout 1's one part, never on
+ * hugepages, for its client writes all of it (and could punch a hole).
+ * 0, or -1 (logged).
+ */
+static int
+region_memory(struct ncd_region *rg)
+{
+	if (rg->layout == NC_REGION_LAYOUT_ONE_PART) {
+		rg->fd = part_map(rg, "netchannel-region", &rg->size, false, &rg->base);
+		if (rg->fd < 0)
+			return -1;
+		rg->cbase = rg->base;
+	} else {
+		rg->fd = part_map(rg, "netchannel-region", &rg->size, true, &rg->base);
+		if (rg->fd < 0)
+			return -1;
+		rg->cfd = part_map(rg, "netchannel-region-client", &rg->csize, false, &rg->cbase);
+		if (rg->cfd < 0)
+			return -1;
+	}
+	if (fcntl(rg->layout == NC_REGION_LAYOUT_ONE_PART ? rg->fd : rg->cfd, F_ADD_SEALS,
+		  F_SEAL_SEAL) != 0) {
+		NCD_LOG(ERR, "region: sealing the client's part: %s", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
 struct ncd_region *
-ncd_region_create(const struct ncd *d, unsigned int slot, bool one_ring)
+ncd_region_create(const struct ncd *d, unsigned int slot, bool one_ring, uint32_t layout)
 {
 	struct ncd_region *rg = calloc(1, sizeof(*rg));
 	const uint32_t nbufs = d->cfg.region.rx_buffers;
@@ -166,9 +240,10 @@ ncd_region_create(const struct ncd *d, unsigned int slot, bool one_ring)
 		d->cfg.region.rx_ring_size;
 	const uint32_t nrx = one_ring ? 1 : RX_RINGS;
 	const uint32_t tx_size = d->cfg.region.tx_ring_size;
+	const bool one_part = layout == NC_REGION_LAYOUT_ONE_PART;
 	uint32_t frame = RTE_ETHER_MAX_LEN;
+	struct region_plan p;
 	struct nc_region_hdr *h;
-	uint64_t off;
 	int err;
 
 	if (rg == NULL)
@@ -182,25 +257,16 @@ ncd_region_create(const struct ncd *d, unsigned int slot, bool one_ring)
 	rg->fd = -1;
 	rg->cfd = -1;
 	rg->efd = -1;
+	rg->layout = layout;
 	rg->one_ring = one_ring;
 	rg->worker = slot % d->cfg.nworkers;
 	rg->nrx = nrx;
 	const uint32_t buf_size = RTE_ALIGN_CEIL(RTE_MAX(frame, 2048u), RTE_CACHE_LINE_SIZE);
-	/* The daemon's part: the header, the rx rings, the rx buffers. */
-	uint64_t rx_off = NC_REGION_HDR_SIZE, rx_stride = ring_bytes(rx_size);
-	uint64_t buf_off = RTE_ALIGN_CEIL(rx_off + rx_stride * nrx, 4096);
 
-	rg->size = RTE_ALIGN_CEIL(buf_off + (uint64_t)buf_size * nbufs, 4096);
-	/* The client's part: the rx rings' consumer lines, the tx and free rings, the tx buffers. */
-	off = (uint64_t)nrx * sizeof(struct nc_region_cons);
-	uint64_t tx_off = off;
-	off += ring_bytes(tx_size);
-	uint64_t free_off = off;
-	off += ring_bytes(nbufs);
-	uint64_t tx_buf_off = RTE_ALIGN_CEIL(off, 4096);
-
-	rg->csize = RTE_ALIGN_CEIL(tx_buf_off + (uint64_t)buf_size * tx_size, 4096);
-	ncd_rc_geom_init(&rg->g, buf_off, tx_buf_off, buf_size, nbufs, tx_size);
+	region_plan(&p, layout, nrx, rx_size, tx_size, nbufs, buf_size);
+	rg->size = p.size;
+	rg->csize = p.csize;
+	ncd_rc_geom_init(&rg->g, p.buf_off, p.tx_buf_off, buf_size, nbufs, tx_size);
 	/* Descriptors name buffers by a 32-bit offset. */
 	if (rg->size > UINT32_MAX || rg->csize > UINT32_MAX) {
 		NCD_LOG(ERR, "region: %" PRIu64 " and %" PRIu64 " bytes, over 4 GiB: "
@@ -216,39 +282,35 @@ ncd_region_create(const struct ncd *d, unsigned int slot, bool one_ring)
 		errno = ENOMEM;
 		goto fail;
 	}
-	rg->fd = part_map(rg, "netchannel-region", &rg->size, true, &rg->base);
-	if (rg->fd < 0)
+	if (region_memory(rg) != 0)
 		goto fail;
-	rg->cfd = part_map(rg, "netchannel-region-client", &rg->csize, false, &rg->cbase);
-	if (rg->cfd < 0)
-		goto fail;
-	if (fcntl(rg->cfd, F_ADD_SEALS, F_SEAL_SEAL) != 0) {
-		NCD_LOG(ERR, "region: sealing the client's part: %s", strerror(errno));
-		goto fail;
-	}
 	for (uint32_t k = 0; k < nrx; k++) {
-		ring_init(&rg->rx[k], rg->base + rx_off + k * rx_stride,
-			  (struct nc_region_cons *)rg->cbase + k, rx_size);
+		/* Layout 1: the ring's own consumer line. */
+		ring_init(&rg->rx[k], rg->base + p.rx_off + k * p.rx_stride,
+			  one_part ? NULL : (struct nc_region_cons *)(rg->cbase + p.rx_cons_off) + k,
+			  rx_size);
 		rg->rx[k].r->channel = one_ring ? NC_RING_ALL_CHANNELS : NC_RING_NO_CHANNEL;
 		rg->rx_channel[k] = UINT32_MAX;
 	}
-	ring_init(&rg->tx, rg->cbase + tx_off, NULL, tx_size);
-	ring_init(&rg->fr, rg->cbase + free_off, NULL, nbufs);
+	ring_init(&rg->tx, rg->cbase + p.tx_off, NULL, tx_size);
+	ring_init(&rg->fr, rg->cbase + p.free_off, NULL, nbufs);
 	for (uint32_t i = 0; i < nbufs; i++)
 		rg->b.free[i] = nbufs - 1 - i;
 	rg->b.nfree = nbufs;
 	h = (struct nc_region_hdr *)rg->base;
 	*h = (struct nc_region_hdr){
-		.magic = NC_REGION_MAGIC, .version = NC_REGION_LAYOUT_VERSION, .size = rg->size,
+		.magic = NC_REGION_MAGIC, .version = layout, .size = rg->size,
 		.nrx = nrx, .rx_size = rx_size, .tx_size = tx_size, .free_size = nbufs,
-		.buf_size = buf_size, .rx_bufs = nbufs, .rx_off = rx_off,
-		.rx_stride = rx_stride, .tx_off = tx_off, .free_off = free_off,
-		.buf_off = buf_off, .tx_buf_off = tx_buf_off, .client_size = rg->csize,
-		.rx_cons_off = 0,
+		.buf_size = buf_size, .rx_bufs = nbufs, .rx_off = p.rx_off,
+		.rx_stride = p.rx_stride, .tx_off = p.tx_off, .free_off = p.free_off,
+		.buf_off = p.buf_off, .tx_buf_off = p.tx_buf_off, .client_size = rg->csize,
+		.rx_cons_off = p.rx_cons_off,
 	};
-	rg->fd = part_read_only(rg->fd);
-	if (rg->fd < 0)
-		goto fail;
+	if (!one_part) {
+		rg->fd = part_read_only(rg->fd);
+		if (rg->fd < 0)
+			goto fail;
+	}
 	return rg;
 
 fail:
@@ -265,7 +327,7 @@ ncd_region_free(struct ncd_region *rg)
 		return;
 	if (rg->base != NULL)
 		munmap(rg->base, rg->size);
-	if (rg->cbase != NULL)
+	if (rg->cbase != NULL && rg->cbase != rg->base)
 		munmap(rg->cbase, rg->csize);
 	if (rg->fd >= 0)
 		close(rg->fd);

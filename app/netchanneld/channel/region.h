@@ -49,7 +49,8 @@ struct ncd_region {
 	uint8_t *cbase;                /* the client's part: consumer lines, tx and free rings, tx buffers */
 	uint64_t csize;
 	int fd;                        /* the daemon's part, read-only, until it is passed on */
-	int cfd;                       /* the client's part, until it is passed on */
+	int cfd;                       /* the client's part, until it is passed on (layout 2) */
+	uint32_t layout;               /* nc_region_hdr.version: 2, or 1 (one part: cbase is base) */
 	bool hugepages;                /* the daemon's part is on hugepages */
 	uint32_t nrx;
 	struct ncd_rc_geom g;          /* the buffers' geometry, which the client's writes must fit */
@@ -64,12 +65,15 @@ struct ncd_region {
 };
 
 /**
- * Make a connection's region, sized for the daemon's ports: its two parts
- * (nc_region.h), each a memfd sealed against resizing, the daemon's part's
- * descriptor read-only.
+ * Make a connection's region, sized for the daemon's ports, in layout
+ * (nc_region.h): NC_REGION_LAYOUT_VERSION's two parts, each a memfd sealed
+ * against resizing, the daemon's part's descriptor read-only; or
+ * NC_REGION_LAYOUT_ONE_PART's one, for a client of control protocol 4
+ * (fd only; cbase is base).
  * @return it, or NULL with errno set (the log says what failed)
  */
-struct ncd_region *ncd_region_create(const struct ncd *d, unsigned int slot, bool one_ring);
+struct ncd_region *ncd_region_create(const struct ncd *d, unsigned int slot, bool one_ring,
+				     uint32_t layout);
 
 /** Unmap and free a region no worker uses any more (after a grace period). */
 void ncd_region_free(struct ncd_region *rg);

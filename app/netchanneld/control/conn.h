@@ -40,6 +40,8 @@ struct ncd_conn {
 	uint64_t pending_since;        /* ms, from the TSC */
 	bool hello;
 	uint32_t hello_flags;          /* NC_HELLO_F_* of its HELLO */
+	uint32_t version;              /* the control protocol HELLO agreed on */
+	char build[NC_BUILD_SIZE];     /* the client's build, as its HELLO said ("": unsaid) */
 	uint64_t accepted_ms;          /* when it connected: it has hello_timeout_ms to say HELLO */
 	struct ucred cred;
 	unsigned int errors;
@@ -165,6 +167,7 @@ void ctl_detach(struct ncd *d, struct ncd_conn *c, unsigned int k);
  * HELLO: the connection becomes a client, with a slot of the client table. @return the status
  * replied
  */
-int ctl_do_hello(struct ncd *d, struct ncd_conn *c, const struct nc_ctl_req *req, const void *body);
+int ctl_do_hello(struct ncd *d, struct ncd_conn *c, const struct nc_ctl_req *req, const void *body,
+		 uint32_t len);
 
 #endif

@@ -301,7 +301,7 @@ handle(struct ncd *d, struct ncd_conn *c, const uint8_t *msg, ssize_t n, bool tr
 		return -EPROTO;
 	}
 	if (req->type == NC_CTL_HELLO)
-		return ctl_do_hello(d, c, req, body);
+		return ctl_do_hello(d, c, req, body, len);
 	if (ncd_ctl.handlers[req->type] == NULL) {
 		ctl_reply(c, req, -EOPNOTSUPP, NULL, 0);
 		return -EOPNOTSUPP;

@@ -8,9 +8,8 @@
 #include "core/nat_conf.h"
 #include "core/spec.h"
 
-/* Body sizes: exact for fixed requests; CLI's is bounded instead. */
+/* Body sizes: exact for fixed requests; HELLO's and CLI's are bounded instead. */
 static const uint32_t body_size[NC_CTL_TYPE_MAX] = {
-	[NC_CTL_HELLO] = sizeof(struct nc_ctl_hello),
 	[NC_CTL_CHANNEL_CREATE] = sizeof(struct nc_ctl_create),
 	[NC_CTL_CHANNEL_ATTACH] = sizeof(struct nc_ctl_name),
 	[NC_CTL_CHANNEL_DESTROY] = sizeof(struct nc_ctl_id),
@@ -36,7 +35,10 @@ ncd_ctl_check(const uint8_t *msg, size_t n, bool truncated, uint32_t *body_len)
 		return -EBADMSG;
 	if (req.type == 0 || req.type >= NC_CTL_TYPE_MAX)
 		return -EOPNOTSUPP;
-	if (req.type == NC_CTL_CLI ? req.len < sizeof(struct nc_ctl_cli) ||
+	/* HELLO: version 4's, or version 5's and longer (a newer client's: the rest unread). */
+	if (req.type == NC_CTL_HELLO ? req.len != NC_CTL_HELLO_V4_SIZE &&
+				       req.len < sizeof(struct nc_ctl_hello) :
+	    req.type == NC_CTL_CLI ? req.len < sizeof(struct nc_ctl_cli) ||
 				     req.len >= sizeof(struct nc_ctl_cli) + NC_CLI_MAX_LINE :
 	    req.type == NC_CTL_CHANNEL_CREATE ?
 		    req.len != sizeof(struct nc_ctl_create) &&

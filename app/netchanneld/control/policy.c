@@ -396,6 +396,9 @@ ncd_view_clients(const struct ncd *d, const struct ncd_conn *viewer)
 			json_object_set_new(r, "rx_rings", json_integer(rg->nrx));
 			json_object_set_new(o, "region", r);
 		}
+		/* The control protocol agreed on, and the library's build as it said. */
+		json_object_set_new(o, "protocol", json_integer(c->hello ? c->version : 0));
+		json_object_set_new(o, "build", json_string(c->hello ? c->build : ""));
 		json_object_set_new(o, "channel_count", json_integer(c->nchannels));
 		/* What it may make the daemon hold: its quota and its channels' rings. */
 		json_object_set_new(o, "mbufs_bound", json_integer((json_int_t)conn_mbufs(d, c)));

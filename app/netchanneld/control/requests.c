@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +39,7 @@
 #include "control/ctl_decode.h"
 #include "control/rates.h"
 #include "control/reload.h"
+#include "nc_build.h"
 #include "control/views.h"
 #include "core/log.h"
 #include "core/match.h"
@@ -387,38 +389,94 @@ do_chan_stats(struct ncd *d, struct ncd_conn *c, const struct nc_ctl_req *req, c
 	return ctl_reply(c, req, 0, &st, sizeof(st));
 }
 
+/* HELLO's refusal, with its reason (a version 4 library keeps reasons under 160 bytes). */
+static int
+hello_refuse(struct ncd_conn *c, const struct nc_ctl_req *req, int ret, const char *fmt, ...)
+{
+	char why[NC_CTL_REASON_MAX];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	ctl_reply(c, req, ret, why, (size_t)RTE_MIN(n, (int)sizeof(why) - 1));
+	return ret;
+}
+
 /*
- * HELLO: the connection becomes a client, with a slot of the client table:
- * an isolated one gets its region, a zero-copy one the slot's mbuf rings.
+ * The version HELLO agrees on: the highest the client and the daemon both
+ * speak, or 0 (refused). A version 4 HELLO (16 bytes, min_version 0) speaks
+ * its version only.
+ */
+static uint32_t
+hello_version(const struct nc_ctl_hello *h, uint32_t *lo)
+{
+	uint32_t hi = h->version;
+
+	*lo = h->min_version != 0 ? h->min_version : h->version;
+	if (*lo > hi || hi < NC_CONTROL_PROTOCOL_MIN || *lo > NC_CONTROL_PROTOCOL_VERSION)
+		return 0;
+	return RTE_MIN(hi, (uint32_t)NC_CONTROL_PROTOCOL_VERSION);
+}
+
+/*
+ * HELLO: the versions agreed on, then the connection becomes a client, with
+ * a slot of the client table: an isolated one gets its region (in the
+ * layout of the version agreed), a zero-copy one the slot's mbuf rings.
  */
 int
-ctl_do_hello(struct ncd *d, struct ncd_conn *c, const struct nc_ctl_req *req, const void *body)
+ctl_do_hello(struct ncd *d, struct ncd_conn *c, const struct nc_ctl_req *req, const void *body,
+	     uint32_t len)
 {
-	const struct nc_ctl_hello *h = body;
+	const uint32_t known = NC_HELLO_F_ZEROCOPY | NC_HELLO_F_CONTROL | NC_HELLO_F_ONE_RING;
 	unsigned int slot = NCD_MAX_CLIENTS, nfree = 0;
 	struct nc_ctl_hello_reply hr;
 	struct ncd_region *rg = NULL;
+	char build[NC_BUILD_SIZE];
+	struct nc_ctl_hello h;
+	uint32_t version, lo;
 	char why[160];
 	int ret;
 
-	if (c->hello || h->version != NC_CONTROL_PROTOCOL_VERSION) {
-		ctl_reply(c, req, -EPROTO, NULL, 0);
-		return -EPROTO;
-	}
+	/* What a newer client adds past the HELLO this daemon knows is not read. */
+	memset(&h, 0, sizeof(h));
+	memcpy(&h, body, RTE_MIN(len, (uint32_t)sizeof(h)));
+	h.build[sizeof(h.build) - 1] = '\0';
+	if (c->hello)
+		return hello_refuse(c, req, -EPROTO, "HELLO again: this connection said HELLO");
+	version = hello_version(&h, &lo);
+	if (version == 0)
+		return hello_refuse(c, req, -EPROTO, "control protocol: the client speaks versions "
+				    "%u to %u, this daemon %d to %d", lo, h.version,
+				    NC_CONTROL_PROTOCOL_MIN, NC_CONTROL_PROTOCOL_VERSION);
 	/* One of zero-copy, control, or an isolated client (with one ring, or a ring per channel). */
-	if ((h->flags & ~(NC_HELLO_F_ZEROCOPY | NC_HELLO_F_CONTROL | NC_HELLO_F_ONE_RING)) ||
-	    h->reserved != 0 || __builtin_popcount(h->flags) > 1) {
-		ctl_reply(c, req, -EINVAL, NULL, 0);
-		return -EINVAL;
-	}
-	if ((h->flags & NC_HELLO_F_ZEROCOPY) && !ctl_zero_copy_allowed(d, &c->cred)) {
+	if ((h.flags & ~known) || __builtin_popcount(h.flags) > 1)
+		return hello_refuse(c, req, -EINVAL, "HELLO flags 0x%x: one of zero-copy (0x%x), "
+				    "control (0x%x) or one ring (0x%x), or none", h.flags,
+				    NC_HELLO_F_ZEROCOPY, NC_HELLO_F_CONTROL, NC_HELLO_F_ONE_RING);
+	if ((h.flags & NC_HELLO_F_ZEROCOPY) && !ctl_zero_copy_allowed(d, &c->cred)) {
 		NCD_LOG_USER(NOTICE, c->cred.uid, "control: pid %d uid %u refused zero-copy "
 			     "(control.allow's zero_copy)", (int)c->cred.pid, c->cred.uid);
 		ctl_reply(c, req, -EPERM, NULL, 0);
 		return -EPERM;
 	}
+	nc_build_zc(build, sizeof(build));
+	/* A DPDK secondary process maps the daemon's memory: it must be of the daemon's build. */
+	if ((h.flags & NC_HELLO_F_ZEROCOPY) &&
+	    (len <= NC_CTL_HELLO_V4_SIZE || strcmp(h.build, build) != 0)) {
+		NCD_LOG_USER(NOTICE, c->cred.uid, "control: pid %d uid %u refused zero-copy: "
+			     "its build \"%s\" is not the daemon's", (int)c->cred.pid, c->cred.uid,
+			     len <= NC_CTL_HELLO_V4_SIZE ? "(unsaid)" : h.build);
+		if (len <= NC_CTL_HELLO_V4_SIZE)
+			return hello_refuse(c, req, -EPROTO, "zero-copy needs the daemon's build "
+					    "(%s (%s)); the client's (protocol %u) is unsaid",
+					    NC_PROJECT_VERSION, NC_GIT_DESCRIBE, h.version);
+		return hello_refuse(c, req, -EPROTO, "zero-copy needs the daemon's exact build: "
+				    "the client is \"%s\", the daemon \"%s\"", h.build, build);
+	}
 	/* A zero-copy client may hold its quota of mbufs: its user answers for them. */
-	if ((h->flags & NC_HELLO_F_ZEROCOPY) &&
+	if ((h.flags & NC_HELLO_F_ZEROCOPY) &&
 	    (ret = ctl_may_hold_mbufs(d, c, d->cfg.mbuf_quota, why, sizeof(why))) != 0) {
 		ctl_reply(c, req, ret, why, strlen(why));
 		return ret;
@@ -437,8 +495,11 @@ ctl_do_hello(struct ncd *d, struct ncd_conn *c, const struct nc_ctl_req *req, co
 		ctl_reply(c, req, -ENOSPC, why, (size_t)n);
 		return -ENOSPC;
 	}
-	if (h->flags == 0 || h->flags == NC_HELLO_F_ONE_RING) {
-		rg = ncd_region_create(d, slot, h->flags == NC_HELLO_F_ONE_RING);
+	if (h.flags == 0 || h.flags == NC_HELLO_F_ONE_RING) {
+		/* Version 4's clients know only the region of one part. */
+		rg = ncd_region_create(d, slot, h.flags == NC_HELLO_F_ONE_RING,
+				       version >= 5 ? NC_REGION_LAYOUT_VERSION :
+						      NC_REGION_LAYOUT_ONE_PART);
 		if (rg == NULL) {
 			ret = -errno;
 			ctl_reply(c, req, ret, NULL, 0);
@@ -455,30 +516,40 @@ ctl_do_hello(struct ncd *d, struct ncd_conn *c, const struct nc_ctl_req *req, co
 	/* Each client's EAL gets an lcore id of its own, above the daemon's. */
 	c->lcore_id = RTE_MAX_LCORE / 2 + slot;
 	c->hello = true;
-	c->hello_flags = h->flags;
+	c->hello_flags = h.flags;
+	c->version = version;
+	snprintf(c->build, sizeof(c->build), "%s", len > NC_CTL_HELLO_V4_SIZE ? h.build : "");
 	d->clients[slot] = (struct nc_client_entry){
 		.quota = d->cfg.mbuf_quota, .pid = (uint32_t)c->cred.pid, .live = 1 };
 	/* Its free and alloc rings, empty, and served by a worker from now on. */
 	rte_ring_reset(d->free_rings[slot]);
 	rte_ring_reset(d->alloc_rings[slot]);
 	__atomic_store_n(&d->regions[slot], rg, __ATOMIC_RELEASE);
-	if (!(h->flags & NC_HELLO_F_CONTROL))
+	if (!(h.flags & NC_HELLO_F_CONTROL))
 		__atomic_fetch_or(&d->slot_active, UINT64_C(1) << slot, __ATOMIC_RELEASE);
 	memset(&hr, 0, sizeof(hr));
 	hr.slot = slot;
-	hr.version = NC_CONTROL_PROTOCOL_VERSION;
-	hr.flags = h->flags;
+	hr.version = version;
+	hr.flags = h.flags;
 	hr.lcore_id = c->lcore_id;
 	snprintf(hr.file_prefix, sizeof(hr.file_prefix), "%s", d->file_prefix);
 	snprintf(hr.mbuf_pool, sizeof(hr.mbuf_pool), "%s", d->pool->name);
+	hr.min_version = NC_CONTROL_PROTOCOL_MIN;
+	hr.max_version = NC_CONTROL_PROTOCOL_VERSION;
+	hr.region_layout = rg != NULL ? rg->layout : 0;
+	memcpy(hr.build, build, sizeof(hr.build));
+	/* Version 4's reply is 120 bytes exactly: its clients take no other. */
+	len = version >= 5 ? sizeof(hr) : NC_CTL_HELLO_REPLY_V4_SIZE;
 	if (rg == NULL)
-		return ctl_reply(c, req, 0, &hr, sizeof(hr));
+		return ctl_reply(c, req, 0, &hr, len);
 	hr.region_size = rg->size;
-	/* The daemon's part (read-only), then the client's. */
-	ret = ctl_reply_fds(c, req, 0, &hr, sizeof(hr), (const int[]){ rg->fd, rg->cfd }, 2);
+	/* The daemon's part (read-only), then the client's; or the one part of layout 1. */
+	ret = ctl_reply_fds(c, req, 0, &hr, len, (const int[]){ rg->fd, rg->cfd },
+			    rg->layout == NC_REGION_LAYOUT_ONE_PART ? 1 : 2);
 	/* The client has its own; the daemon keeps only the mappings. */
 	close(rg->fd);
-	close(rg->cfd);
+	if (rg->cfd >= 0)
+		close(rg->cfd);
 	rg->fd = -1;
 	rg->cfd = -1;
 	return ret;

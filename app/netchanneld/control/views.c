@@ -24,6 +24,7 @@
 #include "core/stats.h"
 #include "datapath/datapath.h"
 #include "nat/nat.h"
+#include "nc_build.h"
 #include "nc_version.h"
 #include "ncd.h"
 #include "offload/offload.h"
@@ -449,9 +450,15 @@ ncd_view_workers(const struct ncd *d)
 json_t *
 ncd_view_version(void)
 {
-	return json_pack("{s:s, s:s, s:s, s:i, s:i, s:i}", "netchanneld", NC_PROJECT_VERSION, "git",
-			 NC_GIT_DESCRIBE, "dpdk", rte_version(), "control_protocol", NC_CONTROL_PROTOCOL_VERSION,
-			 "region", NC_REGION_LAYOUT_VERSION, "shared_memory", NC_SHM_LAYOUT_VERSION);
+	char build[NC_BUILD_SIZE];
+
+	/* build: what a zero-copy client's HELLO must name (nc_build.h). */
+	nc_build_zc(build, sizeof(build));
+	return json_pack("{s:s, s:s, s:s, s:i, s:i, s:i, s:i, s:s}", "netchanneld",
+			 NC_PROJECT_VERSION, "git", NC_GIT_DESCRIBE, "dpdk", rte_version(),
+			 "control_protocol", NC_CONTROL_PROTOCOL_VERSION, "control_protocol_min",
+			 NC_CONTROL_PROTOCOL_MIN, "region", NC_REGION_LAYOUT_VERSION,
+			 "shared_memory", NC_SHM_LAYOUT_VERSION, "build", build);
 }
 
 json_t *
