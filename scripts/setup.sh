@@ -16,13 +16,14 @@ shift || true
 # scapy (traffic generator), prometheus (its promtool checks nc-exporter's output),
 # gnuplot (charts), iproute2 (namespaces); the test bed's peer: ping, iperf3 (a
 # bounded TCP throughput run), ethtool (its veth computes its own checksums).
-# Fuzzing: clang and its libFuzzer runtime (scripts/fuzz.sh, build-fuzz).
+# Fuzzing: clang and its libFuzzer runtime (scripts/fuzz.sh, build-fuzz). The ABI check
+# (scripts/check_abi.py): abigail-tools (abidw, abidiff).
 packages=(
 	libdpdk-dev dpdk dpdk-dev meson ninja-build pkg-config gcc libc6-dev libmnl-dev
 	libjansson-dev check libnuma-dev libpcap-dev libmicrohttpd-dev libxdp-dev libbpf-dev
 	python3 python3-scapy gnuplot-nox iproute2 gawk
 	iputils-ping iperf3 ethtool prometheus
-	clang libclang-rt-14-dev
+	clang libclang-rt-14-dev abigail-tools
 )
 
 missing=()
