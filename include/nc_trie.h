@@ -110,8 +110,19 @@ struct nc_trie_rule {
 	uint32_t priority;       /**< 0..NC_TRIE_PRIO_MAX, higher wins */
 };
 
+/**
+ * A struct that carries its size (nc_trie_config, nc_trie_stats), initialised
+ * for this header: `struct nc_trie_config c = NC_TRIE_SIZED(nc_trie_config,
+ * .name = "t", .socket_id = -1, .max_rules = 16);`. The library reads and
+ * writes only what the size covers: fields a caller's older header lacks
+ * count as 0; fields a newer header adds must be 0 when passed in (EINVAL
+ * otherwise) and are left 0 when given back, size saying how much was filled.
+ */
+#define NC_TRIE_SIZED(type, ...) ((struct type){ .size = sizeof(struct type), __VA_ARGS__ })
+
 /** Parameters of nc_trie_create(). */
 struct nc_trie_config {
+	uint32_t size;      /**< sizeof(struct nc_trie_config) (NC_TRIE_SIZED()) */
 	const char *name;   /**< for logs and dumps; at most NC_TRIE_NAMESIZE - 1 chars */
 	int socket_id;      /**< NUMA node for the table's memory, or -1 for any */
 	uint32_t max_rules; /**< capacity: rule ids are 0..max_rules-1 */
@@ -137,6 +148,8 @@ enum nc_trie_snapshot_state {
 
 /** Counters of a table (nc_trie_get_stats()). */
 struct nc_trie_stats {
+	/** In: sizeof(struct nc_trie_stats) (NC_TRIE_SIZED()). Out: how much was filled. */
+	uint32_t size;
 	uint32_t rules;        /**< rules in the table */
 	uint32_t exact_rules;  /**< of which in the exact-match front stage */
 	uint32_t tuples;       /**< front-stage tables (one per mask signature) in use */
@@ -166,11 +179,12 @@ struct nc_trie_stats {
  * Create a classifier table.
  *
  * @param cfg
- *   Name, NUMA socket and capacity. Passing NULL is an error.
+ *   Name, NUMA socket and capacity, its size set. Passing NULL is an error.
  * @return
- *   The table, or NULL with errno set: EINVAL (bad parameter: NULL, empty or
- *   too long name, max_rules 0 or above 2^24, an unknown flag), ENOMEM (out of
- *   memory).
+ *   The table, or NULL with errno set: EINVAL (bad parameter: NULL, a size
+ *   that does not hold the size itself, a field this library does not know
+ *   set, empty or too long name, max_rules 0 or above 2^24, an unknown flag),
+ *   ENOMEM (out of memory).
  */
 struct nc_trie *nc_trie_create(const struct nc_trie_config *cfg);
 
@@ -371,9 +385,9 @@ int nc_trie_snapshot_sync(struct nc_trie *t);
  * @param t
  *   The table.
  * @param s
- *   Receives the counters.
+ *   Receives the counters, as far as its size (set by the caller) covers.
  * @return
- *   0 or -EINVAL.
+ *   0 or -EINVAL (no table, no s, or a size that does not hold the size itself).
  */
 int nc_trie_get_stats(const struct nc_trie *t, struct nc_trie_stats *s);
 

@@ -87,7 +87,8 @@ bench_load_rules(const char *path, struct nc_trie_rule **rules, uint32_t *n)
 struct nc_trie *
 bench_build_trie(const struct nc_trie_rule *rules, uint32_t n, uint32_t extra)
 {
-	struct nc_trie_config cfg = { .name = "bench", .socket_id = -1, .max_rules = n + extra };
+	struct nc_trie_config cfg = NC_TRIE_SIZED(nc_trie_config, .name = "bench", .socket_id = -1,
+			.max_rules = n + extra);
 	struct nc_trie *t = nc_trie_create(&cfg);
 
 	if (t == NULL) {

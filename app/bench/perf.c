@@ -378,7 +378,7 @@ nctrie_burst(const void *ctx, uint32_t i, unsigned int burst, uint32_t *res)
 static struct nc_trie *
 nctrie_prepare(const struct workload *w, struct result *r, uint32_t *answers)
 {
-	struct nc_trie_stats st;
+	struct nc_trie_stats st = { .size = sizeof(st) };
 	struct nc_trie *t;
 	double t0;
 

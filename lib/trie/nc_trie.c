@@ -8,11 +8,30 @@
 struct nc_trie *
 nc_trie_create(const struct nc_trie_config *cfg)
 {
-	if (cfg != NULL && (cfg->flags & ~NC_TRIE_F_NO_SNAPSHOT) != 0) {
+	struct nc_trie_config c = { 0 };
+	uint32_t size;
+
+	if (cfg == NULL) {
 		errno = EINVAL;
 		return NULL;
 	}
-	return nct_create(cfg, 0);
+	/* As much of the caller's as its size covers; what a newer header adds must be unset. */
+	memcpy(&size, cfg, sizeof(size));
+	if (size < sizeof(size)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	for (uint32_t i = sizeof(c); i < size; i++)
+		if (((const uint8_t *)cfg)[i] != 0) {
+			errno = EINVAL;
+			return NULL;
+		}
+	memcpy(&c, cfg, RTE_MIN(size, (uint32_t)sizeof(c)));
+	if ((c.flags & ~NC_TRIE_F_NO_SNAPSHOT) != 0) {
+		errno = EINVAL;
+		return NULL;
+	}
+	return nct_create(&c, 0);
 }
 
 /* nc_trie_create(), with internal flags (NCT_F_*) added to the config's. */
@@ -224,11 +243,16 @@ nc_trie_get_rule(const struct nc_trie *t, uint32_t id, struct nc_trie_rule *r)
 /* ---- introspection ------------------------------------------------------ */
 
 int
-nc_trie_get_stats(const struct nc_trie *t, struct nc_trie_stats *s)
+nc_trie_get_stats(const struct nc_trie *t, struct nc_trie_stats *out)
 {
-	if (t == NULL || s == NULL)
+	struct nc_trie_stats all = { .size = sizeof(all) }, *s = &all;
+	uint32_t size;
+
+	if (t == NULL || out == NULL)
 		return -EINVAL;
-	memset(s, 0, sizeof(*s));
+	memcpy(&size, out, sizeof(size));
+	if (size < sizeof(size))
+		return -EINVAL;
 	s->rules = t->max_rules - t->nfree_ids;
 	s->exact_rules = s->rules - t->ntrie_rules;
 	s->nodes = t->pool.hwm - 1 - t->pool.nfree;
@@ -245,6 +269,10 @@ nc_trie_get_stats(const struct nc_trie *t, struct nc_trie_stats *s)
 			s->bytes += ((uint64_t)t->tuples[i].mask + 1) * sizeof(uint32_t);
 		}
 	nct_snap_stats(t, s);
+	/* As much as the caller's size covers; the rest of it 0, and its size what was filled. */
+	all.size = RTE_MIN(size, (uint32_t)sizeof(all));
+	memcpy(out, &all, all.size);
+	memset((uint8_t *)out + all.size, 0, size - all.size);
 	return 0;
 }
 
@@ -298,7 +326,7 @@ dump_trie(const struct nc_trie *t, FILE *f, uint32_t idx, unsigned int depth, un
 int
 nc_trie_dump(const struct nc_trie *t, FILE *f)
 {
-	struct nc_trie_stats s;
+	struct nc_trie_stats s = { .size = sizeof(s) };
 
 	if (t == NULL || f == NULL)
 		return -EINVAL;

@@ -535,8 +535,9 @@ out:
 static int
 delta_create(struct nc_trie *t)
 {
-	struct nc_trie_config c = { .name = "delta", .socket_id = t->socket_id,
-				    .max_rules = t->max_rules, .flags = NC_TRIE_F_NO_SNAPSHOT };
+	struct nc_trie_config c = NC_TRIE_SIZED(nc_trie_config, .name = "delta",
+			.socket_id = t->socket_id, .max_rules = t->max_rules,
+			.flags = NC_TRIE_F_NO_SNAPSHOT);
 
 	if (t->delta != NULL)
 		return 0;
@@ -848,7 +849,7 @@ nct_snap_force_order(struct nc_trie *t, int o)
 void
 nct_snap_stats(const struct nc_trie *t, struct nc_trie_stats *s)
 {
-	struct nc_trie_stats d;
+	struct nc_trie_stats d = { .size = sizeof(d) };
 
 	s->snapshot_state = !snap_enabled(t) ? NC_TRIE_SNAPSHOT_OFF :
 			    t->snap != NULL ? NC_TRIE_SNAPSHOT_READY :

@@ -16,7 +16,8 @@
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct nc_trie_config tc = { .name = "fuzz", .socket_id = -1, .max_rules = 4096 };
+	struct nc_trie_config tc = NC_TRIE_SIZED(nc_trie_config, .name = "fuzz", .socket_id = -1,
+			.max_rules = 4096);
 	struct nc_trie_rule *rules = NULL;
 	char path[64], err[256];
 	uint32_t n = 0;

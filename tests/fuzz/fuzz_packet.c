@@ -60,7 +60,8 @@ static struct {
 static void
 setup(void)
 {
-	struct nc_trie_config tc = { .name = "fuzz", .socket_id = -1, .max_rules = 64 };
+	struct nc_trie_config tc = NC_TRIE_SIZED(nc_trie_config, .name = "fuzz", .socket_id = -1,
+			.max_rules = 64);
 	char err[128];
 
 	fx.trie = nc_trie_create(&tc);

@@ -218,8 +218,9 @@ class Cli(T.DaemonCase):
             described.add(m.group(2))
         self.assertEqual(len(described), 1, "one build, one git describe")
         # The release is the libraries' too: libX.so.0 -> libX.so.RELEASE, and NEWS has it.
-        for lib in ("netchannel", "netchannel_zc"):
-            real = os.path.realpath(os.path.join(T.BUILD, f"lib/netchannel/lib{lib}.so.0"))
+        for lib in ("netchannel/netchannel", "netchannel/netchannel_zc", "trie/nctrie"):
+            folder, lib = lib.split("/")
+            real = os.path.realpath(os.path.join(T.BUILD, f"lib/{folder}/lib{lib}.so.0"))
             self.assertEqual(os.path.basename(real), f"lib{lib}.so.{project}")
             dyn = subprocess.run(["readelf", "-d", real], capture_output=True, text=True,
                                  check=True).stdout
@@ -656,7 +657,8 @@ TRIE_PROGRAM = r"""
 int
 main(void)
 {
-	struct nc_trie_config cfg = { .name = "t", .socket_id = -1, .max_rules = 16 };
+	struct nc_trie_config cfg = NC_TRIE_SIZED(nc_trie_config, .name = "t", .socket_id = -1,
+						  .max_rules = 16);
 	struct nc_trie *t = nc_trie_create(&cfg);
 	struct nc_trie_rule r;
 	struct nc_trie_key k;
@@ -746,7 +748,10 @@ class Install(unittest.TestCase):
         r = subprocess.run([exe, "--help"], capture_output=True, text=True, env=env)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("usage: nc-echo", r.stdout)
-        # The classifier, a static library, from its own pkg-config file.
+        # The classifier, the shared library (the static one is there for --static), from its
+        # own pkg-config file.
+        self.assertTrue(os.path.exists(os.path.join(libdir, "libnctrie.so.0")))
+        self.assertTrue(os.path.exists(os.path.join(libdir, "libnctrie.a")))
         src = os.path.join(d, "trie.c")
         with open(src, "w") as f:
             f.write(TRIE_PROGRAM)
@@ -757,6 +762,9 @@ class Install(unittest.TestCase):
         r = subprocess.run(["cc", "-o", trie, src] + san + pc.stdout.split(),
                            capture_output=True, text=True)
         self.assertEqual(r.returncode, 0, r.stderr)
+        needed = subprocess.run(["objdump", "-p", trie], capture_output=True, text=True,
+                                check=True).stdout
+        self.assertIn("NEEDED               libnctrie.so.0", needed)
         r = subprocess.run([trie], capture_output=True, text=True, env=env, timeout=30)
         self.assertEqual((r.returncode, r.stdout), (0, "match 0 miss 1\n"), r.stderr)
         # The Python package, over the installed library, and its example.

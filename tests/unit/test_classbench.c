@@ -154,7 +154,7 @@ START_TEST(shipped_sets)
 	struct nc_trie_key *keys;
 	struct nc_linear *l;
 	struct nc_trie *t;
-	struct nc_trie_config cfg = { .name = "cb", .socket_id = -1 };
+	struct nc_trie_config cfg = NC_TRIE_SIZED(nc_trie_config, .name = "cb", .socket_id = -1);
 	uint32_t n, *res, bad = 0, hits = 0, distinct = 0;
 	uint8_t *seen;
 	char path[512], err[512];
@@ -249,7 +249,8 @@ START_TEST(generated_sets)
 	const uint32_t n = 2000, nkeys = 50000;
 	struct nc_trie_rule *like, *gen = malloc(n * sizeof(*gen)), *gen2 = malloc(n * sizeof(*gen2));
 	struct nc_trie_rule *back;
-	struct nc_trie_config cfg = { .name = "gen", .socket_id = -1, .max_rules = n };
+	struct nc_trie_config cfg = NC_TRIE_SIZED(nc_trie_config, .name = "gen", .socket_id = -1,
+			.max_rules = n);
 	struct nc_trie_key *keys = malloc(nkeys * sizeof(*keys));
 	uint32_t nlike, nback, *res = malloc(nkeys * sizeof(*res)), same_addr = 0, bad = 0;
 	char path[512], out[600], err[512];

@@ -36,7 +36,8 @@
 static struct nc_trie *
 mk(uint32_t cap)
 {
-	struct nc_trie_config cfg = { .name = "test", .socket_id = -1, .max_rules = cap };
+	struct nc_trie_config cfg = NC_TRIE_SIZED(nc_trie_config, .name = "test", .socket_id = -1,
+			.max_rules = cap);
 	struct nc_trie *t = nc_trie_create(&cfg);
 
 	ck_assert_ptr_nonnull(t);
@@ -226,7 +227,7 @@ START_TEST(port_masks_and_ranges)
 	ck_assert_uint_eq(LOOKUP(t, "192.0.2.4", "1.1.1.1", 6, 1024, 7), sp);
 	ck_assert_uint_eq(LOOKUP(t, "192.0.2.4", "1.1.1.1", 6, 1023, 7), NC_TRIE_NOMATCH);
 	/* A range is one rule, whatever number of prefixes it takes. */
-	struct nc_trie_stats st;
+	struct nc_trie_stats st = { .size = sizeof(st) };
 	ck_assert_int_eq(nc_trie_get_stats(t, &st), 0);
 	ck_assert_uint_eq(st.rules, 4);
 	nc_trie_free(t);
@@ -328,7 +329,7 @@ START_TEST(front_stage)
 	struct nc_trie *t = mk(16);
 	struct nc_trie_rule conn = R("192.0.2.1/32", "198.51.100.7/32", IPPROTO_TCP, P(80, 80), 2);
 	struct nc_trie_rule lis = R("192.0.2.1/32", NULL, IPPROTO_TCP, P(80, 80), 1), back;
-	struct nc_trie_stats st;
+	struct nc_trie_stats st = { .size = sizeof(st) };
 	int c, l, w;
 
 	conn.sport = P(40000, 40000);
@@ -389,7 +390,7 @@ START_TEST(front_stage_port)
 	struct nc_trie_rule port = R(NULL, NULL, IPPROTO_UDP, P(53, 53), 1), back;
 	struct nc_trie_rule masked = R(NULL, NULL, IPPROTO_UDP, PM(53, 0xffff), 1);
 	struct nc_trie_rule v4 = R("192.0.2.0/24", NULL, IPPROTO_UDP, ANY, 2);
-	struct nc_trie_stats st;
+	struct nc_trie_stats st = { .size = sizeof(st) };
 	int p, w, p9;
 
 	p = add_ok(t, port);
@@ -471,7 +472,8 @@ END_TEST
 
 START_TEST(create_errors)
 {
-	struct nc_trie_config cfg = { .name = "x", .socket_id = -1, .max_rules = 0 };
+	struct nc_trie_config cfg = NC_TRIE_SIZED(nc_trie_config, .name = "x", .socket_id = -1,
+			.max_rules = 0);
 	char longname[NC_TRIE_NAMESIZE + 1];
 
 	errno = 0;
@@ -514,11 +516,61 @@ START_TEST(create_errors)
 }
 END_TEST
 
+/*
+ * The structs that carry their size: an older caller's shorter config works, a newer one's
+ * unknown field set is refused, and stats are written no further than the caller's size.
+ */
+START_TEST(sized_structs)
+{
+	struct {
+		struct nc_trie_config c;
+		uint64_t newer;        /* a field a newer header might add */
+	} big = { NC_TRIE_SIZED(nc_trie_config, .name = "sz", .socket_id = -1, .max_rules = 4),
+		  0 };
+	struct {
+		struct nc_trie_stats s;
+		uint8_t guard[64];
+	} st;
+	struct nc_trie *t;
+
+	big.c.size = offsetof(struct nc_trie_config, flags);      /* an older header: no flags */
+	t = nc_trie_create(&big.c);
+	ck_assert_ptr_nonnull(t);
+	nc_trie_free(t);
+	big.c.size = sizeof(big);                                 /* a newer one, field unset */
+	t = nc_trie_create(&big.c);
+	ck_assert_ptr_nonnull(t);
+	struct nc_trie_rule r = R("192.0.2.0/24", NULL, IPPROTO_TCP, ANY, 1);
+
+	ck_assert_int_eq(nc_trie_add(t, &r), 0);
+	big.newer = 1;                                            /* ... and set: refused */
+	errno = 0;
+	ck_assert_ptr_null(nc_trie_create(&big.c));
+	ck_assert_int_eq(errno, EINVAL);
+	big.c.size = 2;
+	ck_assert_ptr_null(nc_trie_create(&big.c));
+	memset(&st, 0xa5, sizeof(st));
+	st.s.size = offsetof(struct nc_trie_stats, exact_rules);  /* size and rules only */
+	ck_assert_int_eq(nc_trie_get_stats(t, &st.s), 0);
+	ck_assert_uint_eq(st.s.size, offsetof(struct nc_trie_stats, exact_rules));
+	ck_assert_uint_eq(st.s.rules, 1);
+	ck_assert_uint_eq(st.s.exact_rules, 0xa5a5a5a5u);        /* past its size: untouched */
+	st.s.size = sizeof(st);                                   /* a newer caller's */
+	ck_assert_int_eq(nc_trie_get_stats(t, &st.s), 0);
+	ck_assert_uint_eq(st.s.size, sizeof(st.s));
+	for (size_t i = 0; i < sizeof(st.guard); i++)
+		ck_assert_uint_eq(st.guard[i], 0);                /* what it does not know: 0 */
+	st.s.size = 0;
+	ck_assert_int_eq(nc_trie_get_stats(t, &st.s), -EINVAL);
+	nc_trie_free(t);
+}
+END_TEST
+
 START_TEST(add_errors)
 {
 	struct nc_trie *t = mk(4);
 	struct nc_trie_rule good = R("192.0.2.0/24", NULL, IPPROTO_TCP, P(1, 2), 1), r;
-	struct nc_trie_stats st;
+	struct nc_trie_stats st = { .size = sizeof(st) };
 
 	ck_assert_int_eq(nc_trie_add(NULL, &good), -EINVAL);
 	ck_assert_int_eq(nc_trie_add(t, NULL), -EINVAL);
@@ -834,7 +886,7 @@ differential(struct nc_trie *t, const struct nc_linear *l, const struct world *w
 	     uint64_t *s)
 {
 	unsigned int bad = differential_once(t, l, w, rules, live, nlive, nkeys, s);
-	struct nc_trie_stats st;
+	struct nc_trie_stats st = { .size = sizeof(st) };
 
 #ifdef NC_TEST_SNAPSHOT
 	ck_assert_int_eq(nc_trie_snapshot_sync(t), 0);
@@ -1047,7 +1099,7 @@ START_TEST(diff_port_table)
 	struct nc_linear *l = nc_linear_create(cap);
 	struct nc_trie_rule *rules = calloc(cap, sizeof(*rules));
 	uint32_t *live = calloc(cap, sizeof(*live)), nlive = 0, nports, ntrie = 0;
-	struct nc_trie_stats st;
+	struct nc_trie_stats st = { .size = sizeof(st) };
 	struct world w;
 	uint64_t s = 0x2002;
 	unsigned int bad;
@@ -1108,7 +1160,7 @@ START_TEST(diff_updates)
 	struct nc_linear *l = nc_linear_create(cap);
 	struct nc_trie_rule *rules = calloc(cap, sizeof(*rules));
 	uint32_t *live = calloc(cap, sizeof(*live)), nlive = 0;
-	struct nc_trie_stats st;
+	struct nc_trie_stats st = { .size = sizeof(st) };
 	struct world w;
 	uint64_t s = 0x2001;
 	unsigned int bad = 0;
@@ -1154,7 +1206,7 @@ END_TEST
  */
 START_TEST(snapshot_without_memory)
 {
-	struct nc_trie_stats st;
+	struct nc_trie_stats st = { .size = sizeof(st) };
 	struct rset r;
 	void *hog[4096];
 	uint32_t nhog = 0;
@@ -1189,7 +1241,7 @@ END_TEST
  */
 START_TEST(snapshot_dead_answers)
 {
-	struct nc_trie_stats st;
+	struct nc_trie_stats st = { .size = sizeof(st) };
 	struct rset r;
 
 	rset_init(&r, 3000, 0x7002, 0);
@@ -1225,7 +1277,7 @@ START_TEST(snapshot_orders)
 		"proto,src,dst,ports", "proto,dst,src,ports", "proto,src,ports,dst",
 		"proto,dst,ports,src", "proto,ports,src,dst", "proto,ports,dst,src",
 	};
-	struct nc_trie_stats st;
+	struct nc_trie_stats st = { .size = sizeof(st) };
 	struct rset r;
 
 	rset_init(&r, 1500, 0x7003, 0);
@@ -1296,7 +1348,7 @@ fw1_1k_table(void)
  */
 START_TEST(snapshot_free_mid_search)
 {
-	struct nc_trie_stats st;
+	struct nc_trie_stats st = { .size = sizeof(st) };
 	struct nc_trie *t = fw1_1k_table();
 	double t0 = mono_s(), search, cut;
 
@@ -1324,7 +1376,7 @@ END_TEST
  */
 START_TEST(snapshot_pick_memory)
 {
-	struct nc_trie_stats dpdk, picked;
+	struct nc_trie_stats dpdk = { .size = sizeof(dpdk) }, picked = { .size = sizeof(picked) };
 	struct nc_trie *t = fw1_1k_table();
 
 	nct_snap_force_order(t, 0);
@@ -1397,7 +1449,7 @@ START_TEST(rcu_readers_and_writer)
 	uint32_t churn[CHURN_MAX], nchurn = 0, sids[STABLE_RULES];
 	struct nc_linear *l = nc_linear_create(STABLE_RULES + CHURN_MAX);
 	size_t sz = rte_rcu_qsbr_get_memsize(2);
-	struct nc_trie_stats before, after;
+	struct nc_trie_stats before = { .size = sizeof(before) }, after = { .size = sizeof(after) };
 	unsigned long updates = 0;
 	pthread_t th;
 	struct world w;
@@ -1559,7 +1611,7 @@ START_TEST(front_stage_full_churn)
 	struct rcu_test *rt = calloc(1, sizeof(*rt));
 	size_t sz = rte_rcu_qsbr_get_memsize(1);
 	uint32_t ids[CAP], next = CAP;
-	struct nc_trie_stats st;
+	struct nc_trie_stats st = { .size = sizeof(st) };
 	struct nc_trie_rule r;
 	uint64_t s = 0x5eed;
 	pthread_t th;
@@ -1630,6 +1682,7 @@ trie_suite(void)
 
 	tc = tcase_create("api");
 	tcase_add_test(tc, create_errors);
+	tcase_add_test(tc, sized_structs);
 	tcase_add_test(tc, add_errors);
 	tcase_add_test(tc, dump_and_format);
 	tcase_add_test(tc, rules_overlap);

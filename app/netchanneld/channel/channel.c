@@ -672,8 +672,8 @@ raise_fd_limit(void)
 int
 ncd_channels_init(struct ncd *d)
 {
-	struct nc_trie_config tc = { .name = "channels", .socket_id = (int)rte_socket_id(),
-				     .max_rules = d->cfg.max_channels };
+	struct nc_trie_config tc = NC_TRIE_SIZED(nc_trie_config, .name = "channels",
+			.socket_id = (int)rte_socket_id(), .max_rules = d->cfg.max_channels);
 	size_t sz = sizeof(*d->dir) + d->cfg.max_channels * sizeof(struct nc_dir_entry);
 	size_t qsz = rte_rcu_qsbr_get_memsize(d->cfg.nworkers);
 	struct rte_hash_parameters hp = {

@@ -329,7 +329,7 @@ ncd_view_channels(const struct ncd *d, const struct ncd_conn *viewer)
 json_t *
 ncd_view_classifier(const struct ncd *d)
 {
-	struct nc_trie_stats s;
+	struct nc_trie_stats s = { .size = sizeof(s) };
 
 	static const char *const states[] = { "none", "building", "ready", "off" };
 

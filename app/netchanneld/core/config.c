@@ -1300,8 +1300,8 @@ static int
 load_channels(struct ctx *c, const json_t *root)
 {
 	json_t *chs = json_object_get(root, "channels"), *ch;
-	struct nc_trie_config tc = { .name = "config", .socket_id = -1,
-				     .max_rules = c->cfg->max_channels };
+	struct nc_trie_config tc = NC_TRIE_SIZED(nc_trie_config, .name = "config", .socket_id = -1,
+			.max_rules = c->cfg->max_channels);
 	struct nc_trie *t;
 	json_t *seen;
 	size_t l, i;
