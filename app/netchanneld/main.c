@@ -17,6 +17,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <sys/file.h>
+#include <fcntl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -56,6 +59,17 @@
 static volatile sig_atomic_t signals;
 
 #define TEARDOWN_TIMEOUT_S 10
+/* From the first stop signal, how long a second one waits before it forces the exit. */
+#define SHUTDOWN_GRACE_S 3
+
+/* A second stop signal, for the forcer thread; what a forced exit removes. */
+static struct {
+	struct timespec first;         /* when the first stop signal came */
+	int fd;                        /* an eventfd the second one writes, or -1 */
+	char runtime_dir[PATH_MAX];    /* EAL's, once it is up */
+} force = { .fd = -1 };
+
+static void remove_prefix_files(const char *prefix, const char *runtime_dir);
 
 /*
  * Shutdown frees DPDK memory, and EAL takes a lock in shared memory to do so
@@ -84,8 +98,10 @@ teardown_watchdog(void *arg)
 	}
 	fprintf(stderr, "netchanneld: shutdown: %s has not returned for %d s: a lock in DPDK's "
 		"shared memory is held, most likely by a client killed inside rte_eal_init() or "
-		"rte_eal_cleanup(); exiting without freeing the rest (hugepage files of prefix "
-		"'%s' may remain)\n", teardown.step, TEARDOWN_TIMEOUT_S, ncd.file_prefix);
+		"rte_eal_cleanup(); exiting without freeing the rest, but the hugepage files and "
+		"runtime directory of prefix '%s'\n", teardown.step, TEARDOWN_TIMEOUT_S,
+		ncd.file_prefix);
+	remove_prefix_files(ncd.file_prefix, force.runtime_dir);
 	_exit(teardown.ret);
 }
 
@@ -116,17 +132,76 @@ teardown_end(void)
 		pthread_join(teardown.thread, NULL);
 }
 
-/* Only a flag: the main loop does the work. A second signal forces the exit. */
+/*
+ * Only a flag: the main loop does the work. A second signal forces the exit,
+ * but no sooner than SHUTDOWN_GRACE_S after the first: GNU timeout, for one,
+ * sends two at once (to the child and to its group), and a clean stop takes
+ * well under that.
+ */
 static void
 on_signal(int sig)
 {
+	const uint64_t one = 1;
+
 	if (sig == SIGHUP) {
 		ncd.reload = 1;
 		return;
 	}
-	if (signals++ > 0)
+	if (signals++ == 0) {
+		clock_gettime(CLOCK_MONOTONIC, &force.first);
+		ncd.stop = true;
+		return;
+	}
+	if (force.fd < 0 || write(force.fd, &one, sizeof(one)) != sizeof(one))
 		_exit(1);
-	ncd.stop = true;
+}
+
+/*
+ * The forced exit, in a thread of its own (a signal handler may not walk
+ * directories): after a second stop signal, once the grace period from the
+ * first is over, unless the clean stop has ended the process by then. The
+ * prefix's files go all the same.
+ */
+static void *
+forcer(void *arg)
+{
+	struct timespec now;
+	uint64_t v;
+	long left_ms;
+
+	(void)arg;
+	while (read(force.fd, &v, sizeof(v)) < 0 && errno == EINTR)
+		;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	left_ms = SHUTDOWN_GRACE_S * 1000L - ((now.tv_sec - force.first.tv_sec) * 1000L +
+					      (now.tv_nsec - force.first.tv_nsec) / 1000000L);
+	if (left_ms > 0)
+		usleep((useconds_t)left_ms * 1000);
+	fprintf(stderr, "netchanneld: a second stop signal, and the shutdown still runs %d s "
+		"after the first (%s): forcing the exit; removing the hugepage files and runtime "
+		"directory of prefix '%s'\n", SHUTDOWN_GRACE_S,
+		teardown.step != NULL ? teardown.step : "the workers", ncd.file_prefix);
+	remove_prefix_files(ncd.file_prefix, force.runtime_dir);
+	_exit(1);
+}
+
+/* The forcer, waiting for a second signal. Without it, a second signal exits at once. */
+static void
+forcer_start(void)
+{
+	pthread_t t;
+
+	snprintf(force.runtime_dir, sizeof(force.runtime_dir), "%s", rte_eal_get_runtime_dir());
+	force.fd = eventfd(0, EFD_CLOEXEC);
+	if (force.fd >= 0 && pthread_create(&t, NULL, forcer, NULL) == 0) {
+		pthread_detach(t);
+		return;
+	}
+	NCD_LOG(WARNING, "the forcer thread (eventfd, pthread_create): %s: a second stop signal "
+		"exits at once", strerror(errno));
+	if (force.fd >= 0)
+		close(force.fd);
+	force.fd = -1;
 }
 
 /* netchanneld -i: each line of the prompt, run here, with the control socket's lock. */
@@ -175,6 +250,7 @@ usage(FILE *f)
 	fprintf(f,
 		"usage: netchanneld [-c FILE] [-i] [--check-config] [--stats FILE] [--mark-mock[=OPTS]]\n"
 		"                   [--socket PATH] [--file-prefix NAME] [-- EAL-ARGS]\n"
+		"       netchanneld [-c FILE] [--file-prefix NAME] --cleanup [-- EAL-ARGS]\n"
 		"       netchanneld --default-config\n"
 		"\n"
 		"  -c, --config FILE   the JSON config (docs/config.md, netchanneld(8)); without it, the\n"
@@ -183,6 +259,9 @@ usage(FILE *f)
 		"      --default-config  print the embedded default config and exit\n"
 		"  -i, --interactive   the CLI on the terminal (type help; tab completes)\n"
 		"      --check-config  check the config, print \"FILE: ok\" and exit\n"
+		"      --cleanup       remove what a dead instance of the prefix left (hugepage files,\n"
+		"                      EAL's runtime directory) and exit; nothing while a process\n"
+		"                      holds them (exit 1). The unit's ExecStopPost\n"
 		"      --stats FILE    at exit, write every counter to FILE as JSON\n"
 		"      --socket PATH   the control socket, over the config's control.socket\n"
 		"      --file-prefix NAME  EAL's --file-prefix (telemetry, dumpcap, clients), over\n"
@@ -202,7 +281,8 @@ usage(FILE *f)
 		"(dpdk-telemetry.py -f PREFIX). Capture: ncctl capture port P|channel C, or\n"
 		"dpdk-dumpcap --file-prefix PREFIX.\n"
 		"\n"
-		"Exit codes: 0 clean shutdown, 2 bad usage or config, 1 runtime failure.\n");
+		"Exit codes: 0 clean shutdown, 2 bad usage or config, 1 runtime failure (or a second\n"
+		"stop signal, 3 s after the first, forcing the exit).\n");
 }
 
 /*
@@ -244,6 +324,98 @@ remove_prefix_files(const char *prefix, const char *runtime_dir)
 	closedir(dir);
 	if (rmdir(runtime_dir) != 0)
 		fprintf(stderr, "netchanneld: rmdir(%s): %s\n", runtime_dir, strerror(errno));
+}
+
+/* EAL's runtime directory of a prefix, as EAL names it (eal_create_runtime_dir()). */
+static void
+runtime_dir_of(const char *prefix, char *buf, size_t size)
+{
+	const char *base = "/var/run", *xdg = getenv("XDG_RUNTIME_DIR");
+
+	if (getuid() != 0)
+		base = xdg != NULL ? xdg : "/tmp";
+	snprintf(buf, size, "%s/dpdk/%s", base, prefix);
+}
+
+/*
+ * The prefix's hugepage files that a process holds (EAL locks each one it
+ * maps): into *held; *count gets them all. Each mount of hugetlbfs is looked in.
+ */
+static void
+hugepage_files_held(const char *prefix, unsigned int *count, unsigned int *held)
+{
+	struct mntent *m;
+	struct dirent *e;
+	char pat[256];
+	FILE *mounts;
+	DIR *dir;
+
+	*count = *held = 0;
+	snprintf(pat, sizeof(pat), "%smap_", prefix);
+	mounts = setmntent("/proc/mounts", "r");
+	while (mounts != NULL && (m = getmntent(mounts)) != NULL) {
+		if (strcmp(m->mnt_type, "hugetlbfs") != 0 || (dir = opendir(m->mnt_dir)) == NULL)
+			continue;
+		while ((e = readdir(dir)) != NULL) {
+			int fd;
+
+			if (strncmp(e->d_name, pat, strlen(pat)) != 0)
+				continue;
+			(*count)++;
+			fd = openat(dirfd(dir), e->d_name, O_RDONLY | O_CLOEXEC);
+			if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) != 0)
+				(*held)++;
+			if (fd >= 0)
+				close(fd);
+		}
+		closedir(dir);
+	}
+	if (mounts != NULL)
+		endmntent(mounts);
+}
+
+/*
+ * --cleanup: what a dead instance left of its prefix, as the next start of
+ * the prefix would remove it: its hugepage files and runtime directory.
+ * Nothing while a process holds the prefix: a primary's lock on the runtime
+ * directory's config file, or any process's on a hugepage file (a client of
+ * the dead daemon that still runs). @return the exit code: 0 (removed, or
+ * nothing to remove) or 1 (in use)
+ */
+static int
+cleanup_prefix(const char *prefix)
+{
+	char dir[PATH_MAX], path[PATH_MAX + 8];
+	unsigned int files, held;
+	bool has_dir;
+	int fd;
+
+	runtime_dir_of(prefix, dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/config", dir);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		struct flock l = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+
+		if (fcntl(fd, F_GETLK, &l) == 0 && l.l_type != F_UNLCK) {
+			fprintf(stderr, "netchanneld: --cleanup: prefix '%s' is in use by pid %d (its "
+				"lock on %s): nothing removed\n", prefix, (int)l.l_pid, path);
+			close(fd);
+			return 1;
+		}
+		close(fd);
+	}
+	hugepage_files_held(prefix, &files, &held);
+	if (held > 0) {
+		fprintf(stderr, "netchanneld: --cleanup: prefix '%s': %u of its %u hugepage files "
+			"are in use (a client of the dead daemon still runs?): nothing removed\n",
+			prefix, held, files);
+		return 1;
+	}
+	has_dir = access(dir, F_OK) == 0;
+	remove_prefix_files(prefix, has_dir ? dir : "");
+	printf("netchanneld: --cleanup: prefix '%s': %u hugepage files removed, runtime directory "
+	       "%s %s\n", prefix, files, dir, has_dir ? "removed" : "absent");
+	return 0;
 }
 
 /* rte_memseg_walk(): one page of the heap, made one EAL never gives back. */
@@ -289,7 +461,7 @@ pin_heap(const struct ncd *d)
 /* What the command line asks for. */
 struct cmdline {
 	const char *config, *stats, *socket_path, *prefix;
-	bool check, interactive, print_default;
+	bool check, interactive, print_default, cleanup;
 	int eal_first;                 /* argv's first EAL argument (after --) */
 };
 
@@ -306,6 +478,7 @@ parse_args(struct ncd *d, int argc, char **argv, struct cmdline *cl)
 		{ "mark-mock", optional_argument, NULL, 'M' },
 		{ "socket", required_argument, NULL, 'S' },
 		{ "file-prefix", required_argument, NULL, 'P' },
+		{ "cleanup", no_argument, NULL, 'X' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -322,6 +495,7 @@ parse_args(struct ncd *d, int argc, char **argv, struct cmdline *cl)
 		case 'M': d->mark_mock = optarg != NULL ? optarg : "on"; break;
 		case 'S': cl->socket_path = optarg; break;
 		case 'P': cl->prefix = optarg; break;
+		case 'X': cl->cleanup = true; break;
 		case 'h': usage(stdout); return 0;
 		case 'V':
 			printf("netchanneld %s (%s), %s, control protocol %d, region layout %d, "
@@ -378,13 +552,14 @@ load_config(struct ncd *d, const struct cmdline *cl)
 }
 
 /*
- * EAL, with the config's arguments and then the command line's; the last
- * --file-prefix wins, and clients are told it. Then the log types. @return 0 or -1.
+ * EAL's arguments, into eal (room for 2 * NCD_MAX_EAL_ARGS + 4, NULL
+ * ended): the config's, then the command line's; the last --file-prefix
+ * wins, and d->file_prefix is it. @return how many.
  */
 static int
-eal_start(struct ncd *d, int argc, char **argv, const struct cmdline *cl)
+eal_args(struct ncd *d, int argc, char **argv, const struct cmdline *cl, char **eal)
 {
-	char *eal[2 * NCD_MAX_EAL_ARGS + 4];
+	const int room = 2 * NCD_MAX_EAL_ARGS + 4;
 	int eal_argc = 0;
 	bool has_prefix = false;
 
@@ -392,7 +567,7 @@ eal_start(struct ncd *d, int argc, char **argv, const struct cmdline *cl)
 	snprintf(d->file_prefix, sizeof(d->file_prefix), "netchanneld");
 	for (unsigned int i = 0; i < d->cfg.neal; i++)
 		eal[eal_argc++] = d->cfg.eal[i];
-	for (int i = cl->eal_first; i < argc && eal_argc < (int)RTE_DIM(eal) - 5; i++)
+	for (int i = cl->eal_first; i < argc && eal_argc < room - 5; i++)
 		eal[eal_argc++] = argv[i];
 	/* --file-prefix here is EAL's, last: it wins over the config's and EAL-ARGS'. */
 	if (cl->prefix != NULL) {
@@ -410,6 +585,19 @@ eal_start(struct ncd *d, int argc, char **argv, const struct cmdline *cl)
 		eal[eal_argc++] = (char *)"netchanneld";
 	}
 	eal[eal_argc] = NULL;
+	return eal_argc;
+}
+
+/*
+ * EAL, with the config's arguments and then the command line's; the last
+ * --file-prefix wins, and clients are told it. Then the log types. @return 0 or -1.
+ */
+static int
+eal_start(struct ncd *d, int argc, char **argv, const struct cmdline *cl)
+{
+	char *eal[2 * NCD_MAX_EAL_ARGS + 4];
+	int eal_argc = eal_args(d, argc, argv, cl, eal);
+
 	if (rte_eal_init(eal_argc, eal) < 0) {
 		fprintf(stderr, "netchanneld: rte_eal_init: %s\n", rte_strerror(rte_errno));
 		return -1;
@@ -520,6 +708,15 @@ main(int argc, char **argv)
 		ret = load_config(d, &cl);
 	if (ret >= 0)
 		return ret;
+	/* --cleanup: the prefix the config and the command line give, as a start would use it. */
+	if (cl.cleanup) {
+		char *eal[2 * NCD_MAX_EAL_ARGS + 4];
+
+		eal_args(d, argc, argv, &cl, eal);
+		ret = cleanup_prefix(d->file_prefix);
+		ncd_config_free(&d->cfg);
+		return ret;
+	}
 
 	ncd_log_setup();
 	/* Stage 0: the devices, before EAL probes one another daemon has. */
@@ -563,6 +760,7 @@ main(int argc, char **argv)
 	/* dpdk-dumpcap and dpdk-pdump attach as secondaries and ask for copies of a port's packets. */
 	if (rte_pdump_init() != 0)
 		NCD_LOG(WARNING, "rte_pdump_init: %s: no packet capture", rte_strerror(rte_errno));
+	forcer_start();
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	signal(SIGHUP, on_signal);

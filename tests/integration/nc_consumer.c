@@ -6,6 +6,11 @@
  *
  *   nc_consumer --prefix P --channel NAME --out FILE [--count N] [--timeout-ms T]
  *               [--lcore-id ID]
+ *   nc_consumer --prefix P --hold-memory-lock [--lcore-id ID]
+ *
+ * --hold-memory-lock: a client that holds DPDK's memory hotplug lock (read)
+ * until its stdin closes, as one stopped or killed inside rte_eal_init()
+ * does: the daemon's teardown cannot finish meanwhile. Prints "held".
  *
  * Exits 0 once it has N packets (or, without --count, when T passes), 1 on
  * timeout short of N, 2 on bad usage or when the channel is not found.
@@ -21,6 +26,7 @@
 
 #include <pcap/pcap.h>
 #include <rte_eal.h>
+#include <rte_eal_memconfig.h>
 #include <rte_errno.h>
 #include <rte_mbuf.h>
 #include <rte_memzone.h>
@@ -48,6 +54,7 @@ main(int argc, char **argv)
 		{ "count", required_argument, NULL, 'n' },
 		{ "timeout-ms", required_argument, NULL, 't' },
 		{ "lcore-id", required_argument, NULL, 'l' },
+		{ "hold-memory-lock", no_argument, NULL, 'H' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *prefix = NULL, *channel = NULL, *out = NULL;
@@ -61,7 +68,7 @@ main(int argc, char **argv)
 	pcap_t *pc;
 	unsigned long got = 0;
 	uint64_t deadline;
-	int c, n = 0;
+	int c, n = 0, hold = 0;
 
 	while ((c = getopt_long(argc, argv, "p:c:o:n:t:l:", opts, NULL)) != -1) {
 		switch (c) {
@@ -71,10 +78,11 @@ main(int argc, char **argv)
 		case 'n': count = strtoul(optarg, NULL, 0); break;
 		case 't': timeout = strtoul(optarg, NULL, 0); break;
 		case 'l': lcore = strtoul(optarg, NULL, 0); break;
+		case 'H': hold = 1; break;
 		default: return 2;
 		}
 	}
-	if (prefix == NULL || channel == NULL || out == NULL) {
+	if (prefix == NULL || (!hold && (channel == NULL || out == NULL))) {
 		fprintf(stderr, "usage: nc_consumer --prefix P --channel NAME --out FILE "
 				"[--count N] [--timeout-ms T] [--lcore-id ID]\n");
 		return 2;
@@ -93,6 +101,17 @@ main(int argc, char **argv)
 	if (rte_eal_init(n, eal) < 0) {
 		fprintf(stderr, "nc_consumer: rte_eal_init: %s\n", rte_strerror(rte_errno));
 		return 2;
+	}
+	if (hold) {
+		char line[16];
+
+		rte_mcfg_mem_read_lock();
+		printf("held\n");
+		fflush(stdout);
+		while (fgets(line, sizeof(line), stdin) != NULL)
+			;
+		rte_mcfg_mem_read_unlock();
+		return 0;
 	}
 	mz = rte_memzone_lookup(NC_DIR_MZ);
 	if (mz == NULL) {

@@ -82,6 +82,8 @@ class Daemon:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
+        if self.proc is not None:
+            self.logf.close()
 
     def read_stats(self):
         with open(self.stats) as f:

@@ -716,6 +716,8 @@ class Install(unittest.TestCase):
         unit = open(os.path.join(root, "lib/systemd/system/netchanneld.service")).read()
         self.assertIn(f"ExecStart={opt['prefix']}/bin/netchanneld -c ${{NETCHANNELD_CONFIG}}", unit)
         self.assertIn(f"NETCHANNELD_CONFIG={opt['prefix']}/etc/netchanneld/netchanneld.json", unit)
+        self.assertIn(f"ExecStopPost=-{opt['prefix']}/bin/netchanneld -c ${{NETCHANNELD_CONFIG}} "
+                      "--cleanup", unit)
         env = dict(os.environ, LD_LIBRARY_PATH=libdir)
         r = subprocess.run([os.path.join(root, "bin/netchanneld"), "-c",
                             os.path.join(root, "etc/netchanneld/netchanneld.json"),

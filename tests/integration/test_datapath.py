@@ -6,6 +6,7 @@ Each test starts its own daemon with its own --file-prefix and stops it by pid.
 """
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -176,6 +177,91 @@ class Datapath(T.DaemonCase):
         self.assertGreater(port["to_kernel"], 0)
         # The rings were never drained: the drops say so.
         self.assertGreater(port["drop_ring_full"], 0)
+
+    def prefix_files(self):
+        """The prefix's hugepage files (name, inode) and whether its runtime directory is."""
+        files = {(f, os.stat(os.path.join("/dev/hugepages", f)).st_ino)
+                 for f in os.listdir("/dev/hugepages") if f.startswith(self.prefix + "map_")}
+        return files, os.path.isdir(f"/var/run/dpdk/{self.prefix}")
+
+    def traffic_daemon(self):
+        """A daemon whose wire brings traffic for ever, running and receiving."""
+        T.generate(self.w, no_jumbo="")
+        cfg = pcap_config(self.w, CHANNELS, exc="net_null1")
+        cfg["ports"][0]["device"] = f"net_pcap0,rx_pcap={self.w}/in.pcap,infinite_rx=1"
+        d = self.run_daemon(cfg)
+        self.wait_ports_rx(1000, "traffic flowing")
+        return d
+
+    def test_two_sigterms_10ms_apart(self):
+        """Two SIGTERMs 10 ms apart (as GNU timeout sends them): the second waits out its
+        grace period, the clean stop ends first: exit 0, nothing of the prefix left."""
+        d = self.traffic_daemon()
+        self.assertNotEqual(self.prefix_files(), (set(), False))
+        d.proc.send_signal(signal.SIGTERM)
+        time.sleep(0.01)
+        d.proc.send_signal(signal.SIGTERM)
+        self.assertEqual(d.proc.wait(timeout=20), 0, d.output())
+        self.assertEqual(self.prefix_files(), (set(), False))
+        self.assertNotIn("forcing the exit", d.output())
+
+    def test_second_signal_forces_a_hung_stop(self):
+        """A client holds DPDK's memory hotplug lock, so the stop cannot finish: a second
+        signal forces the exit once 3 s have passed since the first (exit 1), and the
+        prefix's hugepage files and runtime directory go all the same."""
+        d = self.traffic_daemon()
+        holder = subprocess.Popen([T.CONSUMER, "--prefix", self.prefix, "--hold-memory-lock",
+                                   "--lcore-id", "9"], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.procs.append(holder)
+        self.wait_line(holder, "held")
+        t0 = time.time()
+        d.proc.send_signal(signal.SIGTERM)
+        T.wait_until(lambda: "stopping" in d.output(), what="the stop under way")
+        d.proc.send_signal(signal.SIGINT)
+        self.assertEqual(d.proc.wait(timeout=20), 1, d.output())
+        self.assertGreaterEqual(time.time() - t0, 2.9, "the grace period")
+        self.assertIn("a second stop signal, and the shutdown still runs 3 s after the first "
+                      "(rte_eal_cleanup()): forcing the exit", d.output())
+        self.assertEqual(self.prefix_files(), (set(), False))
+        holder.stdin.close()
+        self.assertEqual(holder.wait(timeout=20), 0)
+
+    def cleanup_run(self):
+        r = subprocess.run([T.DAEMON, "--file-prefix", self.prefix, "--cleanup"],
+                           capture_output=True, text=True, timeout=60)
+        return r.returncode, r.stdout + r.stderr
+
+    def test_cleanup_after_kill_9(self):
+        """kill -9 leaves the prefix's hugepage files and runtime directory: netchanneld
+        --cleanup (the unit's ExecStopPost) removes them, but never a live instance's; and
+        the next start of the prefix removes them too."""
+        d = self.traffic_daemon()
+        files, rundir = self.prefix_files()
+        self.assertTrue(files and rundir)
+        rc, out = self.cleanup_run()
+        self.assertEqual(rc, 1, out)
+        self.assertIn(f"prefix '{self.prefix}' is in use by pid {d.proc.pid}", out)
+        self.assertEqual(self.prefix_files(), (files, True), "nothing removed")
+        d.kill()
+        self.assertEqual(self.prefix_files(), (files, True), "what kill -9 leaves")
+        rc, out = self.cleanup_run()
+        self.assertEqual(rc, 0, out)
+        self.assertIn(f"prefix '{self.prefix}': {len(files)} hugepage files removed, runtime "
+                      f"directory /var/run/dpdk/{self.prefix} removed", out)
+        self.assertEqual(self.prefix_files(), (set(), False))
+        self.assertEqual(self.cleanup_run(),
+                         (0, f"netchanneld: --cleanup: prefix '{self.prefix}': 0 hugepage files "
+                             f"removed, runtime directory /var/run/dpdk/{self.prefix} absent\n"))
+        # The next start's own clean-up: a kill -9 again, and a start of the same prefix.
+        d = self.traffic_daemon()
+        old, _ = self.prefix_files()
+        d.kill()
+        d = self.traffic_daemon()
+        new, _ = self.prefix_files()
+        self.assertEqual(old & new, set(), "the killed instance's files, removed by the start")
+        self.assertEqual(d.stop(), 0, d.output())
+        self.assertEqual(self.prefix_files(), (set(), False))
 
     def test_tap_kernel_answers(self):
         """The default exception device, a TAP with the port's MAC: the real kernel answers
