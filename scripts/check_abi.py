@@ -2,8 +2,11 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """Hold the installed shared libraries to their reference ABI (abi/*.abi, libabigail's abidw).
 
-    check_abi.py check REFDIR HEADER LIB...   compare each LIB with REFDIR/<soname>.abi
-    check_abi.py dump REFDIR LIB...           (re)write the references from LIB
+    check_abi.py check REFDIR INCLUDE LIB...  compare each LIB with REFDIR/<soname>.abi
+    check_abi.py dump REFDIR INCLUDE LIB...   (re)write the references from LIB
+
+The ABI is what the public headers say: those INCLUDE/meson.build installs. A type they only
+declare (struct nc_client) is opaque, whatever the library's own definition.
 
 For each library, `check` fails on:
 - an ABI change abidiff reports (a type of a call changed, a call or its version removed),
@@ -11,7 +14,7 @@ For each library, `check` fails on:
   NETCHANNEL_EXPERIMENTAL (marked so in the header) are free to change
   (abi/suppressions.abignore);
 - a new call in a symbol version the reference already has: new calls get a new version;
-- a call of an *_EXPERIMENTAL version that HEADER does not mark NC_EXPERIMENTAL.
+- a call of an *_EXPERIMENTAL version that no public header marks NC_EXPERIMENTAL.
 An incompatible change passes when the soname moved with it: the library is then another
 ABI, whose reference is made with `dump`.
 
@@ -19,6 +22,7 @@ Needs abidw and abidiff (Debian's abigail-tools) and libraries built with debug 
 """
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -30,9 +34,25 @@ SUPPRESSIONS = os.path.join(HERE, "..", "abi", "suppressions.abignore")
 ABI_ERROR, ABI_USAGE, ABI_CHANGE, ABI_INCOMPATIBLE = 1, 2, 4, 8
 
 
-def abidw(lib, out):
-    """The ABI of lib, as abidw dumps it (no paths, so that dumps compare across trees)."""
-    r = subprocess.run(["abidw", "--no-corpus-path", "--no-comp-dir-path", "--out-file", out, lib],
+def public_headers(include):
+    """The headers INCLUDE/meson.build installs: the public ones."""
+    text = open(os.path.join(include, "meson.build"), encoding="utf-8").read()
+    m = re.search(r"install_headers\(([^)]*)\)", text)
+    if m is None:
+        sys.exit(f"check_abi: no install_headers() in {include}/meson.build")
+    return [os.path.join(include, h) for h in re.findall(r"'([^']+)'", m.group(1))]
+
+
+def abidw(lib, out, headers):
+    """The ABI of lib as the public headers show it, as abidw dumps it (no paths, so that
+    dumps compare across trees). abidw knows a header by its name in a directory of them:
+    a directory of the public ones only, so that no other header's types count."""
+    pub = os.path.join(os.path.dirname(out), "public")
+    os.makedirs(pub, exist_ok=True)
+    for h in headers:
+        shutil.copy(h, pub)
+    r = subprocess.run(["abidw", "--no-corpus-path", "--no-comp-dir-path",
+                        "--drop-private-types", "--headers-dir", pub, "--out-file", out, lib],
                        capture_output=True, text=True)
     if r.returncode != 0:
         sys.exit(f"check_abi: abidw {lib}: {r.stderr.strip()}")
@@ -52,16 +72,19 @@ def reference(refdir, soname):
     return os.path.join(refdir, soname.split(".so")[0] + ".abi")
 
 
-def experimental_marked(header):
-    """The calls HEADER declares NC_EXPERIMENTAL."""
-    text = open(header, encoding="utf-8").read()
-    return set(re.findall(r"NC_EXPERIMENTAL\s+[^;()]*?\b(\w+)\s*\(", text))
+def experimental_marked(headers):
+    """The calls the headers declare NC_EXPERIMENTAL."""
+    marked = set()
+    for h in headers:
+        text = open(h, encoding="utf-8").read()
+        marked |= set(re.findall(r"NC_EXPERIMENTAL\s+[^;()]*?\b(\w+)\s*\(", text))
+    return marked
 
 
-def check_one(refdir, header, lib):
+def check_one(refdir, headers, lib):
     """Problems of lib against its reference, as lines; [] when it holds."""
     with tempfile.TemporaryDirectory() as tmp:
-        new = abidw(lib, os.path.join(tmp, "new.abi"))
+        new = abidw(lib, os.path.join(tmp, "new.abi"), headers)
         soname = new.get("soname") or os.path.basename(lib)
         ref_path = reference(refdir, soname)
         if not os.path.exists(ref_path):
@@ -90,28 +113,27 @@ def check_one(refdir, header, lib):
             if version in old_versions and not version.endswith(("_PRIVATE", "_EXPERIMENTAL")):
                 problems.append(f"{soname}: new call {name} in {version}, a symbol version "
                                 "the reference has: new calls get a new version")
-        if header is not None:
-            marked = experimental_marked(header)
-            for name, version in sorted(new_syms):
-                if version.endswith("_EXPERIMENTAL") and name not in marked:
-                    problems.append(f"{soname}: {name} is in {version} but {header} does "
-                                    "not mark it NC_EXPERIMENTAL")
+        marked = experimental_marked(headers)
+        for name, version in sorted(new_syms):
+            if version.endswith("_EXPERIMENTAL") and name not in marked:
+                problems.append(f"{soname}: {name} is in {version} but no public header "
+                                "marks it NC_EXPERIMENTAL")
         return problems
 
 
 def main(argv):
     if len(argv) >= 4 and argv[1] == "check":
-        refdir, header, libs = argv[2], argv[3], argv[4:]
-        problems = [p for lib in libs for p in check_one(refdir, header or None, lib)]
+        refdir, headers, libs = argv[2], public_headers(argv[3]), argv[4:]
+        problems = [p for lib in libs for p in check_one(refdir, headers, lib)]
         for p in problems:
             print(f"check_abi: {p}")
         print(f"check_abi: {len(libs)} libraries, {len(problems)} problems")
         return 1 if problems else 0
-    if len(argv) >= 3 and argv[1] == "dump":
-        refdir, libs = argv[2], argv[3:]
+    if len(argv) >= 4 and argv[1] == "dump":
+        refdir, headers, libs = argv[2], public_headers(argv[3]), argv[4:]
         for lib in libs:
             with tempfile.TemporaryDirectory() as tmp:
-                corpus = abidw(lib, os.path.join(tmp, "new.abi"))
+                corpus = abidw(lib, os.path.join(tmp, "new.abi"), headers)
                 out = reference(refdir, corpus.get("soname") or os.path.basename(lib))
                 os.replace(os.path.join(tmp, "new.abi"), out)
                 print(f"check_abi: {out}")
