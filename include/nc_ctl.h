@@ -11,6 +11,10 @@
  * unknown type, of the wrong length, or out of order gets a reply with
  * -EBADMSG, -EMSGSIZE, -EOPNOTSUPP, -EINVAL or -EPROTO; a connection that sends
  * NC_CTL_MAX_ERRORS bad messages is closed. Neither affects other clients.
+ * Unasked messages have for_id 0: a refusal as the daemon accepts the
+ * connection (every slot taken), and, from version 5, the notice that the
+ * daemon is stopping (status -ESHUTDOWN, type 0, the reason as its body),
+ * sent to every client before it takes anything down.
  * Channels a connection created live as long as it does. The reply to
  * CHANNEL_EVENTFD carries the channel's eventfd (SCM_RIGHTS), which the
  * daemon makes on the first such request: a client that only polls never

@@ -36,10 +36,14 @@
  * dies. Do not free them with rte_pktmbuf_free(): the client would still be
  * charged for them, and could reach its quota.
  *
- * If the daemon goes away, every call fails with EPIPE instead of hanging.
- * An isolated client reconnects with nc_disconnect() and nc_connect(); a
- * zero-copy one cannot initialise EAL twice, so it starts again (for example
- * by exec()ing itself, as nc-echo --reconnect does).
+ * If the daemon goes away, every call fails instead of hanging: with
+ * ESHUTDOWN when it stopped cleanly (SIGTERM, systemctl stop or restart: it
+ * says so to every client before it takes anything down), with EPIPE when it
+ * died. Either way an isolated client comes back with nc_reconnect(), which
+ * waits for a new daemon and makes its channels again under the same handles;
+ * a zero-copy one cannot initialise EAL twice, so it starts again (for
+ * example by exec()ing itself, as nc-echo --reconnect does). ESTALE is for a
+ * channel an operator destroyed while the daemon runs on.
  *
  * Errors, one convention: a call that makes an object (nc_connect(),
  * nc_channel_create(), nc_channel_attach(), nc_mbuf_alloc()) returns NULL and
@@ -342,9 +346,10 @@ int nc_channel_destroy(struct nc_channel *ch);
  *
  * @return
  *   The number of buffers: 0 when none is waiting, or when the daemon is
- *   gone (errno EPIPE), or the channel is (errno ESTALE: an operator
- *   destroyed the static channel), or for a zero-copy client or a
- *   NC_CONNECT_ONE_RING one (errno EOPNOTSUPP: nc_client_rx_bufs()).
+ *   gone (errno ESHUTDOWN: it stopped; EPIPE: it died), or the channel is
+ *   (errno ESTALE: an operator destroyed the static channel), or for a
+ *   zero-copy client or a NC_CONNECT_ONE_RING one (errno EOPNOTSUPP:
+ *   nc_client_rx_bufs()).
  */
 uint16_t nc_rx_bufs(struct nc_channel *ch, struct nc_buf *bufs, uint16_t n);
 
@@ -564,8 +569,9 @@ uint64_t nc_mbuf_rx_tsc(const struct nc_client *c, const struct rte_mbuf *m);
  *   0: do not wait; -1: wait for ever; otherwise at most this long. Waiting
  *   sleeps on the channel's eventfd: an idle client uses no CPU.
  * @return
- *   The frame's length, or a negative errno: -EAGAIN (nothing in time), -EPIPE
- *   (the daemon is gone), -ESTALE (the channel is: an operator destroyed it),
+ *   The frame's length, or a negative errno: -EAGAIN (nothing in time),
+ *   -ESHUTDOWN (the daemon stopped) or -EPIPE (it died): nc_reconnect();
+ *   -ESTALE (the channel is gone: an operator destroyed it),
  *   -EOPNOTSUPP (a NC_CONNECT_ONE_RING client's: nc_client_recv()), or that
  *   of nc_channel_fd() or poll() (it could not sleep).
  */
@@ -607,6 +613,26 @@ uint32_t nc_channel_id(const struct nc_channel *ch);
  *   0 with mac set, or -EINVAL for a channel that cannot transmit.
  */
 int nc_channel_tx_mac(const struct nc_channel *ch, uint8_t mac[6]);
+
+/**
+ * After the daemon has gone (ESHUTDOWN or EPIPE): connect again to a daemon
+ * on the same socket, waiting for one to answer, and make this client's
+ * channels again under the same handles: each one it created, from the same
+ * name, rule and options; each static one, attached again. Buffers held from
+ * the old daemon's region are gone with it (do not give them back).
+ *
+ * @param c
+ *   The client (isolated or control; a zero-copy one: -EOPNOTSUPP).
+ * @param timeout_ms
+ *   How long to wait for a daemon to answer; -1: for ever.
+ * @return
+ *   0; or a negative errno: that of connecting (-ENOENT or -ECONNREFUSED:
+ *   none answered in time; the client stays gone, EPIPE), of HELLO, or of
+ *   the first channel the new daemon refused (that handle's calls then fail
+ *   with it; the others work).
+ */
+NC_EXPERIMENTAL
+int nc_reconnect(struct nc_client *c, int timeout_ms);
 
 /** What a connection agreed with the daemon (nc_client_info()). */
 struct nc_client_info {

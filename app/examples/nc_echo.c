@@ -34,6 +34,7 @@
 #include <rte_udp.h>
 #include <rte_version.h>
 
+#define NC_ALLOW_EXPERIMENTAL     /* nc_reconnect() */
 #include "netchannel.h"
 
 static volatile sig_atomic_t stop;
@@ -129,6 +130,13 @@ make_echo(const uint8_t *f, uint8_t *out, uint32_t len)
 	return (int)l2;
 }
 
+/* Whether an error says the daemon has gone: it stopped cleanly, or died. */
+static int
+daemon_went(int err)
+{
+	return err == ESHUTDOWN || err == EPIPE;
+}
+
 /*
  * One burst, zero-copy: the received mbufs, turned round, go back out.
  * @return how many were echoed, or -1 when the daemon is gone
@@ -153,11 +161,11 @@ echo_mbufs(struct nc_client *c, struct nc_channel *ch, uint16_t want, int ip, lo
 		out[k++] = m[i];
 	}
 	if (n == 0)
-		return errno == EPIPE ? -1 : 0;
+		return daemon_went(errno) ? -1 : 0;
 	sent = ip ? nc_tx_burst_ip(ch, out, k) : nc_tx_burst(ch, out, k);
 	/* A full transmit ring: those are dropped here, as a NIC's full queue would. */
 	nc_mbuf_free_bulk(c, out + sent, k - sent);
-	return sent < k && errno == EPIPE ? -1 : sent;
+	return sent < k && daemon_went(errno) ? -1 : sent;
 }
 
 /*
@@ -175,7 +183,7 @@ echo_bufs(struct nc_client *c, struct nc_channel *ch, uint16_t want, int ip, lon
 	static int in_long;
 
 	if (n == 0)
-		return errno == EPIPE ? -1 : 0;
+		return daemon_went(errno) ? -1 : 0;
 	for (uint16_t i = 0; i < n; i++) {
 		int part = in_long || (in[i].flags & NC_BUF_F_MORE);
 
@@ -198,7 +206,7 @@ echo_bufs(struct nc_client *c, struct nc_channel *ch, uint16_t want, int ip, lon
 	}
 	sent = nc_tx_bufs_send(ch, out, k, ip);
 	nc_bufs_release(c, in, n);
-	return sent < k && errno == EPIPE ? -1 : sent;
+	return sent < k && daemon_went(errno) ? -1 : sent;
 }
 
 /* Wait until a daemon answers on the socket again; 0, or -1 if told to stop. */
@@ -279,8 +287,6 @@ main(int argc, char **argv)
 	}
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
-again:
-	gone = 0;
 	if (reconnect && wait_for_daemon(sock) != 0)
 		return 0;
 	c = nc_connect(sock, zero_copy ? NC_CONNECT_ZEROCOPY : 0);
@@ -300,6 +306,7 @@ again:
 	printf("nc-echo: echoing %s port %ld as channel %s (%u)%s\n", proto, dport, name,
 	       nc_channel_id(ch), ip ? ", sending IP packets" : "");
 	fflush(stdout);
+loop:
 	end = seconds ? time(NULL) + seconds : 0;
 	while (!stop && (count == 0 || echoed < count) && (end == 0 || time(NULL) < end)) {
 		uint16_t want = count && count - echoed < 32 ? (uint16_t)(count - echoed) : 32;
@@ -309,7 +316,7 @@ again:
 		n = zero_copy ? echo_mbufs(c, ch, want, ip, &skipped) :
 				echo_bufs(c, ch, want, ip, &skipped);
 		if (n < 0) {
-			gone = 1;
+			gone = errno;
 			break;
 		}
 		echoed += n;
@@ -338,12 +345,26 @@ again:
 			st.tx_malformed, st.tx_no_route, st.tx_no_neigh, st.tx_dropped);
 	else
 		fprintf(stderr, "nc-echo: %ld echoed, %ld skipped%s\n", echoed, skipped,
+			gone == ESHUTDOWN ? "; the daemon is stopping" :
 			gone ? "; the daemon is gone" : "");
 	if (gone && reconnect && !stop && !zero_copy) {
-		/* An isolated client holds nothing of the old daemon's but its region: connect again. */
-		nc_channel_destroy(ch);
-		nc_disconnect(c);
-		goto again;
+		/* An isolated client: its channel again, under the same handle, from a new daemon. */
+		int ret;
+
+		while ((ret = nc_reconnect(c, 100)) == -ENOENT || ret == -ECONNREFUSED)
+			if (stop)
+				goto out;
+		if (ret != 0) {
+			fprintf(stderr, "nc-echo: reconnect to %s: %s%s%s\n", sock, nc_strerror(ret),
+				NC_REASON(nc_last_reason()));
+			goto out;
+		}
+		gone = 0;
+		echoed = skipped = 0;
+		printf("nc-echo: echoing %s port %ld as channel %s (%u) again\n", proto, dport,
+		       name, nc_channel_id(ch));
+		fflush(stdout);
+		goto loop;
 	}
 	if (gone && reconnect && !stop) {
 		/*
@@ -356,6 +377,7 @@ again:
 		fprintf(stderr, "nc-echo: re-exec: %s\n", strerror(errno));
 		return 1;
 	}
+out:
 	nc_channel_destroy(ch);
 	nc_disconnect(c);
 	return gone ? 1 : 0;

@@ -54,6 +54,8 @@ struct region {
 
 struct nc_client {
 	int fd;
+	char path[108];            /* the control socket (sockaddr_un's sun_path) */
+	struct nc_channel *channels; /* its handles, what nc_reconnect() makes again */
 	uint32_t next_id;
 	unsigned int flags;        /* NC_CONNECT_* */
 	struct nc_ctl_hello_reply hello;
@@ -67,7 +69,7 @@ struct nc_client {
 	struct rte_ring *free_ring;/* mbufs given back through the daemon (NC_FREE_RING_FMT), or NULL */
 	struct rte_ring *alloc_ring;/* mbufs the daemon allocates for us (NC_ALLOC_RING_FMT) */
 	int eal_owned;             /* nc_connect() initialised EAL: nc_disconnect() cleans it up */
-	int gone;                  /* the daemon hung up */
+	int gone;                  /* 0, or why the daemon has gone: EPIPE or ESHUTDOWN */
 	uint64_t next_check;       /* ms (CLOCK_MONOTONIC) of the next look at the socket */
 };
 
@@ -87,6 +89,14 @@ struct nc_channel {
 	int owned;                 /* created by this client: destroy it in the daemon */
 	int efd;                   /* the daemon's eventfd for this channel, or -1 */
 	int one_ring;              /* delivered on the client's one ring (NC_CONNECT_ONE_RING) */
+	/* What nc_reconnect() asks a new daemon for: an owned channel's request, or a name. */
+	struct nc_channel *next, *prev;
+	char name[NC_NAME_SIZE];
+	struct nc_rule rule;
+	struct nc_channel_opts opts; /* its nat pointer NULL: has_nat, nat */
+	struct nc_nat_opts nat;
+	int has_opts, has_nat;
+	int lost;                  /* 0, or why nc_reconnect() could not make it again (errno) */
 };
 
 /* What libnetchannel asks of libnetchannel_zc for a zero-copy client. */
@@ -141,7 +151,11 @@ int nc__sized_out(void *p, const void *ours, size_t known);
 /** libnetchannel_zc, as it loads: its calls. */
 void nc__zc_register(const struct nc_zc_ops *ops);
 
-/** Whether the daemon hung up (the socket looked at every 10 ms at most). */
-int nc__daemon_gone(struct nc_client *c);
+/**
+ * Whether the daemon has gone: 0, or the errno calls now fail with (EPIPE:
+ * it hung up; ESHUTDOWN: it said it stops). now: look at the socket now, not
+ * once per 10 ms.
+ */
+int nc__daemon_gone(struct nc_client *c, int now);
 
 #endif

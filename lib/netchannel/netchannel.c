@@ -28,6 +28,7 @@
 #define REPLY_TIMEOUT_S 10
 #define GONE_CHECK_MS 10           /* how often an idle client looks whether the daemon hung up */
 #define TX_FLUSH_MS 500            /* how long a closing client waits for the daemon to take its frames */
+#define RECONNECT_POLL_MS 50       /* how often nc_reconnect() tries the socket while no daemon answers */
 #define DIM(a) (sizeof(a) / sizeof((a)[0]))
 #define NC_MAX_FDS 2              /* the most a reply carries: the two parts of a region */
 
@@ -143,6 +144,9 @@ call_fds(struct nc_client *c, uint16_t type, const void *body, uint32_t len, voi
 		fds_out[i] = -1;
 
 	last_reason[0] = '\0';
+	/* A daemon that said it stops, or hung up, answers nothing more: no wait for it. */
+	if (c->gone)
+		return -c->gone;
 	if (sendmsg(c->fd, &mh, MSG_NOSIGNAL) < 0) {
 		int err = errno;
 
@@ -153,12 +157,16 @@ call_fds(struct nc_client *c, uint16_t type, const void *body, uint32_t len, voi
 			if (rep.magic == NC_CTL_MAGIC && rep.for_id == 0 && rep.status < 0 &&
 			    rep.len == n - sizeof(rep)) {
 				keep_reason(rep.status, buf + sizeof(rep), rep.len);
+				if (rep.status == -ESHUTDOWN)
+					c->gone = ESHUTDOWN;
 				return rep.status;
 			}
 		}
-		if (err == ECONNRESET || err == EPIPE)
-			c->gone = 1;
-		return err == ECONNRESET ? -EPIPE : -err;
+		if (err == ECONNRESET || err == EPIPE) {
+			c->gone = EPIPE;
+			return -EPIPE;
+		}
+		return -err;
 	}
 	do
 		n = recvmsg(c->fd, &rmh, MSG_CMSG_CLOEXEC);
@@ -189,7 +197,7 @@ call_fds(struct nc_client *c, uint16_t type, const void *body, uint32_t len, voi
 	}
 	/* A daemon that died with the request unanswered: gone, as when it hangs up. */
 	if (n == 0 || (n < 0 && errno == ECONNRESET)) {
-		c->gone = 1;
+		c->gone = EPIPE;
 		return -EPIPE;
 	}
 	if (n < 0)
@@ -197,10 +205,15 @@ call_fds(struct nc_client *c, uint16_t type, const void *body, uint32_t len, voi
 	if ((size_t)n < sizeof(rep))
 		return -EBADMSG;
 	memcpy(&rep, buf, sizeof(rep));
-	/* A refusal the daemon sent unasked (id 0) as it accepted us: every slot is taken. */
+	/*
+	 * What the daemon sent unasked (id 0): a refusal as it accepted us (every
+	 * slot is taken), or the notice that it is stopping.
+	 */
 	if (rep.magic == NC_CTL_MAGIC && rep.for_id == 0 && rep.status < 0 &&
 	    rep.len == n - sizeof(rep)) {
 		keep_reason(rep.status, buf + sizeof(rep), rep.len);
+		if (rep.status == -ESHUTDOWN)
+			c->gone = ESHUTDOWN;
 		return rep.status;
 	}
 	if (rep.magic != NC_CTL_MAGIC || rep.for_id != req.id || rep.len != n - sizeof(rep))
@@ -408,15 +421,51 @@ hello(struct nc_client *c, uint32_t flags, int rfd[2])
 	return 0;
 }
 
-NC_EXPORT struct nc_client *
-nc_connect(const char *path, unsigned int flags)
+/*
+ * The connection: the socket at c->path, HELLO as c->flags say, and an
+ * isolated client's region mapped. 0 or -errno (c->fd -1 when the socket
+ * could not connect).
+ */
+static int
+connect_once(struct nc_client *c)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct timeval tv = { .tv_sec = REPLY_TIMEOUT_S };
+	const unsigned int flags = c->flags;
+	int ret, rfd[2] = { -1, -1 };
+
+	strcpy(sa.sun_path, c->path);
+	c->fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (c->fd < 0 || connect(c->fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+		ret = -errno;
+		if (c->fd >= 0)
+			close(c->fd);
+		c->fd = -1;
+		return ret;
+	}
+	/* A daemon that stops answering gives an error, not a hang. */
+	setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	ret = (flags & NC_CONNECT_ZEROCOPY) && zc == NULL ? -ENOSYS :
+	      hello(c, flags & NC_CONNECT_CONTROL ? NC_HELLO_F_CONTROL :
+		       flags & NC_CONNECT_ZEROCOPY ? NC_HELLO_F_ZEROCOPY :
+		       flags & NC_CONNECT_ONE_RING ? NC_HELLO_F_ONE_RING : 0, rfd);
+	/* The region's parts are an isolated client's to map (region_map() takes them). */
+	if (ret == 0 && !(flags & (NC_CONNECT_ZEROCOPY | NC_CONNECT_CONTROL)))
+		return region_map(c, rfd, c->hello.region_layout);
+	for (int i = 0; i < 2; i++)
+		if (rfd[i] >= 0)
+			close(rfd[i]);
+	return ret;
+}
+
+NC_EXPORT struct nc_client *
+nc_connect(const char *path, unsigned int flags)
+{
+	struct sockaddr_un sa;
 	const unsigned int known = NC_CONNECT_NO_EAL | NC_CONNECT_CONTROL | NC_CONNECT_ZEROCOPY |
 				   NC_CONNECT_ONE_RING;
 	struct nc_client *c;
-	int ret, rfd[2] = { -1, -1 };
+	int ret;
 
 	last_reason[0] = '\0';
 	if (path == NULL)
@@ -436,26 +485,8 @@ nc_connect(const char *path, unsigned int flags)
 	c->flags = flags;
 	c->rx_tsc_off = -1;
 	c->rg.efd = -1;
-	strcpy(sa.sun_path, path);
-	c->fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (c->fd < 0 || connect(c->fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
-		ret = -errno;
-		goto out_close;
-	}
-	/* A daemon that stops answering gives an error, not a hang. */
-	setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	ret = (flags & NC_CONNECT_ZEROCOPY) && zc == NULL ? -ENOSYS :
-	      hello(c, flags & NC_CONNECT_CONTROL ? NC_HELLO_F_CONTROL :
-		       flags & NC_CONNECT_ZEROCOPY ? NC_HELLO_F_ZEROCOPY :
-		       flags & NC_CONNECT_ONE_RING ? NC_HELLO_F_ONE_RING : 0, rfd);
-	/* The region's parts are an isolated client's to map (region_map() takes them). */
-	if (ret == 0 && !(flags & (NC_CONNECT_ZEROCOPY | NC_CONNECT_CONTROL))) {
-		ret = region_map(c, rfd, c->hello.region_layout);
-	} else {
-		for (int i = 0; i < 2; i++)
-			if (rfd[i] >= 0)
-				close(rfd[i]);
-	}
+	strcpy(c->path, path);
+	ret = connect_once(c);
 	if (ret != 0)
 		goto out_close;
 	/* A zero-copy client becomes a DPDK secondary: libnetchannel_zc's business. */
@@ -518,6 +549,53 @@ gen_set(struct region *g, uint32_t id, uint64_t generation)
 	return 0;
 }
 
+/*
+ * A channel handle's part of the daemon's reply (CREATE, ATTACH): its id,
+ * and where its packets come (a ring of the region, the one ring, or, zero-
+ * copy, rings in the daemon's memory). 0, or -1 with errno set.
+ */
+static int
+channel_fill(struct nc_client *c, struct nc_channel *ch, const struct nc_ctl_channel *info)
+{
+	ch->id = info->id;
+	ch->generation = info->generation;
+	memcpy(ch->tx_mac, info->tx_mac, sizeof(ch->tx_mac));
+	ch->tx_mtu = info->tx_mtu;
+	ch->can_tx = (info->flags & NC_CHANNEL_F_TX) != 0;
+	ch->ring = NULL;
+	ch->cons = NULL;
+	ch->one_ring = 0;
+	ch->lost = 0;
+	if (c->rg.base != NULL) {
+		/* An isolated client's: a ring of its region, or nothing (drop and NAT). */
+		if ((info->flags & NC_CHANNEL_F_REGION) && c->rg.rx_all != NULL) {
+			if (info->region_ring != 0) {
+				errno = EBADMSG;
+				return -1;
+			}
+			if (gen_set(&c->rg, info->id, info->generation) != 0)
+				return -1;
+			ch->one_ring = 1;
+		} else if (info->flags & NC_CHANNEL_F_REGION) {
+			if (info->region_ring >= c->rg.h.nrx) {
+				errno = EBADMSG;
+				return -1;
+			}
+			ch->ring = (struct nc_region_ring *)(c->rg.base + c->rg.h.rx_off +
+							     info->region_ring * c->rg.h.rx_stride);
+			ch->cons = rx_cons(&c->rg, info->region_ring);
+			ch->rx_tail = __atomic_load_n(&ch->cons->tail, __ATOMIC_RELAXED);
+		}
+		return 0;
+	}
+	if (c->dir == NULL) {
+		errno = EOPNOTSUPP;            /* a connection for control only */
+		return -1;
+	}
+	return zc->open(c, ch, info);
+}
+
+/* A handle for a channel the daemon made for this client, on its list. */
 static struct nc_channel *
 channel_open(struct nc_client *c, const struct nc_ctl_channel *info, int owned)
 {
@@ -527,45 +605,16 @@ channel_open(struct nc_client *c, const struct nc_ctl_channel *info, int owned)
 		return NULL;
 	ch->efd = -1;
 	ch->client = c;
-	ch->id = info->id;
-	ch->generation = info->generation;
-	memcpy(ch->tx_mac, info->tx_mac, sizeof(ch->tx_mac));
-	ch->tx_mtu = info->tx_mtu;
 	ch->owned = owned;
-	ch->can_tx = (info->flags & NC_CHANNEL_F_TX) != 0;
-	if (c->rg.base != NULL) {
-		/* An isolated client's: a ring of its region, or nothing (drop and NAT). */
-		if ((info->flags & NC_CHANNEL_F_REGION) && c->rg.rx_all != NULL) {
-			if (info->region_ring != 0) {
-				errno = EBADMSG;
-				goto out_free;
-			}
-			if (gen_set(&c->rg, info->id, info->generation) != 0)
-				goto out_free;
-			ch->one_ring = 1;
-		} else if (info->flags & NC_CHANNEL_F_REGION) {
-			if (info->region_ring >= c->rg.h.nrx) {
-				errno = EBADMSG;
-				goto out_free;
-			}
-			ch->ring = (struct nc_region_ring *)(c->rg.base + c->rg.h.rx_off +
-							     info->region_ring * c->rg.h.rx_stride);
-			ch->cons = rx_cons(&c->rg, info->region_ring);
-			ch->rx_tail = __atomic_load_n(&ch->cons->tail, __ATOMIC_RELAXED);
-		}
-		return ch;
+	if (channel_fill(c, ch, info) != 0) {
+		free(ch);
+		return NULL;
 	}
-	if (c->dir == NULL) {
-		errno = EOPNOTSUPP;            /* a connection for control only */
-		goto out_free;
-	}
-	if (zc->open(c, ch, info) != 0)
-		goto out_free;
+	ch->next = c->channels;
+	if (c->channels != NULL)
+		c->channels->prev = ch;
+	c->channels = ch;
 	return ch;
-
-out_free:
-	free(ch);
-	return NULL;
 }
 
 /* The API's NAT flags, and the wire's that say the same. */
@@ -616,20 +665,18 @@ rule_to_wire(const struct nc_rule *r, struct nc_ctl_rule *w)
 	memcpy(w->src, r->src, 16);
 }
 
-struct nc_channel *
-nc__channel_create(struct nc_client *c, const char *name, const struct nc_rule *r,
-		   const struct nc_channel_opts *opts, const struct nc_nat_opts *nat)
+/* CHANNEL_CREATE: the daemon's reply in *info. 0 or -errno. */
+static int
+create_request(struct nc_client *c, const char *name, const struct nc_rule *r,
+	       const struct nc_channel_opts *opts, const struct nc_nat_opts *nat,
+	       struct nc_ctl_channel *info)
 {
 	struct nc_ctl_create m;
-	struct nc_ctl_channel info;
 	uint8_t body[sizeof(m) + sizeof(struct nc_ctl_nat)];
 	size_t len = sizeof(m);
-	int ret;
 
-	if (c == NULL || name == NULL || r == NULL || strlen(name) >= sizeof(m.name)) {
-		errno = EINVAL;
-		return NULL;
-	}
+	if (c == NULL || name == NULL || r == NULL || strlen(name) >= sizeof(m.name))
+		return -EINVAL;
 	memset(&m, 0, sizeof(m));
 	strcpy(m.name, name);
 	rule_to_wire(r, &m.rule);
@@ -650,12 +697,35 @@ nc__channel_create(struct nc_client *c, const char *name, const struct nc_rule *
 		len += sizeof(n);
 	}
 	memcpy(body, &m, sizeof(m));
-	ret = call(c, NC_CTL_CHANNEL_CREATE, body, len, &info, sizeof(info));
+	return call(c, NC_CTL_CHANNEL_CREATE, body, len, info, sizeof(*info));
+}
+
+struct nc_channel *
+nc__channel_create(struct nc_client *c, const char *name, const struct nc_rule *r,
+		   const struct nc_channel_opts *opts, const struct nc_nat_opts *nat)
+{
+	struct nc_ctl_channel info;
+	struct nc_channel *ch;
+	int ret = create_request(c, name, r, opts, nat, &info);
+
 	if (ret != 0) {
 		errno = -ret;
 		return NULL;
 	}
-	return channel_open(c, &info, 1);
+	ch = channel_open(c, &info, 1);
+	if (ch == NULL)
+		return NULL;
+	/* What nc_reconnect() asks a new daemon for. */
+	snprintf(ch->name, sizeof(ch->name), "%s", name);
+	ch->rule = *r;
+	ch->has_opts = opts != NULL;
+	if (opts != NULL)
+		ch->opts = *opts;
+	ch->opts.nat = NULL;
+	ch->has_nat = nat != NULL;
+	if (nat != NULL)
+		ch->nat = *nat;
+	return ch;
 }
 
 /* nc_channel_create() of NETCHANNEL_0.4: its structs carry their sizes. */
@@ -687,25 +757,37 @@ nc_channel_create_v04(struct nc_client *c, const char *name, const struct nc_rul
 }
 NC_SYMVER_DEFAULT(nc_channel_create_v04, nc_channel_create, "NETCHANNEL_0.4");
 
+/* CHANNEL_ATTACH: the daemon's reply in *info. 0 or -errno. */
+static int
+attach_request(struct nc_client *c, const char *name, struct nc_ctl_channel *info)
+{
+	struct nc_ctl_name m;
+
+	memset(&m, 0, sizeof(m));
+	snprintf(m.name, sizeof(m.name), "%s", name);
+	return call(c, NC_CTL_CHANNEL_ATTACH, &m, sizeof(m), info, sizeof(*info));
+}
+
 NC_EXPORT struct nc_channel *
 nc_channel_attach(struct nc_client *c, const char *name)
 {
-	struct nc_ctl_name m;
 	struct nc_ctl_channel info;
+	struct nc_channel *ch;
 	int ret;
 
-	if (c == NULL || name == NULL || strlen(name) >= sizeof(m.name)) {
+	if (c == NULL || name == NULL || strlen(name) >= NC_NAME_SIZE) {
 		errno = EINVAL;
 		return NULL;
 	}
-	memset(&m, 0, sizeof(m));
-	strcpy(m.name, name);
-	ret = call(c, NC_CTL_CHANNEL_ATTACH, &m, sizeof(m), &info, sizeof(info));
+	ret = attach_request(c, name, &info);
 	if (ret != 0) {
 		errno = -ret;
 		return NULL;
 	}
-	return channel_open(c, &info, 0);
+	ch = channel_open(c, &info, 0);
+	if (ch != NULL)
+		snprintf(ch->name, sizeof(ch->name), "%s", name);
+	return ch;
 }
 
 NC_EXPORT int
@@ -718,8 +800,8 @@ nc_channel_destroy(struct nc_channel *ch)
 		return -EINVAL;
 	if (ch->can_tx)
 		tx_flush(ch->client);
-	/* Its own goes; a static one it receives from is let go of. */
-	if (ch->owned || ch->ring != NULL || ch->rx != NULL || ch->one_ring) {
+	/* Its own goes; a static one it receives from is let go of (not one nc_reconnect() lost). */
+	if (!ch->lost && (ch->owned || ch->ring != NULL || ch->rx != NULL || ch->one_ring)) {
 		m.id = ch->id;
 		ret = call(ch->client, NC_CTL_CHANNEL_DESTROY, &m, sizeof(m), NULL, 0);
 	}
@@ -728,6 +810,12 @@ nc_channel_destroy(struct nc_channel *ch)
 		gen_set(&ch->client->rg, ch->id, 0);
 	if (ch->efd >= 0)
 		close(ch->efd);
+	if (ch->prev != NULL)
+		ch->prev->next = ch->next;
+	else
+		ch->client->channels = ch->next;
+	if (ch->next != NULL)
+		ch->next->prev = ch->prev;
 	free(ch);
 	return ret;
 }
@@ -745,26 +833,43 @@ now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+/*
+ * Whether the daemon has gone, looked at now: 0, or why, as the errno the
+ * calls then fail with. Unasked, the daemon sends only its notice that it is
+ * stopping (ESHUTDOWN) and its hang-up (EPIPE), and whatever comes first
+ * stays at the head of the socket.
+ */
+static int
+gone_now(struct nc_client *c)
+{
+	struct pollfd p = { .fd = c->fd, .events = POLLIN };
+	struct nc_ctl_rep rep;
+
+	if (c->gone == 0 && poll(&p, 1, 0) > 0) {
+		ssize_t n = recv(c->fd, &rep, sizeof(rep), MSG_PEEK | MSG_DONTWAIT);
+
+		c->gone = n >= (ssize_t)sizeof(rep) && rep.magic == NC_CTL_MAGIC && rep.for_id == 0 &&
+			  rep.status == -ESHUTDOWN ? ESHUTDOWN : EPIPE;
+	}
+	return c->gone;
+}
+
+/* gone_now(), looked at every GONE_CHECK_MS at most: a busy receive loop costs no syscall. */
 static int
 daemon_gone(struct nc_client *c)
 {
 	uint64_t now = now_ms();
-	struct pollfd p = { .fd = c->fd, .events = POLLIN };
 
 	if (c->gone || now < c->next_check)
 		return c->gone;
 	c->next_check = now + GONE_CHECK_MS;
-	/* The daemon sends nothing unasked: anything readable is its hang-up. */
-	if (poll(&p, 1, 0) > 0)
-		c->gone = 1;
-	return c->gone;
+	return gone_now(c);
 }
 
-
 NC_EXPORT int
-nc__daemon_gone(struct nc_client *c)
+nc__daemon_gone(struct nc_client *c, int now)
 {
-	return daemon_gone(c);
+	return now ? gone_now(c) : daemon_gone(c);
 }
 
 /*
@@ -810,7 +915,7 @@ send_region(struct nc_channel *ch, const void *buf, size_t len, int ip)
 	if (len > ch->client->rg.h.buf_size)
 		return -EMSGSIZE;
 	if (daemon_gone(ch->client))
-		return -EPIPE;
+		return -ch->client->gone;
 	if (nc_tx_bufs_get(ch->client, &b, 1) != 1)
 		return -EAGAIN;
 	memcpy(b.data, buf, len);
@@ -880,7 +985,7 @@ ring_read(struct nc_client *c, const struct nc_region_ring *r, struct nc_region_
 		k = 0;
 	if (k == 0) {
 		if (daemon_gone(c))
-			errno = EPIPE;
+			errno = c->gone;
 		return 0;
 	}
 	if (k > n)
@@ -912,14 +1017,20 @@ nc_rx_bufs(struct nc_channel *ch, struct nc_buf *bufs, uint16_t n)
 	struct nc_region_ring *r = ch->ring;
 	uint32_t taken;
 
+	if (ch->lost) {
+		errno = ch->lost;
+		return 0;
+	}
 	if (r == NULL) {
-		errno = ch->rx != NULL || ch->one_ring ? EOPNOTSUPP : EINVAL;
+		errno = ch->client->gone ? ch->client->gone :
+			ch->rx != NULL || ch->one_ring ? EOPNOTSUPP : EINVAL;
 		return 0;
 	}
 	/* The daemon relabels the ring before it takes back what the ring holds. */
+	/* Relabelled: destroyed by an operator, or, if the daemon said so first, its stop. */
 	if (__atomic_load_n(&r->channel, __ATOMIC_ACQUIRE) != ch->id ||
 	    r->generation != (uint32_t)ch->generation) {
-		errno = ESTALE;
+		errno = gone_now(ch->client) ? ch->client->gone : ESTALE;
 		return 0;
 	}
 	return ring_read(ch->client, r, ch->cons, &ch->rx_tail, bufs, n, 0, &taken);
@@ -932,7 +1043,8 @@ nc_client_rx_bufs(struct nc_client *c, struct nc_buf *bufs, uint16_t n)
 	uint32_t taken;
 
 	if (c->rg.rx_all == NULL) {
-		errno = EOPNOTSUPP;
+		/* Not such a client, or one whose daemon went and has not come back. */
+		errno = c->gone ? c->gone : EOPNOTSUPP;
 		return 0;
 	}
 	/* Until n, or the ring is empty: entries of channels gone count for nothing. */
@@ -992,7 +1104,7 @@ nc_tx_bufs_get(struct nc_client *c, struct nc_buf *bufs, uint16_t n)
 	}
 	g->tx_pending += k;
 	if (k == 0)
-		errno = daemon_gone(c) ? EPIPE : EAGAIN;
+		errno = daemon_gone(c) ? c->gone : EAGAIN;
 	return (uint16_t)k;
 }
 
@@ -1213,7 +1325,7 @@ recv_wait(struct nc_client *c, struct nc_channel *ch, void *buf, size_t len, uin
 				return n;
 		}
 		if (c->gone)
-			return -EPIPE;
+			return -c->gone;
 		if (timeout_ms == 0)
 			return -EAGAIN;
 		ret = ch != NULL ? nc_channel_arm(ch) : nc_client_arm(c);
@@ -1228,10 +1340,8 @@ recv_wait(struct nc_client *c, struct nc_channel *ch, void *buf, size_t len, uin
 		p[0].fd = *efd;            /* the first arm may just have asked for it */
 		if (poll(p, 2, wait) < 0 && errno != EINTR)
 			return -errno;
-		if (p[1].revents & (POLLHUP | POLLERR | POLLIN)) {
-			c->gone = 1;
-			return -EPIPE;
-		}
+		if (p[1].revents & (POLLHUP | POLLERR | POLLIN))
+			return -gone_now(c);
 		if (p[0].revents & POLLIN && read(*efd, &v, sizeof(v)) < 0 && errno != EAGAIN)
 			return -errno;
 	}
@@ -1370,6 +1480,83 @@ nc_rule_flow_v04(struct nc_rule *r, const char *proto, const char *dst, long dpo
 }
 NC_SYMVER_DEFAULT(nc_rule_flow_v04, nc_rule_flow, "NETCHANNEL_0.4");
 
+/*
+ * A new daemon's channels for the handles: each owned one created again from
+ * its request, each static one attached again. @return 0, or the first
+ * failure's -errno (that handle's calls fail with it from then on).
+ */
+static int
+channels_again(struct nc_client *c)
+{
+	int first = 0;
+
+	for (struct nc_channel *ch = c->channels; ch != NULL; ch = ch->next) {
+		struct nc_ctl_channel info;
+		int ret = ch->owned ?
+			create_request(c, ch->name, &ch->rule, ch->has_opts ? &ch->opts : NULL,
+				       ch->has_nat ? &ch->nat : NULL, &info) :
+			attach_request(c, ch->name, &info);
+
+		if (ret == 0 && channel_fill(c, ch, &info) != 0)
+			ret = -errno;
+		if (ret != 0) {
+			ch->lost = -ret;
+			ch->can_tx = 0;
+			if (first == 0)
+				first = ret;
+		}
+	}
+	return first;
+}
+
+NC_EXPORT int
+nc_reconnect(struct nc_client *c, int timeout_ms)
+{
+	uint64_t deadline = timeout_ms < 0 ? UINT64_MAX : now_ms() + (uint64_t)timeout_ms;
+	int ret;
+
+	last_reason[0] = '\0';
+	if (c == NULL)
+		return -EINVAL;
+	/* EAL starts once in a process: a zero-copy client starts again instead (exec). */
+	if (c->flags & NC_CONNECT_ZEROCOPY)
+		return -EOPNOTSUPP;
+	/* What the old daemon gave: its socket, its region, its eventfds. */
+	if (c->fd >= 0)
+		close(c->fd);
+	c->fd = -1;
+	if (c->rg.efd >= 0)
+		close(c->rg.efd);
+	free(c->rg.gen);
+	region_unmap(&c->rg);
+	c->rg = (struct region){ .efd = -1 };
+	for (struct nc_channel *ch = c->channels; ch != NULL; ch = ch->next) {
+		if (ch->efd >= 0)
+			close(ch->efd);
+		ch->efd = -1;
+		ch->ring = NULL;
+		ch->cons = NULL;
+	}
+	c->gone = 0;
+	c->next_check = 0;
+	/* A new daemon: until its socket answers, or the time is up. */
+	for (;;) {
+		ret = connect_once(c);
+		if (ret == 0)
+			break;
+		if (c->fd >= 0)
+			close(c->fd);
+		c->fd = -1;
+		region_unmap(&c->rg);
+		if ((ret != -ENOENT && ret != -ECONNREFUSED) || now_ms() >= deadline) {
+			c->gone = EPIPE;
+			return ret;
+		}
+		usleep(RECONNECT_POLL_MS * 1000);
+	}
+	return channels_again(c);
+}
+
 NC_EXPORT const char *
 nc_strerror(int err)
 {
@@ -1383,6 +1570,8 @@ nc_strerror(int err)
 			   "attached to the channel";
 	case EEXIST: return "a channel with that name exists";
 	case EPIPE: return "the daemon is gone";
+	case ESHUTDOWN: return "the daemon is stopping (a clean stop: nc_reconnect() once a new one "
+			       "runs)";
 	case ENOSPC: return "the daemon is busy (every connection slot is taken) or full (every "
 			    "channel)";
 	case EPROTO: return "protocol error (version mismatch, or HELLO missing)";

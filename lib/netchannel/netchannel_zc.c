@@ -247,10 +247,13 @@ nc_rx_burst(struct nc_channel *ch, struct rte_mbuf **pkts, uint16_t n)
 		errno = ch->ring != NULL ? EOPNOTSUPP : EINVAL;
 		return 0;
 	}
-	/* Destroyed by the operator: its ring is freed after a grace period for the workers only. */
+	/*
+	 * Destroyed by the operator (its ring is freed after a grace period for the
+	 * workers only), or, if the daemon said so first, its stop.
+	 */
 	if (__atomic_load_n(&ch->dir->state, __ATOMIC_ACQUIRE) != NC_DIR_LIVE ||
 	    ch->dir->generation != ch->generation) {
-		errno = ESTALE;
+		errno = nc__daemon_gone(c, 1) ? c->gone : ESTALE;
 		return 0;
 	}
 	room = room_of(c);
@@ -258,14 +261,14 @@ nc_rx_burst(struct nc_channel *ch, struct rte_mbuf **pkts, uint16_t n)
 		n = (uint16_t)room;
 		c->me->quota_stalls++;
 		if (n == 0) {
-			errno = nc__daemon_gone(c) ? EPIPE : ENOBUFS;
+			errno = nc__daemon_gone(c, 0) ? c->gone : ENOBUFS;
 			return 0;
 		}
 	}
 	k = take_from(c, ch->rx, pkts, n);
 	if (k == 0) {
-		if (nc__daemon_gone(c))
-			errno = EPIPE;
+		if (nc__daemon_gone(c, 0))
+			errno = c->gone;
 		return 0;
 	}
 	for (unsigned int i = 0; i < k; i++)
@@ -283,8 +286,8 @@ tx_burst(struct nc_channel *ch, struct rte_mbuf **pkts, uint16_t n, uint32_t pty
 
 	if (n > TX_MAX)
 		n = TX_MAX;
-	if (ch->tx == NULL || nc__daemon_gone(c)) {
-		errno = ch->tx != NULL ? EPIPE : c->rg.base != NULL ? EOPNOTSUPP : EINVAL;
+	if (ch->tx == NULL || nc__daemon_gone(c, 0)) {
+		errno = ch->tx != NULL ? c->gone : c->rg.base != NULL ? EOPNOTSUPP : EINVAL;
 		return 0;
 	}
 	/*
@@ -328,8 +331,8 @@ alloc_from_ring(struct nc_client *c)
 		if (until == 0) {
 			__atomic_store_n(&c->me->want_alloc, 1, __ATOMIC_RELAXED);
 			until = now + rte_get_tsc_hz() / 1000 * ALLOC_WAIT_MS;
-		} else if (nc__daemon_gone(c) || now > until) {
-			errno = c->gone ? EPIPE : ENOBUFS;
+		} else if (nc__daemon_gone(c, 0) || now > until) {
+			errno = c->gone ? c->gone : ENOBUFS;
 			return NULL;
 		}
 		sched_yield();
@@ -468,7 +471,7 @@ zc_send(struct nc_channel *ch, const void *buf, size_t len, int ip)
 	memcpy(p, buf, len);
 	if ((ip ? nc_tx_burst_ip(ch, &m, 1) : nc_tx_burst(ch, &m, 1)) == 1)
 		return (ssize_t)len;
-	err = errno == EPIPE ? -EPIPE : -EAGAIN;
+	err = errno == EPIPE || errno == ESHUTDOWN ? -errno : -EAGAIN;
 	nc_mbuf_free(c, m);
 	return err;
 }

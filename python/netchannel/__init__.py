@@ -25,12 +25,14 @@ on. ::
 import ctypes
 import errno
 import os
+import time
 
 __all__ = ["Client", "Channel", "NetchannelError", "DEFAULT_SOCKET"]
 
 DEFAULT_SOCKET = "/run/netchanneld/netchanneld.sock"   # NC_DEFAULT_SOCKET
 _CONNECT_CONTROL = 0x2                                 # NC_CONNECT_CONTROL
 _CONNECT_ONE_RING = 0x8                                # NC_CONNECT_ONE_RING
+_GONE = (errno.ESHUTDOWN, errno.EPIPE)                 # the daemon stopped, or died
 
 
 class _Sized(ctypes.Structure):
@@ -107,6 +109,7 @@ def _load():
             ("nc_client_fd", i, [p]),
             ("nc_client_arm", i, [p]),
             ("nc_client_info", i, [p, ctypes.POINTER(_ClientInfo)]),
+            ("nc_reconnect", i, [p, i]),
             ("nc_strerror", ctypes.c_char_p, [i]),
             ("nc_last_reason", ctypes.c_char_p, []),
             ("nc_version", ctypes.c_char_p, [])):
@@ -161,22 +164,35 @@ class Channel:
 
     def recv(self, timeout=None):
         """The next frame, as bytes; None if none came within timeout seconds (0: do not
-        wait; None: wait for ever). Sleeps on the channel's eventfd: no CPU while idle."""
-        ms = -1 if timeout is None else int(timeout * 1000)
-        n = _lib.nc_recv(self._handle(), self._buf, len(self._buf), ms)
-        if n == -errno.EAGAIN:
-            return None
-        _check(n, f"receive on {self.name}")
-        return self._buf.raw[:min(n, len(self._buf))]
+        wait; None: wait for ever). Sleeps on the channel's eventfd: no CPU while idle. A
+        client made with reconnect=True waits out a restart of the daemon within the
+        timeout (see Client)."""
+        deadline = _deadline(timeout)
+        while True:
+            n = _lib.nc_recv(self._handle(), self._buf, len(self._buf), _left_ms(deadline))
+            if n == -errno.EAGAIN:
+                return None
+            if -n in _GONE and self._client._come_back(deadline):
+                continue
+            if -n in _GONE and self._client._reconnect:
+                return None
+            _check(n, f"receive on {self.name}")
+            return self._buf.raw[:min(n, len(self._buf))]
+
+    def _sent(self, n):
+        # With reconnect=True, what the daemon could not take as it went is dropped, as a
+        # NIC's full queue would; the next receive waits for the new one.
+        if -n in _GONE and self._client._reconnect:
+            return 0
+        return _check(n, f"send on {self.name}")
 
     def send(self, frame):
         """Send an Ethernet frame, from the port's MAC and one of the channel's flows."""
-        return _check(_lib.nc_send(self._handle(), frame, len(frame)), f"send on {self.name}")
+        return self._sent(_lib.nc_send(self._handle(), frame, len(frame)))
 
     def send_ip(self, packet):
         """Send an IP packet; the daemon adds the Ethernet header to the kernel's next hop."""
-        return _check(_lib.nc_send_ip(self._handle(), packet, len(packet)),
-                      f"send on {self.name}")
+        return self._sent(_lib.nc_send_ip(self._handle(), packet, len(packet)))
 
     def fileno(self):
         """The channel's eventfd, readable once packets wait after arm() (selectors,
@@ -211,14 +227,28 @@ class Channel:
         self.close()
 
 
+def _deadline(timeout):
+    return None if timeout is None else time.monotonic() + timeout
+
+
+def _left_ms(deadline):
+    return -1 if deadline is None else max(0, int((deadline - time.monotonic()) * 1000))
+
+
 class Client:
     """A connection to netchanneld, as an isolated client (or control only). one_ring: all
     of its channels deliver on one ring, read with recv(); a channel's own recv() is not
-    for such a client."""
+    for such a client.
 
-    def __init__(self, socket=None, control=False, one_ring=False):
+    When the daemon goes away, calls fail with ESHUTDOWN (it stopped cleanly) or EPIPE (it
+    died); reconnect() waits for a new one and makes the client's channels again, under
+    the same Channel objects. With reconnect=True, receives do that by themselves, within
+    their timeout, and sends drop what the daemon could not take as it went."""
+
+    def __init__(self, socket=None, control=False, one_ring=False, reconnect=False):
         path = (socket or os.environ.get("NETCHANNELD_SOCKET") or DEFAULT_SOCKET).encode()
         flags = _CONNECT_CONTROL if control else _CONNECT_ONE_RING if one_ring else 0
+        self._reconnect = reconnect
         self._h = _lib.nc_connect(path, flags)
         if not self._h:
             raise NetchannelError(ctypes.get_errno(), f"connect to {path.decode()}")
@@ -232,16 +262,46 @@ class Client:
         self._by_id[ch.id] = ch
         return ch
 
+    def reconnect(self, timeout=None):
+        """After the daemon has gone: wait (timeout seconds at most; None: for ever) for a
+        new one on the same socket, and make this client's channels again. An experimental
+        call of the library (nc_reconnect())."""
+        ms = -1 if timeout is None else int(timeout * 1000)
+        _check(_lib.nc_reconnect(self._h, ms), "reconnect")
+        self._by_id = {ch.id: ch for ch in self._channels}
+
+    def _come_back(self, deadline):
+        """With reconnect=True: a new daemon before the deadline (True), or none (False)."""
+        if not self._reconnect:
+            return False
+        while True:
+            # A second at a time, so that a receive that waits for ever still loops here.
+            wait = 1000 if deadline is None else min(1000, _left_ms(deadline))
+            ret = _lib.nc_reconnect(self._h, wait)
+            if ret == 0:
+                self._by_id = {ch.id: ch for ch in self._channels}
+                return True
+            if -ret not in (errno.ENOENT, errno.ECONNREFUSED):
+                _check(ret, "reconnect")
+            if deadline is not None and time.monotonic() >= deadline:
+                return False
+
     def recv(self, timeout=None):
         """A one_ring client's next frame, of any of its channels: (channel, bytes), or None
         if none came within timeout seconds (0: do not wait; None: wait for ever)."""
-        ms = -1 if timeout is None else int(timeout * 1000)
+        deadline = _deadline(timeout)
         cid = ctypes.c_uint32()
-        n = _lib.nc_client_recv(self._h, self._buf, len(self._buf), ctypes.byref(cid), ms)
-        if n == -errno.EAGAIN:
-            return None
-        _check(n, "receive")
-        return self._by_id.get(cid.value), self._buf.raw[:min(n, len(self._buf))]
+        while True:
+            n = _lib.nc_client_recv(self._h, self._buf, len(self._buf), ctypes.byref(cid),
+                                    _left_ms(deadline))
+            if n == -errno.EAGAIN:
+                return None
+            if -n in _GONE and self._come_back(deadline):
+                continue
+            if -n in _GONE and self._reconnect:
+                return None
+            _check(n, "receive")
+            return self._by_id.get(cid.value), self._buf.raw[:min(n, len(self._buf))]
 
     def fileno(self):
         """A one_ring client's eventfd, readable once packets wait after arm()."""

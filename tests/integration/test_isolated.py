@@ -13,6 +13,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import textwrap
 import time
 import unittest
 
@@ -100,6 +101,26 @@ print("got", *got, flush=True)
 """
 
 
+# A Python client that echoes udp port argv[2] and comes back by itself after a restart
+# (reconnect=True); it stops on SIGTERM.
+RECONNECTING = """
+import netchannel, signal, sys
+signal.signal(signal.SIGTERM, lambda *a: sys.exit(0))
+def echo(f):
+    ihl = (f[14] & 0xf) * 4
+    ip, udp = 14, 14 + ihl
+    return (f[6:12] + f[0:6] + f[12:ip + 12] + f[ip + 16:ip + 20] + f[ip + 12:ip + 16] +
+            f[ip + 20:udp] + f[udp + 2:udp + 4] + f[udp:udp + 2] + f[udp + 4:])
+with netchannel.Client(sys.argv[1], reconnect=True) as c:
+    ch = c.create("py", int(sys.argv[2]), tx=True)
+    print("echoing", flush=True)
+    while True:
+        f = ch.recv(timeout=1.0)
+        if f is not None:
+            ch.send(echo(f))
+"""
+
+
 # What nc_iso_client's hostile modes may do to their region's descriptors: nothing to the
 # daemon's part (read-only, sealed), nothing but punch holes in their own (sealed; a hole reads
 # back as zeros).
@@ -122,7 +143,7 @@ class Isolated(T.DaemonCase):
         self.secret = "s3cr3t-" + secrets.token_hex(8)
         # uid 65534 cannot be relied on to reach the build tree: its copies go here.
         for exe in ("tests/integration/nc_iso_client", "app/examples/nc-echo",
-                    "app/examples/nc-dump",
+                    "app/examples/nc-dump", "app/examples/nc-tutorial",
                     "lib/netchannel/libnetchannel.so.0", "lib/netchannel/libnetchannel_zc.so.0"):
             shutil.copy(os.path.join(T.BUILD, exe), self.w)
 
@@ -229,6 +250,65 @@ class Isolated(T.DaemonCase):
         wire = T.read_pcap(self.tx)
         self.assertEqual(len(wire), 500)
         self.assertEqual(set(wire), {echo_of(f) for f in frames})
+
+    def test_clients_through_a_clean_restart(self):
+        """A clean stop (SIGTERM) and a new start under three clients, each as uid 65534:
+        nc-echo --reconnect, the tutorial's C loop (nc-tutorial, docs/protocol.md's code) and
+        a Python client made with reconnect=True. The stop tells them ESHUTDOWN; each waits
+        for the new daemon, makes its channel again, and echoes there, without being
+        started again."""
+        with open(os.path.join(T.SRC, "app/examples/nc_tutorial.c")) as f:
+            body = f.read().split("\t/* tutorial: begin */\n")[1].split("\t/* tutorial: end */")[0]
+        with open(os.path.join(T.SRC, "docs/protocol.md")) as f:
+            doc = f.read()
+        self.assertIn("```c\n" + textwrap.dedent(body.expandtabs(8)) + "```", doc,
+                      "the tutorial in docs/protocol.md is nc_tutorial.c's")
+        frames = self.frames([("203.0.113.%d" % p, 2000 + p, 5000 + p) for p in range(3)],
+                             "restart")
+        allow = {"allow": [{"uid": 0}, {"uid": 65534, "dport": "5000-5002"}]}
+        self.start(frames, control=allow)
+        shutil.copytree(os.path.join(T.SRC, "python/netchannel"),
+                        os.path.join(self.w, "py", "netchannel"))
+        env = T.python_env(dict(os.environ, PYTHONPATH=os.path.join(self.w, "py"),
+                                NETCHANNEL_LIB=os.path.join(self.w, "libnetchannel.so.0")),
+                           os.path.join(self.w, "libnetchannel.so.0"))
+        clients = {
+            "nc-echo-5000": self.nobody("nc-echo", "-s", self.sock, "--dport", "5000",
+                                        "--reconnect"),
+            "tutorial": self.nobody("nc-tutorial", self.sock, "5001"),
+            "py": subprocess.Popen(NOBODY + ["/usr/bin/python3", "-c", RECONNECTING,
+                                             self.sock, "5002"],
+                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                   text=True, env=env)}
+        self.procs.append(clients["py"])
+        for p in clients.values():
+            self.wait_line(p, "echoing")
+        for restart in range(2):
+            c = Ctl(self.sock)
+            c.hello(flags=W.HELLO_F_CONTROL)
+
+            def tx(name):
+                status, body = c.cli(f"show channel {name}", CLI_F_JSON)
+                return json.loads(body)["counters"]["tx"] if status == 0 else 0
+
+            T.wait_until(lambda: all(tx(n) > 0 for n in clients), timeout=20,
+                         what="every client echoing on this daemon")
+            c.close()
+            if restart == 1:
+                break
+            self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
+            self.assertEqual([p.poll() for p in clients.values()], [None] * 3)
+            self.assertIn("the daemon is stopping", self.wait_line(clients["nc-echo-5000"],
+                                                                   "echoed"))
+            self.start(frames, control=allow)
+            self.wait_line(clients["nc-echo-5000"], "echoing udp port 5000 as channel "
+                           "nc-echo-5000")
+            self.wait_line(clients["tutorial"], "echoing")
+        for p in clients.values():
+            p.send_signal(signal.SIGTERM)
+            self.finish(p)
+            self.assertEqual(p.returncode, 0, p.args)
+        self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
 
     def test_static_channel_attach(self):
         """An isolated client attached to a static channel gets its packets in its region, one

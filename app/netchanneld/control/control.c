@@ -522,6 +522,19 @@ ncd_control_run(struct ncd *d)
 void
 ncd_control_close(struct ncd *d)
 {
+	static const char why[] = "the daemon is stopping";
+
+	/*
+	 * Every client of protocol 5 hears that the daemon stops before anything
+	 * of its is taken down: a ring relabelled after this is the stop, not an
+	 * operator's destroy (ESHUTDOWN, not ESTALE).
+	 */
+	for (unsigned int i = 0; i < NCD_MAX_CONNECTIONS; i++) {
+		struct ncd_conn *c = &ncd_ctl.conns[i];
+
+		if (c->fd >= 0 && c->hello && c->version >= 5)
+			ctl_reply(c, NULL, -ESHUTDOWN, why, sizeof(why) - 1);
+	}
 	for (unsigned int i = 0; i < NCD_MAX_CONNECTIONS; i++)
 		if (ncd_ctl.conns[i].fd >= 0)
 			client_close(d, &ncd_ctl.conns[i]);
