@@ -129,7 +129,7 @@ is_gauge(const char *key)
 {
 	static const char *const gauges[] = { "ifindex", "up", "down", "ring_count",
 		"bytes_queued", "size", "cache", "in_use", "available", "lcore", "interval_s",
-		"socket" };
+		"socket", "last_time_seconds" };
 
 	for (size_t i = 0; i < sizeof(gauges) / sizeof(gauges[0]); i++)
 		if (strcmp(key, gauges[i]) == 0)
@@ -207,6 +207,7 @@ scrape(void)
 	struct scrape sc = { .index = json_object() };
 	struct nc_client *c = nc_connect(sock_path, NC_CONNECT_CONTROL);
 	json_t *ports = NULL, *chans = json_array(), *mp = NULL, *workers = NULL, *clients = NULL;
+	json_t *reload = NULL;
 	char *err = NULL, *text = NULL;
 	size_t i;
 	json_t *v;
@@ -217,6 +218,7 @@ scrape(void)
 		mp = view(c, "show mempool");
 		workers = view(c, "show workers");
 		clients = view(c, "show clients");
+		reload = view(c, "show reload");
 		if (nc_pages_channels(c, "all", chans, NULL, &err) != 0 || ports == NULL)
 			up = 0;
 		free(err);
@@ -275,6 +277,9 @@ scrape(void)
 	if (json_is_array(clients))
 		sample(&sc, "netchannel_clients", false, "connections to the control socket", "",
 		       (double)json_array_size(clients));
+	/* The reloads: counts, and the last one's time and whether it applied (not its names). */
+	if (reload != NULL)
+		numbers(&sc, "netchannel_reload", reload, "", NULL, NULL, "config reloads");
 
 	/* Families in the order first seen, each whole. */
 	size_t len = 0;
@@ -295,6 +300,7 @@ scrape(void)
 	json_decref(mp);
 	json_decref(workers);
 	json_decref(clients);
+	json_decref(reload);
 	return text;
 }
 

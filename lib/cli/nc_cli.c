@@ -40,6 +40,15 @@ const struct nc_cli_cmd nc_cli_cmds[NC_CLI_NCMDS] = {
 	  "each worker: its lcore, rx queues, loops, the loops that received, packets, and its load" },
 	{ NC_CLI_SHOW_CAPTURE, "show capture",
 	  "the captures running: what, filter, packets wanted, taken, written, lost" },
+	{ NC_CLI_SHOW_CONFIG, "show config",
+	  "the running config, as JSON: the file as last loaded (or the embedded default), the "
+	  "command line's socket over its control.socket (root or the daemon's user)" },
+	{ NC_CLI_SHOW_RELOAD, "show reload",
+	  "the reloads so far and the last one: its time, whether it applied, and its channels "
+	  "added, removed, changed and refused" },
+	{ NC_CLI_RELOAD, "reload",
+	  "reload the config file, as SIGHUP does, and say what changed: channels added, removed "
+	  "and changed by name, or why nothing was (root or the daemon's user)" },
 	{ NC_CLI_CHANNEL_CREATE, "channel create <name> [options...]",
 	  "a channel clients attach to by name; options: proto P, src A, dst A, sport S, dport D, "
 	  "priority N, action deliver|drop, ring_size N, queue_bytes N, port P, queue N, tx, consumers one|shared "

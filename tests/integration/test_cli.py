@@ -503,6 +503,11 @@ class Cli(T.DaemonCase):
         self.assertEqual(got["netchannel_channel_delivered_total" + dns], 60)
         self.assertIn('netchannel_mempool_in_use{pool=', text)
         self.assertIn('netchannel_worker_loops_total{worker="0"}', text)
+        # The reloads: none yet.
+        self.assertEqual([got[k] for k in ("netchannel_reload_reloads_total",
+                                           "netchannel_reload_failures_total",
+                                           "netchannel_reload_last_time_seconds",
+                                           "netchannel_reload_last_ok")], [0, 0, 0, 0])
         self.assertEqual(get("/")[0], 404)
         self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
         status, _, text = get("/metrics")
@@ -599,6 +604,8 @@ class Cli(T.DaemonCase):
         mp = tel("/netchannel/mempool")
         self.assertEqual(mp["in_use"] + mp["available"], 8191)
         self.assertEqual(tel("/netchannel/clients")["count"], 0)
+        rl = tel("/netchannel/reload")
+        self.assertEqual((rl["reloads"], rl["failures"], rl["last_time_seconds"]), (0, 0, 0))
         self.assertIn("/netchannel/stats", tel("/"))
         self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
 
@@ -634,7 +641,9 @@ class Completion(unittest.TestCase):
         """bash completes ncctl's options, monitor's and capture's words, and after -c the
         CLI's commands (quoted, from ncctl's own help), and netchanneld's options."""
         self.assertEqual(self.complete("ncctl", "ncctl", "-c", '"show c'),
-                         ['"show channel', '"show clients', '"show classifier', '"show capture'])
+                         ['"show channel', '"show clients', '"show classifier', '"show capture',
+                          '"show config'])
+        self.assertIn('"reload', self.complete("ncctl", "ncctl", "-c", '"r'))
         self.assertIn('"channel destroy', self.complete("ncctl", "ncctl", "-c", '"'))
         self.assertEqual(self.complete("ncctl", "ncctl", "monitor", "ch"), ["channel"])
         self.assertEqual(self.complete("ncctl", "ncctl", "cap"), ["capture"])

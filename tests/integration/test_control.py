@@ -295,6 +295,62 @@ class Control(T.DaemonCase):
         self.stop_ok()
         self.assertEqual(note.recv(100), b"STOPPING=1")
 
+    def test_reload_by_ncctl(self):
+        """ncctl reload answers with what the reload did: channels added, removed and
+        changed by name, or the error (exit 1); show reload gives the last one's time and
+        result, show config the running config; the log names each channel; a user other
+        than root may do neither."""
+        self.start()
+
+        def ncctl(*cmd, user=()):
+            return subprocess.run(list(user) + [T.NCCTL, "-s", self.sock] + list(cmd),
+                                  capture_output=True, text=True, timeout=30)
+        with open(self.daemon.config) as f:
+            cfg = json.load(f)
+        new = json.loads(json.dumps(cfg))
+        new["channels"] = [{"name": "hi", "match": {"proto": "udp", "dport": 6000},
+                            "priority": 3},
+                           {"name": "web", "match": {"proto": "tcp", "dport": 80}}]
+        with open(self.daemon.config, "w") as f:
+            json.dump(new, f)
+        t0 = time.time()
+        r = ncctl("--json", "-c", "reload")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        got = json.loads(r.stdout)
+        self.assertEqual(got["last_channels"], {"added": ["web"], "removed": ["dns"],
+                                                "changed": ["hi"], "refused": []})
+        self.assertEqual((got["reloads"], got["failures"], got["last_ok"]), (1, 0, True))
+        self.assertLessEqual(abs(got["last_time_seconds"] - t0), 5)
+        self.assertEqual(json.loads(ncctl("--json", "-c", "show reload").stdout), got)
+        text = ncctl("-c", "show reload").stdout
+        self.assertIn("last_ok: yes\nlast_channels:\n  added:\n    - web\n  removed:\n    - dns\n"
+                      "  changed:\n    - hi\n  refused: none\n", text)
+        self.assertEqual(json.loads(ncctl("--json", "-c", "show config").stdout), new)
+        for line in ("reload: channel dns removed", "reload: channel hi changed",
+                     "reload: channel web added"):
+            self.assertIn(line, self.daemon.output())
+        # What needs a restart: the error, exit 1; the result says it did not apply.
+        worse = json.loads(json.dumps(new))
+        worse["ports"][0]["device"] += ",x=1"
+        with open(self.daemon.config, "w") as f:
+            json.dump(worse, f)
+        r = ncctl("-c", "reload")
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn("ports changed, which needs a restart; the running config stays",
+                      r.stdout + r.stderr)
+        last = json.loads(ncctl("--json", "-c", "show reload").stdout)
+        self.assertEqual((last["reloads"], last["failures"], last["last_ok"]), (1, 1, False))
+        self.assertEqual(json.loads(ncctl("--json", "-c", "show config").stdout), new)
+        # Not root: refused, both.
+        os.chmod(self.w, 0o755)
+        os.chmod(self.sock, 0o666)
+        nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+        for cmd in ("reload", "show config"):
+            r = ncctl("-c", cmd, user=nobody)
+            self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+            self.assertIn("root or the daemon's user only", r.stdout + r.stderr)
+        self.stop_ok()
+
     def test_rates(self):
         """show port stats and show channel give rates over the last interval (about a
         second): the port's rx rate is what two readings of its counter a second apart give,

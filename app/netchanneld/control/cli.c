@@ -24,6 +24,7 @@
 #include "control/cli.h"
 #include "control/control.h"
 #include "control/ctl_decode.h"
+#include "control/reload.h"
 #include "control/views.h"
 #include "core/match.h"
 #include "core/nat_conf.h"
@@ -619,6 +620,33 @@ help_json(void)
 	return a;
 }
 
+/* The running config: the document as last loaded, with the socket the daemon listens on. */
+static json_t *
+cmd_show_config(const struct ncd *d)
+{
+	json_t *doc = d->cfg.doc != NULL ? json_deep_copy(d->cfg.doc) : json_object();
+	json_t *ctl = json_object_get(doc, "control");
+
+	if (ctl == NULL) {
+		ctl = json_object();
+		json_object_set_new(doc, "control", ctl);
+	}
+	json_object_set_new(ctl, "socket", json_string(d->cfg.control_socket));
+	return doc;
+}
+
+/* reload: as SIGHUP, answered with what it did (show reload), or why not. */
+static int
+cmd_reload(struct cmd_ctx *x, json_t **res)
+{
+	char why[256] = "";
+
+	if (ncd_reload(x->d, why, sizeof(why)) != 0)
+		return fail(x, -EINVAL, "%s", why);
+	*res = ncd_view_reload();
+	return 0;
+}
+
 int
 ncd_cli_exec(struct ncd *d, const char *line, bool json, bool priv, const struct ncd_conn *viewer,
 	     const char *who, FILE *out, int *fd_out)
@@ -643,13 +671,16 @@ ncd_cli_exec(struct ncd *d, const char *line, bool json, bool priv, const struct
 	case NC_CLI_CHANNEL_DESTROY:
 	case NC_CLI_SET_LOG_LEVEL:
 	case NC_CLI_CAPTURE:
+	case NC_CLI_RELOAD:
+	case NC_CLI_SHOW_CONFIG:
 		if (!priv) {
 			ret = fail(&x, -EPERM, "'%s' %s: root or the daemon's user only", c->syntax,
 				   c->id == NC_CLI_CAPTURE ? "sees every user's packets" :
-							     "changes the daemon");
+				   c->id == NC_CLI_SHOW_CONFIG ? "shows every user's rights" :
+								 "changes the daemon");
 			goto out;
 		}
-		change = true;
+		change = c->id != NC_CLI_SHOW_CONFIG;
 		break;
 	default:
 		break;
@@ -669,6 +700,9 @@ ncd_cli_exec(struct ncd *d, const char *line, bool json, bool priv, const struct
 	case NC_CLI_SET_LOG_LEVEL: ret = cmd_set_log(&x, argv, &res); break;
 	case NC_CLI_CAPTURE: ret = cmd_capture(&x, argv, argc, &res); break;
 	case NC_CLI_SHOW_CAPTURE: res = ncd_capture_view(); break;
+	case NC_CLI_SHOW_CONFIG: res = cmd_show_config(d); break;
+	case NC_CLI_SHOW_RELOAD: res = ncd_view_reload(); break;
+	case NC_CLI_RELOAD: ret = cmd_reload(&x, &res); break;
 	case NC_CLI_HELP:
 		if (json)
 			res = help_json();

@@ -485,7 +485,7 @@ ncd_control_poll(struct ncd *d, int timeout_ms)
 	if (d->reload) {
 		d->reload = 0;
 		ncd_notify("RELOADING=1");
-		ncd_reload(d);
+		ncd_reload(d, NULL, 0);
 		ncd_notify("READY=1");
 	}
 	/* Clients' IP packets waiting for a next hop: on a signal, and at least every poll. */

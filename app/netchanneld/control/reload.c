@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <rte_cycles.h>
@@ -24,6 +25,9 @@
 static struct {
 	uint64_t reloads, failures;
 	char last[192];                /* what the last one did, or why it failed */
+	time_t last_time;              /* when (0: none yet) */
+	bool last_ok;                  /* it applied, every channel made */
+	json_t *names;                 /* {added, removed, changed, refused}: channels by name */
 } rl = { .last = "none yet" };
 
 void
@@ -52,8 +56,36 @@ ncd_notify(const char *state)
 json_t *
 ncd_view_reload(void)
 {
-	return json_pack("{s:I, s:I, s:s}", "reloads", (json_int_t)rl.reloads, "failures",
-			 (json_int_t)rl.failures, "last", rl.last);
+	json_t *o = json_pack("{s:I, s:I, s:s, s:I, s:b}", "reloads", (json_int_t)rl.reloads,
+			      "failures", (json_int_t)rl.failures, "last", rl.last,
+			      "last_time_seconds", (json_int_t)rl.last_time, "last_ok", rl.last_ok);
+
+	json_object_set_new(o, "last_channels",
+			    rl.names != NULL ? json_deep_copy(rl.names) : json_object());
+	return o;
+}
+
+/* A new result: the time, and empty lists of channels. */
+static void
+result_start(void)
+{
+	rl.last_time = time(NULL);
+	rl.last_ok = false;
+	json_decref(rl.names);
+	rl.names = json_pack("{s:[], s:[], s:[], s:[]}", "added", "removed", "changed", "refused");
+}
+
+/* Channel name under key of the result, and the log line that names it. */
+static void
+result_name(const char *key, const char *name, const char *why)
+{
+	json_array_append_new(json_object_get(rl.names, key),
+			      why != NULL ? json_pack("{s:s, s:s}", "name", name, "reason", why) :
+					    json_string(name));
+	if (why != NULL)
+		NCD_LOG(ERR, "reload: channel %s refused: %s", name, why);
+	else
+		NCD_LOG(NOTICE, "reload: channel %s %s", name, key);
 }
 
 /* The config channel named name, or NULL. */
@@ -73,8 +105,8 @@ same_channel(const struct ncd_channel_conf *a, const struct ncd_channel_conf *b)
 	return a != NULL && b != NULL && memcmp(a, b, sizeof(*a)) == 0;
 }
 
-static int __attribute__((format(printf, 1, 2)))
-failed(const char *fmt, ...)
+static int __attribute__((format(printf, 3, 4)))
+failed(char *why, size_t len, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -83,25 +115,29 @@ failed(const char *fmt, ...)
 	va_end(ap);
 	rl.failures++;
 	NCD_LOG(ERR, "reload: %s; the running config stays", rl.last);
+	if (why != NULL)
+		snprintf(why, len, "%s; the running config stays", rl.last);
 	return -1;
 }
 
 int
-ncd_reload(struct ncd *d)
+ncd_reload(struct ncd *d, char *why, size_t len)
 {
 	unsigned int added = 0, removed = 0, changed = 0, refused = 0;
 	struct ncd_config next;
 	char key[64];
 
+	result_start();
 	if (d->cfg.path == NULL)
-		return failed("the daemon runs on its embedded default config: nothing to reload");
+		return failed(why, len, "the daemon runs on its embedded default config: nothing to "
+			      "reload");
 	if (ncd_config_load(d->cfg.path, &next) != 0) {
 		ncd_config_free(&next);
-		return failed("%s does not load (the error is above)", d->cfg.path);
+		return failed(why, len, "%s does not load (the log says why)", d->cfg.path);
 	}
 	if (!ncd_config_reloadable(&d->cfg, &next, key, sizeof(key))) {
 		ncd_config_free(&next);
-		return failed("%s: %s changed, which needs a restart", d->cfg.path, key);
+		return failed(why, len, "%s: %s changed, which needs a restart", d->cfg.path, key);
 	}
 	/* Channels gone or changed go first, so that a rule may move from one to another. */
 	for (unsigned int i = 0; i < d->cfg.nchannels; i++) {
@@ -112,10 +148,13 @@ ncd_reload(struct ncd *d)
 		if (same_channel(old, now) || id < 0 || d->channels[id]->owner != NCD_OWNER_CONFIG)
 			continue;
 		ncd_channel_del(d, (uint32_t)id);
-		if (now != NULL)
+		if (now != NULL) {
 			changed++;
-		else
+			result_name("changed", old->name, NULL);
+		} else {
 			removed++;
+			result_name("removed", old->name, NULL);
+		}
 	}
 	for (unsigned int i = 0; i < next.nchannels; i++) {
 		const struct ncd_channel_conf *now = &next.channels[i];
@@ -126,14 +165,18 @@ ncd_reload(struct ncd *d)
 			continue;
 		id = ncd_channel_add(d, now, NCD_OWNER_CONFIG, NCD_NS_ROOT, NULL);
 		if (id < 0) {
-			NCD_LOG(ERR, "reload: channel %s: %s", now->name,
-				id == -EEXIST ? "a channel of that name exists (an operator's or a "
-						"client's)" :
-				id == -EBUSY ? "another channel has the same rule and priority" :
-				strerror(-id));
-			refused++;
+			const char *r = id == -EEXIST ? "a channel of that name exists (an "
+							"operator's or a client's)" :
+					id == -EBUSY ? "another channel has the same rule and priority" :
+					strerror(-id);
+
+			result_name("refused", now->name, r);
+			if (refused++ == 0 && why != NULL)
+				snprintf(why, len, "channel %s: %s; the rest of %s applied", now->name,
+					 r, d->cfg.path);
 		} else if (old == NULL) {
 			added++;
+			result_name("added", now->name, NULL);
 		}
 	}
 	/* The rest that may change: the control thread alone reads it. */
@@ -148,10 +191,14 @@ ncd_reload(struct ncd *d)
 	free(d->cfg.channels);
 	d->cfg.channels = next.channels;
 	d->cfg.nchannels = next.nchannels;
+	json_decref(d->cfg.doc);
+	d->cfg.doc = next.doc;
 	next.allow = NULL;
 	next.channels = NULL;
+	next.doc = NULL;
 	ncd_config_free(&next);
 	rl.reloads++;
+	rl.last_ok = refused == 0;
 	snprintf(rl.last, sizeof(rl.last), "%s: %u channels added, %u removed, %u changed, %u "
 		 "refused; %u allow entries", d->cfg.path, added, removed, changed, refused,
 		 d->cfg.nallow);

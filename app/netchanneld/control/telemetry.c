@@ -16,6 +16,7 @@
 
 #include <rte_telemetry.h>
 
+#include "control/reload.h"
 #include "control/telemetry.h"
 #include "control/views.h"
 #include "nat/nat.h"
@@ -239,6 +240,15 @@ v_workers(const struct ncd *d, const char *params, int *err)
 	return json_pack("{s:i, s:o}", "count", (int)json_array_size(a), "workers", a);
 }
 
+static json_t *
+v_reload(const struct ncd *d, const char *params, int *err)
+{
+	(void)d;
+	(void)params;
+	(void)err;
+	return ncd_view_reload();
+}
+
 #define ENDPOINT(fn) \
 	static int tel_##fn(const char *cmd, const char *params, struct rte_tel_data *t) \
 	{ (void)cmd; return answer(t, v_##fn, params); }
@@ -250,6 +260,7 @@ ENDPOINT(clients)
 ENDPOINT(mempool)
 ENDPOINT(nat)
 ENDPOINT(workers)
+ENDPOINT(reload)
 
 int
 ncd_telemetry_init(struct ncd *d)
@@ -269,6 +280,8 @@ ncd_telemetry_init(struct ncd *d)
 		{ "/netchannel/mempool", tel_mempool, "The mbuf pool: size, in_use, available" },
 		{ "/netchannel/workers", tel_workers, "Each worker's loops, packets and load" },
 		{ "/netchannel/nat", tel_nat, "NAT's reverse mappings: capacity, used, expired" },
+		{ "/netchannel/reload", tel_reload,
+		  "The reloads: how many, failures, the last one's time, result and channels" },
 	};
 
 	if (!d->cfg.telemetry)

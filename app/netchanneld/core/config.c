@@ -1378,6 +1378,7 @@ config_load(const char *path, const char *text, struct ncd_config *cfg)
 	    load_u32(&c, root, "heap_reserve_mb", 0, NCD_MAX_HEAP_RESERVE_MB,
 		     NCD_DEFAULT_HEAP_RESERVE_MB, &cfg->heap_reserve_mb))
 		goto out;
+	cfg->doc = json_incref(root);
 	/* What a reload may not change, to compare the next config with. */
 	cfg->fixed = json_deep_copy(root);
 	json_object_del(cfg->fixed, "channels");
@@ -1456,5 +1457,6 @@ ncd_config_free(struct ncd_config *cfg)
 	free(cfg->allow);
 	free(cfg->channels);
 	json_decref(cfg->fixed);
+	json_decref(cfg->doc);
 	memset(cfg, 0, sizeof(*cfg));
 }

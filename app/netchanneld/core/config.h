@@ -190,6 +190,8 @@ struct ncd_config {
 	uint32_t frag_timeout_ms;    /* fragments.timeout_ms */
 	/* The document without what a reload may change (ncd_config_reloadable()). */
 	json_t *fixed;
+	/* The whole document, as loaded: show config. */
+	json_t *doc;
 };
 
 /**
