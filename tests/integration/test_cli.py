@@ -131,7 +131,7 @@ class Cli(T.DaemonCase):
         for cmd in ("show port info|stats|xstats <port>", "channel create <name> [options...]",
                     "set log level <type> <level>", "show nat", "action nat", "quit"):
             self.assertIn(cmd, help_)
-        self.assertEqual(len(self.js("help")), 16)
+        self.assertEqual(len(self.js("help")), 19)
         self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
 
     def test_monitor_and_workers(self):
