@@ -626,10 +626,10 @@ int nc_channel_tx_mac(const struct nc_channel *ch, uint8_t mac[6]);
  * @param timeout_ms
  *   How long to wait for a daemon to answer; -1: for ever.
  * @return
- *   0; or a negative errno: that of connecting (-ENOENT or -ECONNREFUSED:
- *   none answered in time; the client stays gone, EPIPE), of HELLO, or of
- *   the first channel the new daemon refused (that handle's calls then fail
- *   with it; the others work).
+ *   0; or a negative errno: -ETIMEDOUT (no daemon answered in time: the
+ *   client stays gone, EPIPE; call again), a refusal of HELLO (-EPERM,
+ *   -EPROTO, ...), or that of the first channel the new daemon refused (that
+ *   handle's calls then fail with it; the others work).
  */
 NC_EXPERIMENTAL
 int nc_reconnect(struct nc_client *c, int timeout_ms);

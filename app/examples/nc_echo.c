@@ -351,7 +351,7 @@ loop:
 		/* An isolated client: its channel again, under the same handle, from a new daemon. */
 		int ret;
 
-		while ((ret = nc_reconnect(c, 100)) == -ENOENT || ret == -ECONNREFUSED)
+		while ((ret = nc_reconnect(c, 100)) == -ETIMEDOUT)
 			if (stop)
 				goto out;
 		if (ret != 0) {

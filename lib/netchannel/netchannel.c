@@ -1539,7 +1539,13 @@ nc_reconnect(struct nc_client *c, int timeout_ms)
 	}
 	c->gone = 0;
 	c->next_check = 0;
-	/* A new daemon: until its socket answers, or the time is up. */
+	/*
+	 * A new daemon: until one says HELLO, or the time is up. Until then the
+	 * socket may be gone (ENOENT), stale (ECONNREFUSED), or still the old
+	 * daemon's as it stops, which takes a connection and then drops it
+	 * (EPIPE, ECONNRESET) or never answers (ETIMEDOUT): all of them mean "not
+	 * yet". Anything else (a refusal: EPERM, EPROTO, ...) is the answer.
+	 */
 	for (;;) {
 		ret = connect_once(c);
 		if (ret == 0)
@@ -1548,10 +1554,16 @@ nc_reconnect(struct nc_client *c, int timeout_ms)
 			close(c->fd);
 		c->fd = -1;
 		region_unmap(&c->rg);
-		if ((ret != -ENOENT && ret != -ECONNREFUSED) || now_ms() >= deadline) {
-			c->gone = EPIPE;
+		c->gone = EPIPE;
+		if (ret != -ENOENT && ret != -ECONNREFUSED && ret != -EPIPE && ret != -ECONNRESET &&
+		    ret != -ETIMEDOUT)
 			return ret;
+		if (now_ms() >= deadline) {
+			nc__reason("no daemon answered on %s in %d ms (the last try: %s)", c->path,
+				   timeout_ms, strerror(-ret));
+			return -ETIMEDOUT;
 		}
+		c->gone = 0;
 		usleep(RECONNECT_POLL_MS * 1000);
 	}
 	return channels_again(c);

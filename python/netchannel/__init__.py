@@ -281,7 +281,7 @@ class Client:
             if ret == 0:
                 self._by_id = {ch.id: ch for ch in self._channels}
                 return True
-            if -ret not in (errno.ENOENT, errno.ECONNREFUSED):
+            if ret != -errno.ETIMEDOUT:
                 _check(ret, "reconnect")
             if deadline is not None and time.monotonic() >= deadline:
                 return False

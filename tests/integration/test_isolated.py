@@ -102,10 +102,10 @@ print("got", *got, flush=True)
 
 
 # A Python client that echoes udp port argv[2] and comes back by itself after a restart
-# (reconnect=True); it stops on SIGTERM.
+# (reconnect=True); a full transmit ring drops the echo (EAGAIN). It stops when its stdin
+# closes.
 RECONNECTING = """
-import netchannel, signal, sys
-signal.signal(signal.SIGTERM, lambda *a: sys.exit(0))
+import errno, netchannel, select, sys
 def echo(f):
     ihl = (f[14] & 0xf) * 4
     ip, udp = 14, 14 + ihl
@@ -114,10 +114,14 @@ def echo(f):
 with netchannel.Client(sys.argv[1], reconnect=True) as c:
     ch = c.create("py", int(sys.argv[2]), tx=True)
     print("echoing", flush=True)
-    while True:
-        f = ch.recv(timeout=1.0)
-        if f is not None:
-            ch.send(echo(f))
+    while not select.select([sys.stdin], [], [], 0)[0]:
+        f = ch.recv(timeout=0.2)
+        try:
+            if f is not None:
+                ch.send(echo(f))
+        except netchannel.NetchannelError as e:
+            if e.errno != errno.EAGAIN:
+                raise
 """
 
 
@@ -277,7 +281,7 @@ class Isolated(T.DaemonCase):
                                         "--reconnect"),
             "tutorial": self.nobody("nc-tutorial", self.sock, "5001"),
             "py": subprocess.Popen(NOBODY + ["/usr/bin/python3", "-c", RECONNECTING,
-                                             self.sock, "5002"],
+                                             self.sock, "5002"], stdin=subprocess.PIPE,
                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                    text=True, env=env)}
         self.procs.append(clients["py"])
@@ -291,8 +295,13 @@ class Isolated(T.DaemonCase):
                 status, body = c.cli(f"show channel {name}", CLI_F_JSON)
                 return json.loads(body)["counters"]["tx"] if status == 0 else 0
 
-            T.wait_until(lambda: all(tx(n) > 0 for n in clients), timeout=20,
-                         what="every client echoing on this daemon")
+            try:
+                T.wait_until(lambda: all(tx(n) > 0 for n in clients), timeout=20,
+                             what="every client echoing on this daemon")
+            except AssertionError:
+                self.fail(f"restart {restart}: tx {[tx(n) for n in clients]}, running "
+                          f"{[p.poll() for p in clients.values()]}; "
+                          + "".join(f"\n{n}: {self.output_of(p)}" for n, p in clients.items()))
             c.close()
             if restart == 1:
                 break
@@ -304,11 +313,19 @@ class Isolated(T.DaemonCase):
             self.wait_line(clients["nc-echo-5000"], "echoing udp port 5000 as channel "
                            "nc-echo-5000")
             self.wait_line(clients["tutorial"], "echoing")
-        for p in clients.values():
-            p.send_signal(signal.SIGTERM)
-            self.finish(p)
-            self.assertEqual(p.returncode, 0, p.args)
+        for name, p in clients.items():
+            # The Python client stops as finish() closes its stdin; the others on SIGTERM.
+            if name != "py":
+                p.send_signal(signal.SIGTERM)
+            out = self.finish(p)
+            self.assertEqual(p.returncode, 0, f"{name}: {out}")
         self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
+
+    def output_of(self, p):
+        """What a client printed so far (it is killed first if it still runs)."""
+        if p.poll() is None:
+            p.kill()
+        return p.communicate(timeout=10)[0]
 
     def test_static_channel_attach(self):
         """An isolated client attached to a static channel gets its packets in its region, one
