@@ -41,6 +41,7 @@
 #include "control/reload.h"
 #include "control/telemetry.h"
 #include "control/views.h"
+#include "core/host_check.h"
 #include "core/log.h"
 #include "core/stats.h"
 #include "datapath/capture.h"
@@ -519,9 +520,12 @@ parse_args(struct ncd *d, int argc, char **argv, struct cmdline *cl)
 	return -1;
 }
 
-/* The config (or the embedded one) with the command line's socket: -1 to go on, or the exit code. */
+/*
+ * The config (or the embedded one) with the command line's socket, and what
+ * it needs of this host (host_check.h): -1 to go on, or the exit code.
+ */
 static int
-load_config(struct ncd *d, const struct cmdline *cl)
+load_config(struct ncd *d, const struct cmdline *cl, int argc, char **argv)
 {
 	const char *name = cl->config ? cl->config : "<default config>";
 
@@ -541,6 +545,12 @@ load_config(struct ncd *d, const struct cmdline *cl)
 		}
 		free(d->cfg.control_socket);
 		d->cfg.control_socket = strdup(cl->socket_path);
+	}
+	/* A start that cannot succeed says what is missing, before EAL or a PMD does. */
+	if (!cl->cleanup &&
+	    ncd_config_check_host(&d->cfg, name, argv + cl->eal_first, argc - cl->eal_first) != 0) {
+		ncd_config_free(&d->cfg);
+		return 2;
 	}
 	if (cl->check) {
 		printf("%s: ok (%u ports, %u workers, %u channels)\n", name, d->cfg.nports,
@@ -705,7 +715,7 @@ main(int argc, char **argv)
 	d->nat = &ncd_nat_table;
 	ret = parse_args(d, argc, argv, &cl);
 	if (ret < 0)
-		ret = load_config(d, &cl);
+		ret = load_config(d, &cl, argc, argv);
 	if (ret >= 0)
 		return ret;
 	/* --cleanup: the prefix the config and the command line give, as a start would use it. */

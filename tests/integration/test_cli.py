@@ -728,8 +728,16 @@ class Install(unittest.TestCase):
         self.assertIn(f"ExecStopPost=-{opt['prefix']}/bin/netchanneld -c ${{NETCHANNELD_CONFIG}} "
                       "--cleanup", unit)
         env = dict(os.environ, LD_LIBRARY_PATH=libdir)
+        # The installed config is for a NIC this host lacks: its check says so, and only
+        # that; the vdev example checks.
+        etc = os.path.join(root, "etc/netchanneld/netchanneld.json")
+        r = subprocess.run([os.path.join(root, "bin/netchanneld"), "-c", etc, "--check-config"],
+                           capture_output=True, text=True, env=env)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn(f"{etc}: ports[0].device: no PCI device 0000:01:00.0 on this host",
+                      r.stderr)
         r = subprocess.run([os.path.join(root, "bin/netchanneld"), "-c",
-                            os.path.join(root, "etc/netchanneld/netchanneld.json"),
+                            os.path.join(root, "share/doc/netchanneld/examples/vdev.json"),
                             "--check-config"], capture_output=True, text=True, env=env)
         self.assertEqual(r.returncode, 0, r.stderr)
         pc_env = dict(os.environ, PKG_CONFIG_PATH=os.path.join(libdir, "pkgconfig"))
