@@ -667,6 +667,7 @@ wire_modules(void)
 	ncd_ports_hooks_set(&(struct ncd_port_hooks){
 		.configured = ncd_offload_port_init,
 		.exception_remade = ncd_exception_host_apply,
+		.carrier = ncd_exception_carrier,
 	});
 	/* Their parts in channels' lives, in the order they start (stopped in the reverse). */
 	ncd_channel_hooks_add(&ncd_dp_channel_hooks);

@@ -505,13 +505,21 @@ class TestBed(T.DaemonCase):
                 time.sleep(0.2)
             self.fail(f"wire0's link is {info['link']}, not {want}")
         # Changes so far: the link may have come up after the daemon first looked.
+        def carrier():
+            return self.ns("HOST", "cat", "/sys/class/net/wire0/carrier").stdout.strip()
         c0 = link("up")["link_changes"]
+        self.assertEqual(carrier(), "1")
         self.ns("PEER", "ip", "link", "set", "eth0", "down")
         self.assertEqual(link("down")["link_changes"], c0 + 1)
         self.assertIn("port wire0: link down (its kernel interface has no carrier, or is down "
                       "or gone)", self.daemon.output())
+        # The TAP follows the wire: no carrier, but still up (its admin state is the host's).
+        T.wait_until(lambda: carrier() == "0", what="the TAP's carrier off with the wire's")
+        self.assertRegex(self.ns("HOST", "ip", "link", "show", "wire0").stdout,
+                         r"<[^>]*\bUP\b[^>]*>.*state DOWN")
         self.ns("PEER", "ip", "link", "set", "eth0", "up")
         self.assertEqual(link("up")["link_changes"], c0 + 2)
+        T.wait_until(lambda: carrier() == "1", what="the TAP's carrier on again")
         self.ns("PEER", "ping", "-c", "1", "-W", "5", e["TB_HOST4"])
         self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
         self.assertEqual(self.daemon.read_stats()["ports"][0]["link"],
@@ -586,31 +594,46 @@ class TestBed(T.DaemonCase):
         self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
 
     def test_tap_deleted_is_made_again(self):
-        """The TAP deleted (ip link del) or set down under the daemon: it notices within
-        seconds, counts the misses meanwhile as drop_exc_down, makes the TAP again with the
-        host's configuration, says so in the log, and the host is reachable again."""
+        """The TAP deleted (ip link del) under the daemon: it notices within seconds, counts
+        the misses meanwhile as drop_exc_down, makes the TAP again with the host's
+        configuration, says so in the log, and the host is reachable again. Set down by an
+        administrator, the TAP is left down (not made again): the misses are dropped as
+        drop_exc_down, the event counted, until it is set up again."""
+        e = self.env
         self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
         self.start_with_host(0)
         self.host_configured()
-        for n, how in enumerate((("link", "del", "wire0"), ("link", "set", "wire0", "down"))):
-            self.ns("HOST", "ip", *how)
-            deadline = time.time() + 10
-            while self.ncctl("show port stats wire0")[0]["exception"]["remade"] < n + 1:
-                self.assertLess(time.time(), deadline, f"after ip {' '.join(how)}")
-                time.sleep(0.2)
-            self.host_configured()
+        self.ns("HOST", "ip", "link", "del", "wire0")
+        T.wait_until(lambda: self.ncctl("show port stats wire0")[0]["exception"]["remade"] == 1,
+                     what="the TAP made again")
+        self.host_configured()
+        self.ns("HOST", "ip", "link", "set", "wire0", "down")
+        T.wait_until(lambda: self.ncctl("show port stats wire0")[0]["exception"]["admin_down"],
+                     what="the daemon seeing the TAP set down")
+        drops = self.ncctl("show port stats wire0")[0]["drop_exc_down"]
+        self.ns("PEER", "ping", "-c", "3", "-i", "0.2", "-W", "1", e["TB_HOST4"], check=False)
+        exc = self.ncctl("show port stats wire0")[0]
+        self.assertGreater(exc["drop_exc_down"], drops, "the misses, dropped and counted")
+        self.assertEqual(exc["exception"]["remade"], 1, "left down, not made again")
+        self.assertNotRegex(self.ns("HOST", "ip", "link", "show", "wire0").stdout,
+                            r"<[^>]*\bUP\b", "the daemon leaves it down")
+        self.ns("HOST", "ip", "link", "set", "wire0", "up")
+        T.wait_until(lambda: not self.ncctl("show port stats wire0")[0]["exception"]
+                     ["admin_down"], what="the daemon seeing the TAP up again")
+        self.ns("PEER", "ping", "-c", "1", "-W", "5", e["TB_HOST4"])
         out = self.daemon.output()
         self.assertIn("port wire0: its exception device net_tap_wire0,iface=wire0 is gone: "
                       "making it again", out)
-        self.assertIn("port wire0: its exception device net_tap_wire0,iface=wire0 is down: "
-                      "making it again", out)
-        self.assertIn("port wire0: its exception device is back (made again 2 times)", out)
+        self.assertIn("port wire0: its exception interface was set down by an administrator: "
+                      "misses are dropped (drop_exc_down) until it is up again", out)
+        self.assertIn("port wire0: its exception device is back (made again 1 times)", out)
         # Each TAP made again says net_tap's multiq warnings again: kept out, said once.
         self.assertEqual(out.count("net_tap: this kernel has no multiq qdisc"), 1, out)
         self.assertNotIn("qdisc_create_multiq", out)
         self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
         port = self.daemon.read_stats()["ports"][0]
-        self.assertEqual(port["exception"], {"down": False, "remade": 2})
+        self.assertEqual(port["exception"], {"down": False, "remade": 1, "admin_down": False,
+                                             "admin_downs": 1})
         self.assertEqual(port["drop_exc_full"], 0, port)
         self.assertTrue(T.accounting_ok(port), port)
 

@@ -77,9 +77,12 @@ ncd_view_port_stats(const struct ncd *d, unsigned int pi)
 						      "failed", (json_int_t)d->ports[pi].nh_stats.failed));
 	json_object_set_new(o, "link", json_pack("{s:b, s:I}", "up", d->ports[pi].link.up,
 						 "changes", (json_int_t)d->ports[pi].link.changes));
-	json_object_set_new(o, "exception", json_pack("{s:b, s:I}", "down", d->ports[pi].exc_down,
-						      "remade",
-						      (json_int_t)d->ports[pi].exc_remade));
+	json_object_set_new(o, "exception", json_pack("{s:b, s:I, s:b, s:I}", "down",
+						      d->ports[pi].exc_down, "remade",
+						      (json_int_t)d->ports[pi].exc_remade,
+						      "admin_down", d->ports[pi].exc_admin_down,
+						      "admin_downs",
+						      (json_int_t)d->ports[pi].exc_admin_downs));
 	json_object_set_new(o, "rates", ncd_rates_port(pi));
 	return o;
 }

@@ -57,7 +57,7 @@ extern const char *const ncd_verdict_names[NCD_PKT_NVERDICTS];
 	X(drop_queue_bytes)      /* channel over its byte budget */ \
 	X(drop_no_buf)           /* isolated client: too few of its buffers free for it */ \
 	X(drop_exc_full)         /* exception device did not take it */ \
-	X(drop_exc_down)         /* exception device gone, being made again */ \
+	X(drop_exc_down)         /* exception device gone (being made again) or set down */ \
 	X(drop_no_exception)     /* exception device "none" */ \
 	X(drop_too_big)          /* larger than the exception device takes */ \
 	X(nat)                   /* translated by a NAT channel (either way) and sent */ \

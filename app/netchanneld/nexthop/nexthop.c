@@ -439,6 +439,34 @@ struct host_req {
 	unsigned int i;
 };
 
+/* RTM_NEWLINK: the interface's carrier, on or off (the kernel's tun implements it). */
+static void
+fill_carrier(struct nlmsghdr *n, void *hdr, const void *arg)
+{
+	const int *r = arg;
+	struct ifinfomsg *ifi = hdr;
+
+	n->nlmsg_flags &= (uint16_t)~(NLM_F_CREATE | NLM_F_REPLACE);
+	ifi->ifi_family = AF_UNSPEC;
+	ifi->ifi_index = r[0];
+	mnl_attr_put_u8(n, IFLA_CARRIER, (uint8_t)r[1]);
+}
+
+int
+ncd_exception_carrier(struct ncd *d, unsigned int pi, bool up)
+{
+	const int r[2] = { d->ports[pi].nh_ifindex, up };
+	int ret;
+
+	if (r[0] <= 0)
+		return 0;
+	ret = nl_change(RTM_NEWLINK, sizeof(struct ifinfomsg), fill_carrier, r);
+	if (ret != 0)
+		NCD_LOG(ERR, "port %s: the exception interface's carrier %s (IFLA_CARRIER): %s",
+			d->cfg.ports[pi].name, up ? "on" : "off", strerror(-ret));
+	return ret;
+}
+
 static void
 fill_link(struct nlmsghdr *n, void *hdr, const void *arg)
 {

@@ -71,6 +71,13 @@ unsigned int ncd_nh_waiting(int owner);
 int ncd_exception_host_apply(struct ncd *d, unsigned int pi);
 
 /**
+ * The exception interface's carrier, as the wire's link goes (port pi's TAP
+ * follows its wire, as a NIC's interface would): IFLA_CARRIER over netlink.
+ * Its admin state is not touched. @return 0, or -errno (logged)
+ */
+int ncd_exception_carrier(struct ncd *d, unsigned int pi, bool up);
+
+/**
  * The netlink socket that hears of the host's address and link changes (poll it;
  * ncd_nh_run() reads it and has ncd_ports_watch() look at once), or -1.
  */

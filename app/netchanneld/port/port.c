@@ -354,7 +354,13 @@ exc_remake(struct ncd *d, unsigned int i, const char *why)
 		pc->name, p->exc_remade);
 }
 
-/* Whether the exception device's kernel interface ("iface=NAME") is gone or down: a reason. */
+/* exc_lost()'s answer for an interface an administrator set down: not lost, and left so. */
+static const char EXC_ADMIN_DOWN[] = "set down";
+
+/*
+ * Whether the exception device's kernel interface ("iface=NAME") is gone (a
+ * reason), or set down (EXC_ADMIN_DOWN), or there and up (NULL).
+ */
 static const char *
 exc_lost(const struct ncd_port_conf *pc, const struct ncd_port *p)
 {
@@ -365,7 +371,7 @@ exc_lost(const struct ncd_port_conf *pc, const struct ncd_port *p)
 
 	if (!p->has_exc || !ncd_devargs_iface(pc->exc_device, name, sizeof(name)))
 		return NULL;
-	if (p->exc_down)
+	if (p->exc_down && !p->exc_admin_down)
 		return "still gone";
 	idx = if_nametoindex(name);
 	if (idx == 0 || (int)idx != p->nh_ifindex)
@@ -377,7 +383,27 @@ exc_lost(const struct ncd_port_conf *pc, const struct ncd_port *p)
 			flags = IFF_UP;
 		fclose(f);
 	}
-	return f != NULL && !(flags & IFF_UP) ? "down" : NULL;
+	return f != NULL && !(flags & IFF_UP) ? EXC_ADMIN_DOWN : NULL;
+}
+
+/*
+ * The exception interface set down, or up again, by an administrator: the
+ * daemon leaves its admin state alone. Down, misses are dropped
+ * (drop_exc_down) and the event counted; up, they go to it again.
+ */
+static void
+exc_admin(struct ncd *d, unsigned int i, bool down)
+{
+	struct ncd_port *p = &d->ports[i];
+
+	if (down == p->exc_admin_down)
+		return;
+	p->exc_admin_down = down;
+	p->exc_admin_downs += down;
+	__atomic_store_n(&p->exc_down, down, __ATOMIC_RELEASE);
+	NCD_LOG(NOTICE, "port %s: its exception interface was set %s by an administrator%s",
+		d->cfg.ports[i].name, down ? "down" : "up",
+		down ? ": misses are dropped (drop_exc_down) until it is up again" : "");
 }
 
 void
@@ -395,8 +421,19 @@ ncd_ports_watch(struct ncd *d)
 		if (!p->started || (!p->link.event && now - p->link.checked_ms < 1000))
 			continue;
 		lost = exc_lost(&d->cfg.ports[i], p);
-		if (lost != NULL)
+		if (lost == EXC_ADMIN_DOWN || (lost == NULL && p->exc_admin_down)) {
+			exc_admin(d, i, lost != NULL);
+		} else if (lost != NULL) {
+			/* Gone while set down: made again whole, as any gone one. */
+			if (p->exc_admin_down) {
+				p->exc_admin_down = false;
+				__atomic_store_n(&p->exc_down, false, __ATOMIC_RELEASE);
+			}
 			exc_remake(d, i, lost);
+			/* A TAP made anew has a carrier: none while the wire has none. */
+			if (p->link.known && !p->link.up && hooks.carrier != NULL)
+				hooks.carrier(d, i, false);
+		}
 		p->link.event = 0;
 		p->link.checked_ms = now;
 		if (p->link.removed || rte_eth_link_get_nowait(p->port_id, &l) != 0)
@@ -407,6 +444,12 @@ ncd_ports_watch(struct ncd *d)
 			continue;
 		if (p->link.known) {
 			p->link.changes++;
+			/*
+			 * The TAP's carrier follows the wire's changes, as a NIC's interface's
+			 * does (not the first look, which may come before the link settles).
+			 */
+			if (p->has_exc && up != p->link.up && hooks.carrier != NULL)
+				hooks.carrier(d, i, up);
 			if (up)
 				NCD_LOG(NOTICE, "port %s: link up, %u Mbps", d->cfg.ports[i].name,
 					l.link_speed);

@@ -65,6 +65,9 @@ struct ncd_port {
 	struct { uint64_t resolved, no_route, no_neigh, queued, queue_full, failed; } nh_stats;
 	/* The exception device is gone and being made again: misses are drop_exc_down. */
 	bool exc_down;
+	/* An administrator set its interface down: misses drop_exc_down until it is up again. */
+	bool exc_admin_down;
+	uint64_t exc_admin_downs;      /* how many times */
 	uint64_t exc_remade;           /* times the control thread made it again */
 	/* The link as the control thread last saw it (ncd_ports_watch()). */
 	struct {
@@ -101,6 +104,8 @@ struct ncd_port_hooks {
 	int (*configured)(struct ncd *d, unsigned int port);
 	/* A port's exception device made again (the host's configuration on it again). */
 	int (*exception_remade)(struct ncd *d, unsigned int port);
+	/* A port's link went up or down: its exception interface's carrier follows. */
+	int (*carrier)(struct ncd *d, unsigned int port, bool up);
 };
 
 /** The modules' part in a port's set-up (control thread, before ncd_ports_init()). */
