@@ -287,19 +287,18 @@ usage(FILE *f)
 }
 
 /*
- * After rte_eal_cleanup(): what EAL leaves of this primary's prefix, its
- * hugepage files (without --huge-unlink, which clients could not attach to)
- * and its runtime directory. They would hold the pages until someone removed
- * them. Only this prefix's: "<prefix>map_*" in every hugetlbfs mount.
+ * fn(mount, dir, name, arg) for each of the prefix's hugepage files:
+ * "<prefix>map_*" in every hugetlbfs mount.
  */
 static void
-remove_prefix_files(const char *prefix, const char *runtime_dir)
+each_hugepage_file(const char *prefix,
+		   void (*fn)(const char *mount, DIR *dir, const char *name, void *arg), void *arg)
 {
 	char pat[256];
 	struct mntent *m;
+	struct dirent *e;
 	FILE *mounts;
 	DIR *dir;
-	struct dirent *e;
 
 	snprintf(pat, sizeof(pat), "%smap_", prefix);
 	mounts = setmntent("/proc/mounts", "r");
@@ -307,14 +306,35 @@ remove_prefix_files(const char *prefix, const char *runtime_dir)
 		if (strcmp(m->mnt_type, "hugetlbfs") != 0 || (dir = opendir(m->mnt_dir)) == NULL)
 			continue;
 		while ((e = readdir(dir)) != NULL)
-			if (strncmp(e->d_name, pat, strlen(pat)) == 0 &&
-			    unlinkat(dirfd(dir), e->d_name, 0) != 0)
-				fprintf(stderr, "netchanneld: unlink(%s/%s): %s\n", m->mnt_dir,
-					e->d_name, strerror(errno));
+			if (strncmp(e->d_name, pat, strlen(pat)) == 0)
+				fn(m->mnt_dir, dir, e->d_name, arg);
 		closedir(dir);
 	}
 	if (mounts != NULL)
 		endmntent(mounts);
+}
+
+static void
+unlink_one(const char *mount, DIR *dir, const char *name, void *arg)
+{
+	(void)arg;
+	if (unlinkat(dirfd(dir), name, 0) != 0)
+		fprintf(stderr, "netchanneld: unlink(%s/%s): %s\n", mount, name, strerror(errno));
+}
+
+/*
+ * After rte_eal_cleanup(): what EAL leaves of this primary's prefix, its
+ * hugepage files (without --huge-unlink, which clients could not attach to)
+ * and its runtime directory. They would hold the pages until someone removed
+ * them. Only this prefix's.
+ */
+static void
+remove_prefix_files(const char *prefix, const char *runtime_dir)
+{
+	struct dirent *e;
+	DIR *dir;
+
+	each_hugepage_file(prefix, unlink_one, NULL);
 	/* The runtime directory holds only files (config, fbarrays, the mp socket). */
 	dir = runtime_dir[0] != '\0' ? opendir(runtime_dir) : NULL;
 	if (dir == NULL)
@@ -338,41 +358,20 @@ runtime_dir_of(const char *prefix, char *buf, size_t size)
 	snprintf(buf, size, "%s/dpdk/%s", base, prefix);
 }
 
-/*
- * The prefix's hugepage files that a process holds (EAL locks each one it
- * maps): into *held; *count gets them all. Each mount of hugetlbfs is looked in.
- */
+/* A hugepage file counted (n[0]), and as held (n[1]) if a process locked it (EAL locks each it maps). */
 static void
-hugepage_files_held(const char *prefix, unsigned int *count, unsigned int *held)
+count_held(const char *mount, DIR *dir, const char *name, void *arg)
 {
-	struct mntent *m;
-	struct dirent *e;
-	char pat[256];
-	FILE *mounts;
-	DIR *dir;
+	unsigned int *n = arg;
 
-	*count = *held = 0;
-	snprintf(pat, sizeof(pat), "%smap_", prefix);
-	mounts = setmntent("/proc/mounts", "r");
-	while (mounts != NULL && (m = getmntent(mounts)) != NULL) {
-		if (strcmp(m->mnt_type, "hugetlbfs") != 0 || (dir = opendir(m->mnt_dir)) == NULL)
-			continue;
-		while ((e = readdir(dir)) != NULL) {
-			int fd;
+	(void)mount;
+	int fd = openat(dirfd(dir), name, O_RDONLY | O_CLOEXEC);
 
-			if (strncmp(e->d_name, pat, strlen(pat)) != 0)
-				continue;
-			(*count)++;
-			fd = openat(dirfd(dir), e->d_name, O_RDONLY | O_CLOEXEC);
-			if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) != 0)
-				(*held)++;
-			if (fd >= 0)
-				close(fd);
-		}
-		closedir(dir);
-	}
-	if (mounts != NULL)
-		endmntent(mounts);
+	n[0]++;
+	if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) != 0)
+		n[1]++;
+	if (fd >= 0)
+		close(fd);
 }
 
 /*
@@ -387,7 +386,7 @@ static int
 cleanup_prefix(const char *prefix)
 {
 	char dir[PATH_MAX], path[PATH_MAX + 8];
-	unsigned int files, held;
+	unsigned int n[2] = { 0, 0 };     /* the prefix's hugepage files, and those held */
 	bool has_dir;
 	int fd;
 
@@ -405,17 +404,17 @@ cleanup_prefix(const char *prefix)
 		}
 		close(fd);
 	}
-	hugepage_files_held(prefix, &files, &held);
-	if (held > 0) {
+	each_hugepage_file(prefix, count_held, n);
+	if (n[1] > 0) {
 		fprintf(stderr, "netchanneld: --cleanup: prefix '%s': %u of its %u hugepage files "
 			"are in use (a client of the dead daemon still runs?): nothing removed\n",
-			prefix, held, files);
+			prefix, n[1], n[0]);
 		return 1;
 	}
 	has_dir = access(dir, F_OK) == 0;
 	remove_prefix_files(prefix, has_dir ? dir : "");
 	printf("netchanneld: --cleanup: prefix '%s': %u hugepage files removed, runtime directory "
-	       "%s %s\n", prefix, files, dir, has_dir ? "removed" : "absent");
+	       "%s %s\n", prefix, n[0], dir, has_dir ? "removed" : "absent");
 	return 0;
 }
 

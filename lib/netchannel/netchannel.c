@@ -8,6 +8,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <poll.h>
 #include <sched.h>
@@ -112,6 +113,23 @@ nc__sized_out(void *p, const void *ours, size_t known)
 }
 
 /*
+ * Whether a reply is one the daemon sent unasked (id 0): a refusal as it
+ * accepted us (every slot is taken), or its notice that it is stopping (then
+ * the client is gone: ESHUTDOWN). Its reason is kept.
+ */
+static bool
+unasked(struct nc_client *c, const struct nc_ctl_rep *rep, const uint8_t *body, ssize_t n)
+{
+	if (rep->magic != NC_CTL_MAGIC || rep->for_id != 0 || rep->status >= 0 ||
+	    rep->len != n - sizeof(*rep))
+		return false;
+	keep_reason(rep->status, body, rep->len);
+	if (rep->status == -ESHUTDOWN)
+		c->gone = ESHUTDOWN;
+	return true;
+}
+
+/*
  * One request, one reply. Returns the reply's status, or -errno of the
  * transport. A successful reply's body goes to out: at least out_min bytes
  * of it, and at most out_max (a newer daemon's may be longer: what it adds
@@ -154,13 +172,8 @@ call_fds(struct nc_client *c, uint16_t type, const void *body, uint32_t len, voi
 		n = recv(c->fd, buf, sizeof(buf), MSG_DONTWAIT);
 		if (n >= (ssize_t)sizeof(rep)) {
 			memcpy(&rep, buf, sizeof(rep));
-			if (rep.magic == NC_CTL_MAGIC && rep.for_id == 0 && rep.status < 0 &&
-			    rep.len == n - sizeof(rep)) {
-				keep_reason(rep.status, buf + sizeof(rep), rep.len);
-				if (rep.status == -ESHUTDOWN)
-					c->gone = ESHUTDOWN;
+			if (unasked(c, &rep, buf + sizeof(rep), n))
 				return rep.status;
-			}
 		}
 		if (err == ECONNRESET || err == EPIPE) {
 			c->gone = EPIPE;
@@ -205,17 +218,8 @@ call_fds(struct nc_client *c, uint16_t type, const void *body, uint32_t len, voi
 	if ((size_t)n < sizeof(rep))
 		return -EBADMSG;
 	memcpy(&rep, buf, sizeof(rep));
-	/*
-	 * What the daemon sent unasked (id 0): a refusal as it accepted us (every
-	 * slot is taken), or the notice that it is stopping.
-	 */
-	if (rep.magic == NC_CTL_MAGIC && rep.for_id == 0 && rep.status < 0 &&
-	    rep.len == n - sizeof(rep)) {
-		keep_reason(rep.status, buf + sizeof(rep), rep.len);
-		if (rep.status == -ESHUTDOWN)
-			c->gone = ESHUTDOWN;
+	if (unasked(c, &rep, buf + sizeof(rep), n))
 		return rep.status;
-	}
 	if (rep.magic != NC_CTL_MAGIC || rep.for_id != req.id || rep.len != n - sizeof(rep))
 		return -EBADMSG;
 	last_len = rep.len;

@@ -80,9 +80,9 @@ is_pci(const char *dev)
 {
 	unsigned int a, b, c, f;
 	char tail;
+	int n = sscanf(dev, "%4x:%2x:%2x.%1u%c", &a, &b, &c, &f, &tail);
 
-	return sscanf(dev, "%4x:%2x:%2x.%1u%c", &a, &b, &c, &f, &tail) == 4 ||
-	       (sscanf(dev, "%4x:%2x:%2x.%1u%c", &a, &b, &c, &f, &tail) == 5 && tail == ',');
+	return n == 4 || (n == 5 && tail == ',');
 }
 
 /* The interfaces and PCI devices the ports name. @return the errors found. */
