@@ -295,6 +295,45 @@ class Control(T.DaemonCase):
         self.stop_ok()
         self.assertEqual(note.recv(100), b"STOPPING=1")
 
+    def test_hostile_hellos(self):
+        """HELLOs an unprivileged user shapes to hurt, each on a connection of its own: a
+        length between version 4's and 5's, a range upside down, version 0, a build without
+        its NUL, a body of 60,000 bytes. Each is refused or taken as the protocol says (the
+        unterminated build cut to 127 bytes), and the daemon answers on."""
+        self.start()
+        os.chmod(self.w, 0o755)
+        os.chmod(self.sock, 0o666)
+        shutil.copy(W.__file__, self.w)
+        probe = ("import os, struct, sys; sys.path.insert(0, sys.argv[2]); import nc_wire as W\n"
+                 "ctl = W.HELLO_F_CONTROL\n"
+                 "bodies = [b'\\0' * 20,\n"
+                 "          W.HELLO_BODY.pack(4, 1, ctl, 5, b''),\n"
+                 "          W.HELLO_BODY.pack(0, 1, ctl, 0, b''),\n"
+                 "          W.HELLO_BODY.pack(5, 1, ctl, 4, b'A' * 128),\n"
+                 "          W.HELLO_BODY.pack(5, 1, ctl, 4, b'B') + b'\\xff' * 59856]\n"
+                 "held = []\n"
+                 "for b in bodies:\n"
+                 "    c = W.Ctl(sys.argv[1]); held.append(c)\n"
+                 "    print(c.call(W.HELLO, b)[0], flush=True)\n"
+                 "sys.stdin.readline()\n")
+        p = subprocess.Popen(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                              "/usr/bin/python3", "-c", probe, self.sock, self.w],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True)
+        self.procs.append(p)
+        got = [int(p.stdout.readline()) for _ in range(5)]
+        self.assertEqual(got, [-errno.EINVAL, -errno.EPROTO, -errno.EPROTO, 0, 0])
+        c = Ctl(self.sock)
+        c.hello(flags=W.HELLO_F_CONTROL)
+        builds = sorted(cl["build"] for cl in c.json_cli("show clients")
+                        if cl["uid"] == 65534 and cl["hello"])
+        self.assertEqual(builds, ["A" * 127, "B"])
+        self.assertEqual(c.json_cli("show version")["control_protocol"], CONTROL_PROTOCOL_VERSION)
+        c.close()
+        p.stdin.close()
+        p.wait(timeout=30)
+        self.stop_ok()
+
     def test_reload_by_ncctl(self):
         """ncctl reload answers with what the reload did: channels added, removed and
         changed by name, or the error (exit 1); show reload gives the last one's time and
