@@ -62,6 +62,29 @@ sys.stdin.readline()
 print("destroy", c.call(V.DESTROY, V.ID.pack(cid))[0], flush=True)
 """
 
+# A hostile client of control protocol 4: its region of one part is all writable, so it
+# writes random bytes all over it (header, rings, buffers) and punches holes in it, for
+# argv[3] seconds, while its channel's packets come; then it says how many holes it punched.
+HOSTILE_OLD = """
+import ctypes, os, random, sys, time
+sys.path.insert(0, sys.argv[2])
+import nc_wire_v4 as V
+libc = ctypes.CDLL(None, use_errno=True)
+c = V.Client(sys.argv[1])
+st, body, fds = c.hello()
+size = V.HELLO_REPLY.unpack(body)[6]
+g = V.Region(fds[0], size)
+c.call(V.CREATE, V.CREATE_BODY.pack(b"bad", V.udp_rule(5001), 0, 0, 0, 0, V.CREATE_F_TX, 0, 0))
+rnd, holes, end = random.Random(7), 0, time.time() + float(sys.argv[3])
+while time.time() < end:
+    for _ in range(200):
+        off = rnd.randrange(size - 8)
+        g.m[off:off + 8] = rnd.randbytes(8)
+    off = rnd.randrange(size // 4096) * 4096
+    holes += libc.fallocate(fds[0], 3, ctypes.c_long(off), ctypes.c_long(4096)) == 0
+print("holes", holes, flush=True)
+"""
+
 # This build's Python package (libnetchannel) against a daemon: what HELLO agreed, one frame
 # received and sent back prefixed, and the counters. One line of JSON.
 NEW_CLIENT = """
@@ -169,6 +192,36 @@ class Compat(T.DaemonCase):
         self.assertEqual(self.finish(p).strip(), "destroy 0")
         self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
         self.assertIn(echo_of(frame), T.read_pcap(os.path.join(self.w, "tx.pcap")))
+
+    def test_hostile_old_client(self):
+        """A client of control protocol 4, as uid 65534, writes random bytes all over the
+        region of one part it may write (header, rings, buffers) and punches holes in it,
+        for 2 s, while its channel's packets come. The daemon runs on, its port's counters
+        add up, and an honest client of version 4 gets its frames afterwards."""
+        s = scapy()
+        frame = bytes(s.Ether(src="02:00:00:00:00:02", dst=T.PCAP_MAC) /
+                      s.IP(src="203.0.113.1", dst="192.0.2.1") /
+                      s.UDP(sport=2000, dport=5000) / s.Raw(b"compat"))
+        self.start([5000, 5001])
+        shutil.copy(V.__file__, self.w)
+        r = subprocess.run(NOBODY + ["/usr/bin/python3", "-c", HOSTILE_OLD, self.sock, self.w,
+                                     "2"], capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertGreater(int(r.stdout.split()[1]), 0, "holes punched")
+        self.assertIsNone(self.daemon.proc.poll(), "the daemon runs on")
+        p = subprocess.Popen(NOBODY + ["/usr/bin/python3", "-c", OLD_CLIENT, self.sock, self.w,
+                                       echo_of(frame).hex()],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True)
+        self.procs.append(p)
+        out = json.loads(p.stdout.readline())
+        self.assertEqual(out["frames"], [frame.hex()] * 10)
+        p.stdin.write("\n")
+        p.stdin.flush()
+        self.assertEqual(self.finish(p).strip(), "destroy 0")
+        self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
+        port = self.daemon.read_stats()["ports"][0]
+        self.assertTrue(T.accounting_ok(port), port)
 
     def test_zero_copy_needs_this_build(self):
         """Zero-copy (a DPDK secondary process) is for a client of the daemon's exact build:
