@@ -236,7 +236,7 @@ datapath_ab() {
 	(cd "$wt" && scripts/setup.sh build >/dev/null && ninja -C build >/dev/null)
 	scripts/setup.sh build >/dev/null
 	ninja -C build >/dev/null
-	[ -n "$cases" ] || cases=miss,deliver-1,deliver-1-zc,deliver-1-1500B,deliver-1-1500B-zc,deliver-1k,deliver-1k-zc,deliver-10k,deliver-10k-zc,deliver-100k,deliver-100k-zc,mark-offload,churn,tap-exception,nat,nat-reverse
+	[ -n "$cases" ] || cases=miss,deliver-1,deliver-1-zc,deliver-1-1500B,deliver-1-1500B-zc,deliver-1k,deliver-1k-zc,deliver-10k,deliver-10k-zc,deliver-100k,deliver-100k-zc,mark-offload,churn,tap-exception,nat,nat-reverse,frag-miss,frag-deliver
 	mkdir -p "$out"
 	: > "$json"
 	for run in $(seq "$runs"); do

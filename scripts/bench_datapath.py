@@ -39,6 +39,11 @@ Cases (median of --runs runs of --seconds each; both sides measured in every run
                    next hop (via); also given as a ratio to deliver-1
   nat-reverse      the same with reverse mappings: one per flow (1024), kept fresh by every
                    packet, and every packet looked up as a possible reply
+  frag-miss        1024 datagrams of 1,200 bytes, each in two IPv4 fragments, no channel:
+                   reassembled, then to the exception device (net_null) as the fragments they
+                   came in (the rate is of fragments, frag_in)
+  frag-deliver     the same datagrams to one channel (nc-dump -q, an isolated client): each
+                   reassembled and copied whole into the client's region
   latency          (not a rate) from channel create to its first packet, while traffic flows:
                    median and p99 over --latency-count creates (nc_client_test latency mode);
                    and from the worker's rx burst to the client's dequeue under deliver-1's
@@ -107,6 +112,18 @@ def make_socket_pcap(path, n):
         udp = struct.pack(">HHHH", 1024 + i % 60000, 5000, 30, 0)    # checksum 0: none
         return eth + bytes(ip) + udp + b"x" * 22                    # 64 bytes, as make_pcap's
     write_pcap(path, (frame(i) for i in range(n)))
+
+
+def make_frag_pcap(path):
+    """1024 UDP datagrams to 192.0.2.1:5000 of 1,200 bytes, each in two IPv4 fragments of 620
+    bytes of IP (634-byte frames), from 1024 sources: frag-miss and frag-deliver."""
+    from scapy.all import IP, UDP, Ether, Raw, fragment, wrpcap
+    out = []
+    for i in range(1024):
+        d = IP(src="198.18.%d.%d" % (i >> 8, i & 255), dst="192.0.2.1", id=i) / \
+            UDP(sport=1000 + i, dport=5000) / Raw(b"f" * 1192)
+        out += [Ether(dst=MAC, src="02:00:00:00:00:01") / f for f in fragment(d, fragsize=600)]
+    wrpcap(path, out)
 
 
 def socket_channels(n, ring_size):
@@ -259,6 +276,9 @@ def main():
     make_pcap(pcaps[64], 64)
     make_pcap(pcaps[1500], 1500)
     make_flow_pcap(pcaps["flows"])
+    if not a.cases or {"frag-miss", "frag-deliver"} & set(a.cases.split(",")):
+        pcaps["frags"] = os.path.join(work, "frags.pcap")
+        make_frag_pcap(pcaps["frags"])
     one = [{"name": "all", "match": {"proto": "udp", "dport": 5000}, "ring_size": 4096}]
     flows = [{"name": "all", "match": {"proto": "udp", "dport": f"{FLOW_BASE}/0xffc0"},
               "ring_size": 4096}]
@@ -309,6 +329,8 @@ def main():
         ("tap-exception", 64, {"exc": tap, "counter": "to_kernel", "netns": netns}),
         ("nat", 64, {"channels": natch, "counter": "nat"}),
         ("nat-reverse", 64, {"channels": natrev, "counter": "nat"}),
+        ("frag-miss", "frags", {"counter": "frag_in"}),
+        ("frag-deliver", "frags", {"client": dump_iso, "counter": "frag_in"}),
     ]
     if a.cases:
         cases = [c for c in cases if c[0] in a.cases.split(",")]
@@ -347,7 +369,7 @@ def main():
             row = {"case": case, "mpps": round(m, 3), "reference_mpps": round(r, 3),
                    "ratio": round(m / r, 3) if r else None,
                    "cycles_per_packet": round(hz / (m * 1e6), 1) if hz and m else None,
-                   "runs": a.runs, "frame_bytes": size if isinstance(size, int) else 64,
+                   "runs": a.runs, "frame_bytes": size if isinstance(size, int) else 634 if size == "frags" else 64,
                    "last_run_port": {k: port[k] for k in ("rx", "delivered", "to_kernel",
                                                            "drop_ring_full", "drop_exc_full",
                                                            "mark_hits", "mark_ignored",
