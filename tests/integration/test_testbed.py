@@ -176,6 +176,73 @@ sendp(pkts, iface="eth0", verbose=False)
 print(len(pkts))
 """
 
+# Fragments as real AFS (Rx over UDP) traffic has them, hand-made on the peer and written to its
+# veth as they are: DF on every fragment, MF on all but the last, a TOS, a TTL, IPv4 options
+# (router alert, copied; record route, not), the last fragment first, a trailer of Ethernet
+# padding, and IPv6 with a traffic class, flow label and hop limit. Each datagram is a UDP
+# datagram to the host's port 6666 (a kernel socket). Prints the frames' hex as JSON.
+PEER_AFS = """
+import json, socket, sys
+from scapy.all import Ether, IP, IPOption, IPv6, IPv6ExtHdrFragment, UDP, Raw
+mac, host4, host6, peer4, peer6 = sys.argv[1:6]
+size = int(sys.argv[6])
+src = open("/sys/class/net/eth0/address").read().strip()
+opts = [IPOption(b"\\x94\\x04\\x00\\x00"), IPOption(b"\\x07\\x07\\x04" + bytes(4)), IPOption(b"\\x01")]
+def udp(ip, sport, data):
+    # The UDP header and payload, its checksum over the addresses it travels between.
+    return bytes(ip / UDP(sport=sport, dport=6666) / Raw(data))[len(bytes(ip)):]
+def pieces(d, cut):
+    return [(o, d[o:o + cut], o + cut < len(d)) for o in range(0, len(d), cut)]
+frames = []
+for i, cut in enumerate((size // 2 // 8 * 8, size // 3 // 8 * 8)):
+    data = b"afs%d:" % i + bytes(range(256)) * (size // 256)
+    d4 = udp(IP(src=peer4, dst=host4), 7000 + i, data)
+    d6 = udp(IPv6(src=peer6, dst=host6), 7000 + i, data)
+    f4 = [Ether(src=src, dst=mac) / IP(src=peer4, dst=host4, id=0x4100 + i, tos=0x28, ttl=37,
+          options=opts, flags="DF+MF" if mf else "DF", frag=o // 8, proto=17) / Raw(p)
+          for o, p, mf in pieces(d4, cut)]
+    f6 = [Ether(src=src, dst=mac) / IPv6(src=peer6, dst=host6, tc=0x28, fl=0x12345, hlim=37) /
+          IPv6ExtHdrFragment(id=0x6100 + i, offset=o // 8, m=int(mf), nh=17) / Raw(p)
+          for o, p, mf in pieces(d6, cut)]
+    for f in (f4, f6):
+        f.insert(0, f.pop())          # the last fragment first
+    frames += [bytes(f) for f in f4 + f6]
+# A datagram whose last fragment is short and padded to 60 bytes, with bytes that are not zeros.
+d = udp(IP(src=peer4, dst=host4), 7009, b"p" * 20)
+frames.append(bytes(Ether(src=src, dst=mac) / IP(src=peer4, dst=host4, id=0x4199, flags="MF", frag=0, proto=17) / Raw(d[:16])))
+frames.append(bytes(Ether(src=src, dst=mac) / IP(src=peer4, dst=host4, id=0x4199, frag=2, proto=17) / Raw(d[16:])) + b"\\xa5" * 16)
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+s.bind(("eth0", 0))
+for f in frames:
+    s.send(f)
+print(json.dumps([f.hex() for f in frames]))
+"""
+
+# What the host's kernel gets on a TAP: every frame in (not the kernel's own) that is an IP
+# fragment, as hex, until n of them or a timeout; JSON.
+HOST_TAP_FRAGS = """
+import json, socket, sys, time
+iface, n, timeout = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
+s.bind((iface, 0))
+s.settimeout(0.2)
+print("capturing", flush=True)
+got, end = [], time.monotonic() + timeout
+while len(got) < n and time.monotonic() < end:
+    try:
+        f, a = s.recvfrom(65535)
+    except socket.timeout:
+        continue
+    if a[2] == socket.PACKET_OUTGOING:
+        continue
+    t = f[12:14]
+    if t == b"\\x08\\x00" and int.from_bytes(f[20:22], "big") & 0x3fff:
+        got.append(f.hex())
+    elif t == b"\\x86\\xdd" and f[20] == 44:
+        got.append(f.hex())
+print(json.dumps(got), flush=True)
+"""
+
 class TestBed(T.DaemonCase):
     def setUp(self):
         super().setUp()
@@ -422,6 +489,83 @@ class TestBed(T.DaemonCase):
         self.assertGreaterEqual(port["frag_out"], 6, "the kernel's two, in fragments")
         for k in ("table_full", "timeout", "overlap", "too_big", "unsupported"):
             self.assertEqual(port["frag_drop_" + k], 0, k)
+        self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
+
+    def afs_fragments(self, size, want):
+        """The peer sends PEER_AFS's fragments; returns (what it sent, what the host's kernel got
+        on its TAP, the kernel's answers to the peer)."""
+        e = self.env
+        mac = self.ns("HOST", "cat", "/sys/class/net/veth0/address").stdout.strip()
+        cap = self.bg("HOST", "/usr/bin/python3", "-u", "-c", HOST_TAP_FRAGS, "wire0", str(want),
+                      "10", ready="capturing")
+        answers = self.bg("PEER", "/usr/bin/python3", "-u", "-c",
+                          "import socket, sys\n"
+                          "s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))\n"
+                          "s.bind(('eth0', 0)); s.settimeout(8); print('ready', flush=True)\n"
+                          "n = 0\n"
+                          "while n < int(sys.argv[1]):\n"
+                          "    f = s.recv(65535)\n"
+                          "    n += b'kernel:afs' in f or b'kernel:pppp' in f\n"
+                          "print('answers', n, flush=True)\n", "5", ready="ready")
+        r = self.ns("PEER", "/usr/bin/python3", "-c", PEER_AFS, mac, e["TB_HOST4"], e["TB_HOST6"],
+                    e["TB_PEER4"], e["TB_PEER6"], str(size))
+        sent = json.loads(r.stdout)
+        got = json.loads(cap.stdout.readline())
+        line = answers.stdout.readline().strip()
+        return sent, got, line
+
+    def test_fragments_reach_the_kernel_as_they_came(self):
+        """Fragments as real AFS traffic has them (DF with MF, a TOS, a TTL, IPv4 options, the
+        last first, a padded short one; IPv6 with a traffic class and flow label) that no
+        channel claims: the host's kernel gets each frame byte for byte, in the order it came,
+        and answers every datagram; a channel elsewhere does not change that. On a TAP whose
+        MTU is smaller than the fragments, each is cut again with its own TOS, TTL, DF and id."""
+        self.bg("HOST", "/usr/bin/python3", "-u", KERNEL_UDP, "6666", ready="ready")
+        self.ncctl("channel create other proto udp dport 5555 action drop")
+        sent, got, answers = self.afs_fragments(1400, 12)
+        self.assertEqual(len(sent), 12)
+        self.assertEqual(got, sent, "the kernel's frames are the wire's, byte for byte, in order")
+        self.assertEqual(answers, "answers 5", "the kernel reassembled every datagram")
+        port = self.frag_counters()
+        self.assertEqual((port["frag_in"], port["frag_datagrams"], port["frag_kept"],
+                          port["frag_out"], port["frag_recut"]), (12, 5, 12, 12, 0), port)
+        self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
+
+        # A TAP of MTU 1000 (exception.host): the fragments of 1,200 bytes are each cut again in
+        # two, those of 800 bytes and the padded ones go as they came.
+        e = self.env
+        with open(self.daemon.config) as f:
+            cfg = json.load(f)
+        cfg["ports"] = [dict(cfg["ports"][0], exception={"host": {
+            "mtu": 1000, "addresses": [e["TB_HOST4"] + "/24", e["TB_HOST6"] + "/64"]}})]
+        self.daemon = T.Daemon(cfg, self.w, self.prefix, netns=self.env["TB_HOST_NS"])
+        self.daemon.start()
+        sent, got, answers = self.afs_fragments(2400, 16)
+        self.assertEqual(answers, "answers 5", "the kernel reassembled every datagram")
+        self.assertTrue(all(len(bytes.fromhex(f)) - 14 <= 1000 for f in got), "within the MTU")
+        kept = [f for f in got if f in sent]
+        self.assertEqual(len(got), 16, got)
+        self.assertEqual(len(kept), 8, "the three of 800 bytes, IPv4 and IPv6, and the padded two")
+        port = self.frag_counters()
+        self.assertEqual((port["frag_kept"], port["frag_out"], port["frag_recut"]), (8, 16, 2),
+                         "the datagrams of 1,200-byte fragments, IPv4 and IPv6, re-cut")
+        v4 = [bytes.fromhex(f) for f in got if f[24:28] == "0800" and f not in sent]
+        self.assertEqual(len(v4), 4, "two fragments of 1,200 bytes, each in two")
+        for f in v4:
+            ihl = (f[14] & 15) * 4
+            self.assertEqual((ihl, f[15], f[22], f[20] & 0x40), (32, 0x28, 37, 0x40),
+                             "its header length, TOS, TTL and DF kept")
+            self.assertEqual(f[14 + 20:14 + 24], bytes.fromhex("94040000"),
+                             "router alert, a copied option, kept")
+            first = int.from_bytes(f[20:22], "big") & 0x1fff == 0
+            self.assertEqual(f[14 + 24], 0x07 if first else 0x01,
+                             "record route only in the datagram's first bytes")
+        v6 = [bytes.fromhex(f) for f in got if f[24:28] == "86dd" and f not in sent]
+        self.assertEqual(len(v6), 4, "two fragments of 1,200 bytes, each in two")
+        for f in v6:
+            self.assertEqual((int.from_bytes(f[14:18], "big") & 0x0fffffff, f[21],
+                              int.from_bytes(f[58:62], "big")), (0x2812345, 37, 0x6100),
+                             "its traffic class, flow label, hop limit and fragment id kept")
         self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
 
     def test_fragment_faults_are_counted_and_bounded(self):

@@ -80,12 +80,13 @@ extern const char *const ncd_verdict_names[NCD_PKT_NVERDICTS];
 	/* \
 	 * Reassembly (frag.c): datagrams it made, which are classified as packets \
 	 * of their own (rx + frag_datagrams = the outcomes); the fragments it gave \
-	 * up, by reason; the frames it split datagrams into, for the kernel or NAT. \
+	 * up, by reason; the frames datagrams left in (the kernel's, kept as they \
+	 * came or re-cut, and NAT's). \
 	 */ \
 	X(frag_datagrams) \
 	X(frag_drop_table_full) X(frag_drop_timeout) X(frag_drop_overlap) X(frag_drop_too_big) \
 	X(frag_drop_unsupported) \
-	X(frag_out)
+	X(frag_out) X(frag_kept) X(frag_recut)
 
 /*
  * Per channel, per worker. What every delivered packet writes comes first,

@@ -45,6 +45,7 @@ struct ncd_worker {
 	struct rte_ip_frag_tbl *frag_tbl;
 	struct rte_ip_frag_death_row *frag_dr;
 	bool frag_used;
+	uint32_t frag_seq;               /* fragments it took: their order, for the kernel (frag.c) */
 	/*
 	 * Its load, as VPP's vectors per call: loops, and loops whose rx bursts
 	 * brought packets, and those packets. Only it writes them; relaxed.

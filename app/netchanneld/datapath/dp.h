@@ -34,8 +34,8 @@ void ncd_dp_to_kernel(const struct ncd_port *p, uint16_t txq, struct ncd_port_st
 
 /**
  * A datagram reassembled from fragments that no channel claims, to the
- * kernel in fragments of the exception device's MTU; counted once, as the
- * packet it is.
+ * kernel as the fragments it came in (ncd_frag_to_kernel()); counted once,
+ * as the packet it is.
  */
 void ncd_dp_to_kernel_whole(const struct ncd *d, const struct ncd_port *p, uint16_t txq,
 			    struct ncd_port_stats *ps, struct rte_mbuf *m);

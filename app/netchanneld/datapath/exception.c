@@ -51,8 +51,8 @@ ncd_dp_to_kernel_whole(const struct ncd *d, const struct ncd_port *p, uint16_t t
 		ncd_dp_to_kernel(p, txq, ps, &m, 1);
 		return;
 	}
-	/* As fragments of the TAP's MTU: what the kernel would have had from the wire. */
-	ret = ncd_frag_send(d, p->exc_id, txq, p->exc_mtu, ps, m);
+	/* What the kernel would have had from the wire: the fragments as they came. */
+	ret = ncd_frag_to_kernel(d, p->exc_id, txq, p->exc_mtu, ps, m);
 	if (ret == 0)
 		ps->to_kernel++;
 	else if (ret == -EAGAIN || ret == -ENOBUFS)

@@ -2,8 +2,8 @@
 /*
  * IP fragments: each worker reassembles the fragments it receives (rte_ip_frag,
  * one bounded table per worker) so that a datagram is classified by its
- * ports like any other; what must leave in pieces again (to the kernel, or
- * out of a port after NAT) is split to the MTU there.
+ * ports like any other. What goes to the kernel leaves as the fragments it
+ * came in; what leaves a port after NAT is split to the port's MTU.
  */
 #ifndef NCD_DATAPATH_FRAG_H
 #define NCD_DATAPATH_FRAG_H
@@ -99,5 +99,23 @@ ncd_frag_must_split(const struct rte_mbuf *m, uint32_t mtu)
  */
 int ncd_frag_send(const struct ncd *d, uint16_t port_id, uint16_t txq, uint32_t mtu,
 		  struct ncd_port_stats *ps, struct rte_mbuf *m);
+
+/**
+ * A datagram reassembled from fragments that no channel claims, to the
+ * kernel (device port_id, queue txq, MTU mtu) as the fragments it came in:
+ * each byte for byte (Ethernet header, IP headers, payload and trailer), in
+ * their order of arrival, from the headers ncd_frag_gather() kept in each
+ * fragment's headroom. A fragment longer than mtu is cut again with its own
+ * headers (TOS, TTL, DF, id; options as the kernel copies them). When a
+ * fragment's headers could not be kept (a driver leaving less headroom
+ * than they take), the datagram is cut whole, as ncd_frag_send() does, DF
+ * cleared. Counted: frag_out (frames sent), frag_kept (of them, originals
+ * as they came), frag_recut (datagrams not sent as they came). m and
+ * whatever is not sent are freed.
+ *
+ * @return as ncd_frag_send()
+ */
+int ncd_frag_to_kernel(const struct ncd *d, uint16_t port_id, uint16_t txq, uint32_t mtu,
+		       struct ncd_port_stats *ps, struct rte_mbuf *m);
 
 #endif
