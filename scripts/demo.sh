@@ -10,7 +10,8 @@
 # and ping6 and an HTTP fetch answered by the host's kernel, UDP port 7 answered by nc-echo
 # (an isolated client process on libnetchannel: copies in and out of its own region), port 9
 # by a kernel socket, and port 7 by the kernel again once nc-echo has gone; then the
-# counters, with ncctl. Bounded (well under a minute), tears everything down, safe to run
+# counters, with ncctl; then a restart of netchanneld, after which the host's addresses on
+# the new TAP come back by themselves. Bounded (well under a minute), tears everything down, safe to run
 # twice.
 set -euo pipefail
 
@@ -30,7 +31,7 @@ cleanup() {
 	# netchanneld exits on SIGTERM; only then do the namespaces go.
 	scripts/testbed.sh down "$bed"
 	rm -rf "$work" "/var/run/dpdk/$prefix"
-	rm -f /dev/hugepages/${prefix}map_*
+	rm -f /dev/hugepages/${prefix}map_* "/run/netchanneld/host.$prefix.wire0.json"
 }
 trap cleanup EXIT
 [ -S "$sock" ] && ncctl_busy=$(build/app/ncctl/ncctl -s "$sock" -c help 2>/dev/null | head -1) &&
@@ -44,14 +45,18 @@ ncctl() { build/app/ncctl/ncctl -s "$sock" "$@"; }
 echo "== test bed: namespace $TB_PEER_NS ($TB_PEER4, $TB_PEER6) -- veth -- $TB_HOST_NS"
 echo "== netchanneld on its embedded default config (netchanneld --default-config):"
 echo "   veth0 through net_af_xdp, the kernel behind TAP wire0 ($TB_HOST4, $TB_HOST6)"
-ip netns exec "$TB_HOST_NS" build/app/netchanneld/netchanneld > "$work/daemon.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 100); do
-	grep -q "netchanneld: running" "$work/daemon.log" && break
-	kill -0 "${pids[0]}" 2>/dev/null || { cat "$work/daemon.log"; exit 1; }
-	sleep 0.1
-done
-grep -q "netchanneld: running" "$work/daemon.log" || { cat "$work/daemon.log"; exit 1; }
+start_daemon() {   # netchanneld in the host's namespace, as pids[0]; waits until it runs
+	ip netns exec "$TB_HOST_NS" build/app/netchanneld/netchanneld >> "$work/daemon.log" 2>&1 &
+	pids[0]=$!
+	for _ in $(seq 100); do
+		grep -q "netchanneld: running" "$work/daemon.log" && return
+		kill -0 "${pids[0]}" 2>/dev/null || { cat "$work/daemon.log"; exit 1; }
+		sleep 0.1
+	done
+	cat "$work/daemon.log"
+	exit 1
+}
+start_daemon
 scripts/testbed.sh host "$bed"
 
 # The host's kernel: a UDP service answering "kernel:" + the datagram on ports 7 and 9, and
@@ -110,3 +115,14 @@ echo "== ncctl show port stats wire0 (every packet in one outcome: rx = delivere
 ncctl -c "show port stats wire0" | grep -E "^(rx|delivered|to_kernel|miss|kernel_tx|client_tx|drop_ring_full):" | sed 's/^/   /'
 echo "== ncctl show mempool:"
 ncctl -c "show mempool" | grep -E "^(size|in_use|available):" | sed 's/^/   /'
+
+echo "== netchanneld restarted (SIGTERM, then started again, as systemctl restart does): the TAP"
+echo "   is made anew, and the addresses testbed.sh gave it come back by themselves (kept in"
+echo "   /run/netchanneld/host.$prefix.wire0.json)"
+kill "${pids[0]}"
+wait "${pids[0]}" 2>/dev/null || true
+: > "$work/daemon.log"
+start_daemon
+grep -o "port wire0: the host's configuration of its TAP.*" "$work/daemon.log" | sed 's/^/   /'
+peer ping -c 3 -i 0.2 -W 2 "$TB_HOST4" | sed -n 's/^\(.*packets transmitted.*\)$/   ping  '"$TB_HOST4"': \1/p'
+peer ping -c 3 -i 0.2 -W 2 "$TB_HOST6" | sed -n 's/^\(.*packets transmitted.*\)$/   ping6 '"$TB_HOST6"': \1/p'

@@ -40,6 +40,8 @@ class Daemon:
         self.config = os.path.join(workdir, "config.json")
         self.stats = os.path.join(workdir, "stats.json")
         self.log = os.path.join(workdir, "daemon.log")
+        # What it keeps of the host's TAP configuration: the test's, not /run/netchanneld's.
+        config = dict(config, state_dir=config.get("state_dir", workdir))
         with open(self.config, "w") as f:
             json.dump(config, f, indent=1)
         self.proc = None

@@ -711,6 +711,7 @@ class Install(unittest.TestCase):
                   "include/netchannel.h", "include/nc_trie.h", "include/nc_common.h",
                   "etc/netchanneld/netchanneld.json", "lib/systemd/system/netchanneld.service",
                   "share/doc/netchanneld/examples/nc_echo.c",
+                  "share/doc/netchanneld/examples/netchanneld-wire0.network",
                   "share/doc/netchanneld/docs/design.md", "share/man/man8/netchanneld.8",
                   "share/man/man8/ncctl.8", "share/man/man1/nc-dump.1",
                   "share/man/man1/nc-echo.1", "share/man/man1/nc-exporter.1",
@@ -727,6 +728,8 @@ class Install(unittest.TestCase):
         self.assertIn(f"NETCHANNELD_CONFIG={opt['prefix']}/etc/netchanneld/netchanneld.json", unit)
         self.assertIn(f"ExecStopPost=-{opt['prefix']}/bin/netchanneld -c ${{NETCHANNELD_CONFIG}} "
                       "--cleanup", unit)
+        # /run/netchanneld outlives a stop: the TAPs' kept host configuration is there.
+        self.assertIn("RuntimeDirectoryPreserve=yes", unit)
         env = dict(os.environ, LD_LIBRARY_PATH=libdir)
         # The installed config is for a NIC this host lacks: its check says so, and only
         # that; the vdev example checks.

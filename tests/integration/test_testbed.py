@@ -696,6 +696,94 @@ class TestBed(T.DaemonCase):
         for addr in (e["TB_HOST4"], e["TB_HOST6"]):
             self.ns("PEER", "ping", "-c", "1", "-W", "5", addr)
 
+    def ping_back(self, within):
+        """Both of the host's addresses answer the peer within that many seconds; the time."""
+        e, t0 = self.env, time.monotonic()
+        for addr in (e["TB_HOST4"], e["TB_HOST6"]):
+            T.wait_until(lambda: self.ns("PEER", "ping", "-c", "1", "-W", "0.3", addr,
+                                         check=False).returncode == 0,
+                         timeout=within - (time.monotonic() - t0), interval=0.05,
+                         what=f"{addr} answering the peer")
+        return time.monotonic() - t0
+
+    def test_admin_config_kept_across_tap_deletion_and_kill_9(self):
+        """Without exception.host, what an administrator puts on the TAP by hand (addresses,
+        static and boot routes, the MTU) is kept in a state file as it changes, and given back
+        when the TAP is deleted and when the daemon is killed with SIGKILL and started again:
+        ping answers within 2 s. What the kernel or a manager makes (an address with a
+        lifetime, link-local ones, a route of proto ra or kernel) is not kept. With
+        exception.host "manager", nothing is restored."""
+        e = self.env
+        h = lambda *cmd, **kw: self.ns("HOST", *cmd, **kw)  # noqa: E731
+        h("ip", "route", "add", "10.98.0.0/24", "via", e["TB_PEER4"], "dev", "wire0", "metric", "7")
+        h("ip", "-6", "route", "add", "fd98::/64", "via", e["TB_PEER6"], "dev", "wire0")
+        h("ip", "-6", "route", "add", "fd97::/64", "dev", "wire0", "proto", "ra")
+        h("ip", "addr", "add", "fd99::77/64", "dev", "wire0", "valid_lft", "300",
+          "preferred_lft", "300", "nodad")
+        h("ip", "link", "set", "wire0", "mtu", "1400")
+        state = os.path.join(self.w, f"host.{self.prefix}.wire0.json")
+
+        def kept():
+            try:
+                with open(state) as f:
+                    j = json.load(f)
+            except (OSError, ValueError):
+                return None
+            return j if j["host"]["mtu"] == 1400 and len(j["host"]["routes"]) == 2 else None
+        j = T.wait_until(kept, what="the state file with the admin's changes")
+        self.assertEqual(j, {"port": "wire0", "up": True, "host": {
+            "mtu": 1400, "addresses": [f"{e['TB_HOST4']}/24", f"{e['TB_HOST6']}/64"],
+            "routes": [{"dst": "10.98.0.0/24", "gateway": e["TB_PEER4"], "metric": 7},
+                       {"dst": "fd98::/64", "gateway": e["TB_PEER6"], "metric": 1024}]}})
+
+        def restored():
+            link = h("ip", "link", "show", "wire0").stdout
+            self.assertIn("mtu 1400", link)
+            self.assertRegex(link, r"<[^>]*\bUP\b")
+            self.assertIn(f"via {e['TB_PEER4']} dev wire0", h("ip", "route", "show",
+                                                             "10.98.0.0/24").stdout)
+            self.assertIn(f"via {e['TB_PEER6']} dev wire0", h("ip", "-6", "route", "show",
+                                                             "fd98::/64").stdout)
+            self.assertEqual(h("ip", "-6", "route", "show", "fd97::/64").stdout, "")
+            self.assertNotIn("fd99::77", h("ip", "addr", "show", "wire0").stdout)
+
+        # The TAP deleted: made again, and given back what was kept.
+        h("ip", "link", "del", "wire0")
+        T.wait_until(lambda: self.ncctl("show port stats wire0")[0]["exception"]["remade"] == 1,
+                     what="the TAP made again")
+        took = self.ping_back(2.0)
+        print(f"the host answers again {took:.2f} s after its TAP was made again",
+              file=sys.stderr)
+        restored()
+        self.assertIn(f"port wire0: the host's configuration of its TAP (kept in {state}): "
+                      "2 addresses, 2 routes, mtu 1400, up", self.daemon.output())
+        # SIGKILL: the TAP goes with the daemon; a new one gives it back.
+        self.daemon.kill()
+        T.wait_until(lambda: h("ip", "link", "show", "wire0", check=False).returncode != 0,
+                     what="the TAP gone with the daemon")
+        self.daemon.start()
+        took = self.ping_back(2.0)
+        print(f"the host answers again {took:.2f} s after netchanneld restarted from SIGKILL",
+              file=sys.stderr)
+        restored()
+        self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
+        self.assertTrue(os.path.exists(state), "a clean stop keeps the state for the next start")
+        # A network manager owns the TAP: nothing restored, the file left alone.
+        with open(self.daemon.config) as f:
+            cfg = json.load(f)
+        cfg["ports"][0]["exception"] = {"host": "manager"}
+        self.daemon = T.Daemon(cfg, self.w, self.prefix, netns=e["TB_HOST_NS"])
+        self.daemon.start()
+        self.assertIn('port wire0: exception.host is "manager": the TAP\'s addresses, routes and '
+                      'MTU are left to it, neither kept nor restored', self.daemon.output())
+        self.assertNotIn(e["TB_HOST4"], h("ip", "addr", "show", "wire0").stdout)
+        h("ip", "addr", "add", "10.99.0.9/24", "dev", "wire0")
+        # Kept, it would be written 0.1 s after the change settles: half a second of nothing.
+        time.sleep(0.5)
+        with open(state) as f:
+            self.assertEqual(json.load(f), j)
+        self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
+
     def test_host_config_survives_restart(self):
         """exception.host: the daemon gives the TAP it makes the host's addresses, routes and
         MTU, so that the host is reachable through it without anyone re-adding them, after a
@@ -704,8 +792,9 @@ class TestBed(T.DaemonCase):
         for run in range(2):
             # The TAP goes with the daemon that made it: each run starts from nothing.
             self.start_with_host(run)
-            self.assertIn("port wire0: the host's configuration of its TAP: 2 addresses, "
-                          "1 routes, mtu 1400", self.daemon.output())
+            self.assertIn("port wire0: the host's configuration of its TAP (exception.host "
+                          "of the config): 2 addresses, 1 routes, mtu 1400, up",
+                          self.daemon.output())
             self.host_configured()
             self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
 

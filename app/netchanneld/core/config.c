@@ -399,9 +399,34 @@ load_exception(struct ctx *c, const json_t *e, struct ncd_port_conf *p)
 		p->exc_mac_port = false;
 		p->exc_mac_set = true;
 	}
-	if (json_object_get(e, "host") != NULL && load_host(c, json_object_get(e, "host"), p))
+	if (json_is_string(json_object_get(e, "host"))) {
+		const char *h = json_string_value(json_object_get(e, "host"));
+		size_t l2 = push(c, "host", 0);
+
+		/* keep: the daemon keeps what the admin puts on the TAP; manager: someone else does. */
+		if (strcmp(h, "manager") == 0)
+			p->host_manager = true;
+		else if (strcmp(h, "keep") != 0)
+			return fail(c, "'%s': expected an object, \"keep\" or \"manager\"", h);
+		pop(c, l2);
+	} else if (json_object_get(e, "host") != NULL &&
+		   load_host(c, json_object_get(e, "host"), p)) {
 		return -1;
+	}
 	pop(c, l);
+	return 0;
+}
+
+int
+ncd_host_conf_load(const char *path, const json_t *h, struct ncd_host_conf *hc)
+{
+	struct ctx c = { .path = path };
+	char iface[] = "iface=";
+	struct ncd_port_conf pc = { .exc_device = iface };
+
+	if (load_host(&c, h, &pc) != 0)
+		return -1;
+	*hc = pc.host;
 	return 0;
 }
 
@@ -1343,7 +1368,9 @@ config_load(const char *path, const char *text, struct ncd_config *cfg)
 {
 	static const char *const keys[] = { "eal", "mempool", "ports", "workers", "control",
 					    "channels", "telemetry", "nat", "max_channels",
-					    "rx_timestamps", "heap_reserve_mb", "fragments", NULL };
+					    "rx_timestamps", "heap_reserve_mb", "fragments", "state_dir",
+					    NULL };
+	const char *state_dir;
 	struct ctx c = { .cfg = cfg, .path = path };
 	json_error_t jerr;
 	json_t *root;
@@ -1373,6 +1400,14 @@ config_load(const char *path, const char *text, struct ncd_config *cfg)
 		     &cfg->max_channels) ||
 	    load_channels(&c, root))
 		goto out;
+	if (get_str(&c, root, "state_dir", false, &state_dir))
+		goto out;
+	if (state_dir != NULL && state_dir[0] != '/') {
+		push(&c, "state_dir", 0);
+		fail(&c, "'%s': an absolute path", state_dir);
+		goto out;
+	}
+	cfg->state_dir = strdup(state_dir != NULL ? state_dir : "/run/netchanneld");
 	if (get_bool(&c, root, "telemetry", true, &cfg->telemetry) ||
 	    get_bool(&c, root, "rx_timestamps", false, &cfg->rx_timestamps) ||
 	    load_u32(&c, root, "heap_reserve_mb", 0, NCD_MAX_HEAP_RESERVE_MB,
@@ -1454,6 +1489,7 @@ ncd_config_free(struct ncd_config *cfg)
 	}
 	free(cfg->workers);
 	free(cfg->control_socket);
+	free(cfg->state_dir);
 	free(cfg->allow);
 	free(cfg->channels);
 	json_decref(cfg->fixed);

@@ -91,6 +91,7 @@ struct ncd_port_conf {
 	bool exc_mac_set;
 	bool bifurcated;             /* exception mode bifurcated: isolated flow rules, no TAP */
 	bool has_host;               /* exception.host given */
+	bool host_manager;           /* exception.host "manager": the TAP's host config is not kept */
 	struct ncd_host_conf host;
 };
 
@@ -169,6 +170,7 @@ struct ncd_config {
 	struct ncd_worker_conf *workers;
 	unsigned int nworkers;
 	char *control_socket;
+	char *state_dir;             /* state_dir: what the daemon keeps across restarts (host_keep.c) */
 	int64_t socket_uid, socket_gid; /* control.owner, .group: -1 for the daemon's */
 	uint32_t socket_mode;        /* control.mode */
 	uint32_t hello_timeout_ms;   /* control.hello_timeout_ms: a connection's time to say HELLO */
@@ -231,5 +233,12 @@ int ncd_socket_path_check(const char *path, char *err, size_t len);
 
 /** Release what ncd_config_load() allocated. */
 void ncd_config_free(struct ncd_config *cfg);
+
+/**
+ * Load an object of exception.host's schema (addresses, routes, mtu) into
+ * hc, as the config does; errors go to stderr as "PATH: host.key: message".
+ * @return 0 or -1
+ */
+int ncd_host_conf_load(const char *path, const json_t *h, struct ncd_host_conf *hc);
 
 #endif

@@ -40,11 +40,12 @@
 #include "channel/channel.h"
 #include "ncd.h"
 #include "nexthop/nexthop.h"
+#include "nexthop/nl.h"
 #include "packet/parse.h"
 #include "port/port.h"
 
 #define NL_TIMEOUT_MS 200
-#define NL_BUF 8192                    /* a request, or an answer: one route or neighbour */
+#define NL_BUF NCD_NL_BUF
 #define NH_REQ_RING 1024
 /*
  * Packets waiting for a neighbour the kernel is resolving, as its arp_queue
@@ -163,6 +164,18 @@ nl_request(uint8_t *buf, uint16_t type, uint16_t flags, size_t hlen, void **hdr)
 	n->nlmsg_flags = NLM_F_REQUEST | flags;
 	*hdr = mnl_nlmsg_put_extra_header(n, hlen);
 	return n;
+}
+
+int
+ncd_nl_call(struct nlmsghdr *req, mnl_cb_t cb, void *data)
+{
+	return nl == NULL ? -ENOTCONN : nl_call(req, cb, data);
+}
+
+struct nlmsghdr *
+ncd_nl_request(uint8_t *buf, uint16_t type, uint16_t flags, size_t hlen, void **hdr)
+{
+	return nl_request(buf, type, flags, hlen, hdr);
 }
 
 /* What a route answer says. */
@@ -411,8 +424,8 @@ ncd_nh_init(struct ncd *d)
 	/* Without it the host's addresses are still read every second. */
 	nl_events = mnl_socket_open2(NETLINK_ROUTE, SOCK_CLOEXEC | SOCK_NONBLOCK);
 	if (nl_events != NULL &&
-	    mnl_socket_bind(nl_events, RTMGRP_IPV4_IFADDR | RTMGRP_IPV6_IFADDR | RTMGRP_LINK,
-			    MNL_SOCKET_AUTOPID)) {
+	    mnl_socket_bind(nl_events, RTMGRP_IPV4_IFADDR | RTMGRP_IPV6_IFADDR | RTMGRP_LINK |
+			    RTMGRP_IPV4_ROUTE | RTMGRP_IPV6_ROUTE, MNL_SOCKET_AUTOPID)) {
 		mnl_socket_close(nl_events);
 		nl_events = NULL;
 	}
@@ -437,6 +450,7 @@ struct host_req {
 	int ifindex;
 	const struct ncd_host_conf *hc;
 	unsigned int i;
+	bool up;
 };
 
 /* RTM_NEWLINK: the interface's carrier, on or off (the kernel's tun implements it). */
@@ -476,7 +490,7 @@ fill_link(struct nlmsghdr *n, void *hdr, const void *arg)
 	n->nlmsg_flags &= (uint16_t)~(NLM_F_CREATE | NLM_F_REPLACE);
 	ifi->ifi_family = AF_UNSPEC;
 	ifi->ifi_index = r->ifindex;
-	ifi->ifi_flags = IFF_UP;
+	ifi->ifi_flags = r->up ? IFF_UP : 0;
 	ifi->ifi_change = IFF_UP;
 	if (r->hc->mtu != 0)
 		mnl_attr_put_u32(n, IFLA_MTU, r->hc->mtu);
@@ -524,56 +538,65 @@ fill_route(struct nlmsghdr *n, void *hdr, const void *arg)
 }
 
 int
-ncd_exception_host_apply(struct ncd *d, unsigned int pi)
+ncd_host_apply(struct ncd *d, unsigned int pi, const struct ncd_host_conf *hc, bool up,
+	       const char *what, const char *where)
 {
 	const struct ncd_port_conf *pc = &d->cfg.ports[pi];
-	struct host_req r = { .ifindex = d->ports[pi].nh_ifindex, .hc = &pc->host };
+	struct host_req r = { .ifindex = d->ports[pi].nh_ifindex, .hc = hc, .up = up };
 	unsigned int failed = 0;
 	char a[INET6_ADDRSTRLEN];
 	int ret;
 
-	if (!pc->has_host)
-		return 0;
 	if (nl == NULL || r.ifindex == 0) {
-		NCD_LOG(ERR, "port %s: exception.host: no netlink socket, or no kernel interface",
-			pc->name);
+		NCD_LOG(ERR, "port %s: the TAP's configuration %s %s: no netlink socket, or no "
+			"kernel interface", pc->name, what, where);
 		return -1;
 	}
 	/* Up (and its MTU) first, then its addresses, then the routes through them. */
 	ret = nl_change(RTM_NEWLINK, sizeof(struct ifinfomsg), fill_link, &r);
 	if (ret != 0) {
-		NCD_LOG(ERR, "port %s: exception.host: link up, mtu %u: %s", pc->name,
-			pc->host.mtu, strerror(-ret));
+		NCD_LOG(ERR, "port %s: the TAP's configuration %s %s: link %s, mtu %u: %s", pc->name,
+			what, where, up ? "up" : "down", hc->mtu, strerror(-ret));
 		failed++;
 	}
-	for (r.i = 0; r.i < pc->host.naddr; r.i++) {
-		const struct ncd_host_addr *x = &pc->host.addr[r.i];
+	for (r.i = 0; r.i < hc->naddr; r.i++) {
+		const struct ncd_host_addr *x = &hc->addr[r.i];
 
 		ret = nl_change(RTM_NEWADDR, sizeof(struct ifaddrmsg), fill_addr, &r);
 		if (ret != 0) {
 			inet_ntop(x->family == NC_TRIE_AF_INET ? AF_INET : AF_INET6, x->a.a, a,
 				  sizeof(a));
-			NCD_LOG(ERR, "port %s: exception.host: address %s/%u: %s", pc->name, a,
-				x->len, strerror(-ret));
+			NCD_LOG(ERR, "port %s: the TAP's configuration %s %s: address %s/%u: %s",
+				pc->name, what, where, a, x->len, strerror(-ret));
 			failed++;
 		}
 	}
-	for (r.i = 0; r.i < pc->host.nroute; r.i++) {
-		const struct ncd_host_route *x = &pc->host.route[r.i];
+	for (r.i = 0; r.i < hc->nroute; r.i++) {
+		const struct ncd_host_route *x = &hc->route[r.i];
 
 		ret = nl_change(RTM_NEWROUTE, sizeof(struct rtmsg), fill_route, &r);
 		if (ret != 0) {
 			inet_ntop(x->dst.family == NC_TRIE_AF_INET ? AF_INET : AF_INET6, x->dst.a.a,
 				  a, sizeof(a));
-			NCD_LOG(ERR, "port %s: exception.host: route %s/%u: %s", pc->name, a,
-				x->dst.len, strerror(-ret));
+			NCD_LOG(ERR, "port %s: the TAP's configuration %s %s: route %s/%u: %s",
+				pc->name, what, where, a, x->dst.len, strerror(-ret));
 			failed++;
 		}
 	}
-	NCD_LOG(NOTICE, "port %s: the host's configuration of its TAP: %u addresses, %u routes, "
-		"mtu %u%s", pc->name, pc->host.naddr, pc->host.nroute, pc->host.mtu,
-		failed ? " (some failed: see above)" : "");
+	NCD_LOG(NOTICE, "port %s: the host's configuration of its TAP (%s %s): %u addresses, "
+		"%u routes, mtu %u, %s%s", pc->name, what, where, hc->naddr, hc->nroute, hc->mtu,
+		up ? "up" : "down", failed ? " (some failed: see above)" : "");
 	return failed ? -1 : 0;
+}
+
+int
+ncd_exception_host_apply(struct ncd *d, unsigned int pi)
+{
+	const struct ncd_port_conf *pc = &d->cfg.ports[pi];
+
+	if (pc->has_host)
+		return ncd_host_apply(d, pi, &pc->host, true, "exception.host", "of the config");
+	return ncd_host_keep_restore(d, pi);
 }
 
 int
@@ -912,6 +935,8 @@ ncd_nh_run(struct ncd *d)
 			host_addrs_refresh(p);
 		}
 	}
+	if (nl != NULL)
+		ncd_host_keep_run(d, changed, ncd_now_ms());
 }
 
 void
@@ -936,6 +961,7 @@ ncd_nh_close(struct ncd *d)
 	if (d->nh_efd >= 0)
 		close(d->nh_efd);
 	d->nh_efd = -1;
+	ncd_host_keep_close();
 	if (nl != NULL)
 		mnl_socket_close(nl);
 	nl = NULL;

@@ -61,14 +61,49 @@ int ncd_nh_wait_ms(void);
 unsigned int ncd_nh_waiting(int owner);
 
 /**
- * Give a port's exception TAP the host's configuration (exception.host): up,
- * its MTU, its addresses, then its routes, over netlink. Called whenever the
+ * Give a port's exception TAP the host's configuration: exception.host's,
+ * or what was kept of it (ncd_host_keep_restore()). Called whenever the
  * daemon makes the TAP, so that a restart does not take the host offline.
- * Each failure is logged.
  *
  * @return 0, or -1 if anything failed (the rest is still applied).
  */
 int ncd_exception_host_apply(struct ncd *d, unsigned int pi);
+
+/**
+ * Apply a host configuration to port pi's TAP over netlink: its admin state
+ * (up or down) and MTU, its addresses, then its routes. Each failure is
+ * logged, naming what (and where) the configuration came from.
+ *
+ * @return 0, or -1 if anything failed (the rest is still applied).
+ */
+int ncd_host_apply(struct ncd *d, unsigned int pi, const struct ncd_host_conf *hc, bool up,
+		   const char *what, const char *where);
+
+/* What the host put on a TAP, kept across its recreation and restarts (host_keep.c). */
+
+/**
+ * Whether port pi's TAP's host configuration is kept: it has a kernel
+ * interface, and the config neither gives exception.host nor says a
+ * network manager owns it ("manager").
+ */
+bool ncd_host_keeps(const struct ncd *d, unsigned int pi);
+
+/**
+ * The TAP was just made: give it what the state file kept (state_dir/
+ * host.PREFIX.PORT.json), and keep what happens to this TAP from now on.
+ * @return 0 (restored, or nothing kept), or -1 (logged)
+ */
+int ncd_host_keep_restore(struct ncd *d, unsigned int pi);
+
+/**
+ * Control thread, after netlink events (changed) or none: once the kernel's
+ * changes have settled, read each kept TAP's state and write it if it
+ * changed.
+ */
+void ncd_host_keep_run(struct ncd *d, bool changed, uint64_t now);
+
+/** Forget what was kept in memory (the files stay). */
+void ncd_host_keep_close(void);
 
 /**
  * The exception interface's carrier, as the wire's link goes (port pi's TAP
