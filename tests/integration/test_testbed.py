@@ -787,7 +787,7 @@ class TestBed(T.DaemonCase):
     def test_host_config_survives_restart(self):
         """exception.host: the daemon gives the TAP it makes the host's addresses, routes and
         MTU, so that the host is reachable through it without anyone re-adding them, after a
-        restart too."""
+        restart too; and keeps nothing of its own (no state file)."""
         self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
         for run in range(2):
             # The TAP goes with the daemon that made it: each run starts from nothing.
@@ -796,7 +796,14 @@ class TestBed(T.DaemonCase):
                           "of the config): 2 addresses, 1 routes, mtu 1400, up",
                           self.daemon.output())
             self.host_configured()
+            # What the config gives is not kept besides: the admin's changes are not the config's.
+            self.ns("HOST", "ip", "addr", "add", "10.99.0.9/24", "dev", "wire0")
+            # Kept, it would be written 0.1 s after the change settles: half a second of nothing.
+            time.sleep(0.5)
             self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
+            self.assertFalse(os.path.exists(os.path.join(
+                self.w, f"host.{self.prefix}_{run}.wire0.json")), "nothing kept")
+            self.assertNotIn("kept the TAP's configuration", self.daemon.output())
 
     def test_start_says_harmless_warnings_once(self):
         """What net_tap, libbpf, libxdp and DPDK say at start on a host without TC modules or
