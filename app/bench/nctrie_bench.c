@@ -28,7 +28,7 @@ usage(FILE *f)
 		"       nctrie-bench gen-rules --like FILE [--count N] [--seed S] [--out FILE]\n"
 		"       nctrie-bench perf [--rules FILE | --synthetic socket:N|port:N] [--trace FILE | --packets N]\n"
 		"                         [--burst 1|32|64] [--updates N] [--acl-rebuilds N] [--seed S] [--json]\n"
-		"                         [--classifiers nctrie,rte_acl,linear] [--ipv6] [--acl-order 0..5]\n"
+		"                         [--classifiers nctrie,rte_acl,rte_hash,linear] [--ipv6] [--acl-order 0..5]\n"
 		"       nctrie-bench --version\n"
 		"\n"
 		"classify: one line per trace line, the 0-based index of the matching rule\n"

@@ -24,6 +24,8 @@
 #include <arpa/inet.h>
 
 #include <rte_acl.h>
+#include <rte_hash.h>
+#include <rte_hash_crc.h>
 #include <rte_cycles.h>
 #include <rte_eal.h>
 #include <rte_launch.h>
@@ -344,7 +346,7 @@ static void
 time_interleaved(const struct timed *c, unsigned int n, uint32_t nkeys)
 {
 	for (unsigned int b = 0; b < 3; b++) {
-		double pass[2][MEASURE_PASSES];
+		double pass[3][MEASURE_PASSES];
 
 		if (!burst_on[b])
 			continue;
@@ -644,6 +646,256 @@ acl_state_free(struct acl_state *st)
 	free(st->rules);
 }
 
+/* ---- rte_hash ------------------------------------------------------------ */
+
+/*
+ * The peer of an exact 5-tuple lookup (a channel per connected socket):
+ * DPDK's cuckoo hash, two of them as a kernel's socket lookup has, the
+ * connected sockets' 5-tuples first and the listeners' (protocol,
+ * destination, port) for what those miss, each in bulk. Only for workloads
+ * of those two shapes (socket:N), the connected ones of higher priority.
+ */
+struct listen_key {
+	uint8_t family, proto;
+	uint16_t dport;
+	uint8_t dst[16];
+};
+
+struct hash_state {
+	struct rte_hash *exact, *listen;
+	uint32_t *exact_id, *listen_id;     /* the rule at each key position */
+	struct nc_trie_key *ek;             /* the input's keys, as the tables hash them */
+	struct listen_key *lk;
+	const void **ekp, **lkp;
+};
+
+static bool
+port_one(const struct nc_trie_port *p)
+{
+	return p->kind == NC_TRIE_PORT_RANGE && p->lo == p->hi;
+}
+
+static bool
+port_any(const struct nc_trie_port *p)
+{
+	return p->kind == NC_TRIE_PORT_ANY || (p->kind == NC_TRIE_PORT_RANGE && p->lo == 0 &&
+						p->hi == 65535);
+}
+
+/* A key as the exact table hashes it: only what the family uses, the rest zero. */
+static void
+exact_key(uint8_t family, uint8_t proto, const union nc_trie_addr *src,
+	  const union nc_trie_addr *dst, uint16_t sport, uint16_t dport, struct nc_trie_key *k)
+{
+	const size_t alen = family == NC_TRIE_AF_INET ? 4 : 16;
+
+	memset(k, 0, sizeof(*k));
+	k->family = family;
+	k->proto = proto;
+	k->sport = sport;
+	k->dport = dport;
+	memcpy(k->src.a, src->a, alen);
+	memcpy(k->dst.a, dst->a, alen);
+}
+
+static void
+listen_key(uint8_t family, uint8_t proto, const union nc_trie_addr *dst, uint16_t dport,
+	   struct listen_key *k)
+{
+	memset(k, 0, sizeof(*k));
+	k->family = family;
+	k->proto = proto;
+	k->dport = dport;
+	memcpy(k->dst, dst->a, family == NC_TRIE_AF_INET ? 4 : 16);
+}
+
+/* Which of the two tables a rule goes in: 1 exact, 2 listening, 0 neither (not applicable). */
+static int
+hash_shape(const struct nc_trie_rule *r)
+{
+	const unsigned int host = r->family == NC_TRIE_AF_INET ? 32 : 128;
+
+	if (r->family == NC_TRIE_AF_ANY || r->proto_mask != 0xff || r->dst_len != host ||
+	    !port_one(&r->dport))
+		return 0;
+	if (r->src_len == host && port_one(&r->sport))
+		return 1;
+	return r->src_len == 0 && port_any(&r->sport) ? 2 : 0;
+}
+
+/* Add rule id to its table (the first of equal keys stays: rules come highest priority first). */
+static int
+hash_add(struct hash_state *st, const struct nc_trie_rule *r, uint32_t id)
+{
+	struct nc_trie_key ek;
+	struct listen_key lk;
+	int32_t pos;
+
+	if (hash_shape(r) == 1) {
+		exact_key(r->family, r->proto, &r->src, &r->dst, r->sport.lo, r->dport.lo, &ek);
+		if (rte_hash_lookup(st->exact, &ek) >= 0)
+			return 0;
+		pos = rte_hash_add_key(st->exact, &ek);
+		if (pos >= 0)
+			st->exact_id[pos] = id;
+	} else {
+		listen_key(r->family, r->proto, &r->dst, r->dport.lo, &lk);
+		if (rte_hash_lookup(st->listen, &lk) >= 0)
+			return 0;
+		pos = rte_hash_add_key(st->listen, &lk);
+		if (pos >= 0)
+			st->listen_id[pos] = id;
+	}
+	return pos < 0 ? pos : 0;
+}
+
+static void
+hash_burst(const void *ctx, uint32_t i, unsigned int burst, uint32_t *res)
+{
+	const struct hash_state *st = ctx;
+	const void *lkeys[64];
+	int32_t pos[64], lpos[64];
+	unsigned int miss[64], nm = 0;
+
+	rte_hash_lookup_bulk(st->exact, &st->ekp[i], burst, pos);
+	for (unsigned int j = 0; j < burst; j++) {
+		if (pos[j] >= 0) {
+			res[j] = st->exact_id[pos[j]];
+			continue;
+		}
+		lkeys[nm] = st->lkp[i + j];
+		miss[nm++] = j;
+	}
+	if (nm == 0)
+		return;
+	rte_hash_lookup_bulk(st->listen, lkeys, nm, lpos);
+	for (unsigned int j = 0; j < nm; j++)
+		res[miss[j]] = lpos[j] >= 0 ? st->listen_id[lpos[j]] : NC_TRIE_NOMATCH;
+}
+
+static void
+hash_state_free(struct hash_state *st)
+{
+	rte_hash_free(st->exact);
+	rte_hash_free(st->listen);
+	free(st->exact_id);
+	free(st->listen_id);
+	free(st->ek);
+	free(st->lk);
+	free(st->ekp);
+	free(st->lkp);
+	memset(st, 0, sizeof(*st));
+}
+
+/* The two tables of the workload's rules, and the input as they take it: 0, or -1 (not its shape). */
+static int
+hash_prepare(const struct workload *w, struct result *r, uint32_t *answers, struct hash_state *st,
+	     bool asked)
+{
+	/* A spare slot a rule for the updates, and the cuckoo's headroom. */
+	uint32_t entries = w->nrules + w->nrules / 4 + 64;
+	struct rte_hash_parameters p = {
+		.entries = entries, .hash_func = rte_hash_crc, .socket_id = 0,
+	};
+	char name[2][32];
+	size_t heap0;
+	double t0;
+
+	r->classifier = "rte_hash";
+	r->variant = "";
+	for (uint32_t i = 0; i < w->nrules; i++)
+		if (hash_shape(&w->rules[i]) == 0) {
+			/* Most workloads are not its shape: said only when it was asked for by name. */
+			if (asked)
+				fprintf(stderr, "nctrie-bench: rte_hash: rule %u is neither a connected nor a "
+					"listening socket's: not measured\n", i);
+			return -1;
+		}
+	snprintf(name[0], sizeof(name[0]), "bx%d", (int)getpid());
+	snprintf(name[1], sizeof(name[1]), "bl%d", (int)getpid());
+	st->exact_id = calloc(entries * 2, sizeof(uint32_t));
+	st->listen_id = calloc(entries * 2, sizeof(uint32_t));
+	st->ek = malloc(w->nkeys * sizeof(*st->ek));
+	st->lk = malloc(w->nkeys * sizeof(*st->lk));
+	st->ekp = malloc(w->nkeys * sizeof(*st->ekp));
+	st->lkp = malloc(w->nkeys * sizeof(*st->lkp));
+	heap0 = nct_heap_bytes();
+	t0 = now_ns();
+	p.name = name[0];
+	p.key_len = sizeof(struct nc_trie_key);
+	st->exact = rte_hash_create(&p);
+	p.name = name[1];
+	p.key_len = sizeof(struct listen_key);
+	st->listen = rte_hash_create(&p);
+	if (st->exact == NULL || st->listen == NULL || st->exact_id == NULL ||
+	    st->listen_id == NULL || st->ek == NULL || st->lk == NULL || st->ekp == NULL ||
+	    st->lkp == NULL) {
+		fprintf(stderr, "nctrie-bench: rte_hash: out of memory\n");
+		hash_state_free(st);
+		return -1;
+	}
+	for (uint32_t i = 0; i < w->nrules; i++)
+		if (hash_add(st, &w->rules[i], i) != 0) {
+			fprintf(stderr, "nctrie-bench: rte_hash: adding rule %u failed\n", i);
+			hash_state_free(st);
+			return -1;
+		}
+	r->build_ms = (now_ns() - t0) / 1e6;
+	/* The tables in DPDK's heap, and the rule id beside each key position. */
+	r->memory_bytes = nct_heap_bytes() - heap0 + 2 * entries * 2 * sizeof(uint32_t);
+	for (uint32_t i = 0; i < w->nkeys; i++) {
+		const struct nc_trie_key *k = &w->keys[i];
+
+		exact_key(k->family, k->proto, &k->src, &k->dst, k->sport, k->dport, &st->ek[i]);
+		listen_key(k->family, k->proto, &k->dst, k->dport, &st->lk[i]);
+		st->ekp[i] = &st->ek[i];
+		st->lkp[i] = &st->lk[i];
+	}
+	for (uint32_t i = 0; i + 64 <= w->nkeys; i += 64)
+		hash_burst(st, i, 64, &answers[i]);
+	for (uint32_t i = w->nkeys / 64 * 64; i < w->nkeys; i++)
+		hash_burst(st, i, 1, &answers[i]);
+	return 0;
+}
+
+/* Single-rule updates: a connected socket's key added, then deleted. */
+static void
+hash_updates(const struct workload *w, struct result *r, struct hash_state *st,
+	     unsigned int updates)
+{
+	uint64_t s = w->seed ^ 0x55;
+	unsigned int done = 0;
+	double *lat = malloc(2 * (updates ? updates : 1) * sizeof(*lat));
+
+	for (unsigned int i = 0; lat != NULL && i < updates; i++) {
+		struct nc_trie_rule nr;
+		struct nc_trie_key k;
+		uint64_t c0, c1, c2;
+		int32_t pos;
+
+		update_rule(w, &nr, &s, i);
+		exact_key(nr.family, nr.proto, &nr.src, &nr.dst, nr.sport.lo, nr.dport.lo, &k);
+		if (rte_hash_lookup(st->exact, &k) >= 0)
+			continue;
+		c0 = rte_rdtsc_precise();
+		pos = rte_hash_add_key(st->exact, &k);
+		c1 = rte_rdtsc_precise();
+		if (pos < 0 || rte_hash_del_key(st->exact, &k) < 0)
+			break;
+		c2 = rte_rdtsc_precise();
+		lat[2 * done] = (double)(c1 - c0) * 1e9 / (double)rte_get_tsc_hz();
+		lat[2 * done + 1] = (double)(c2 - c1) * 1e9 / (double)rte_get_tsc_hz();
+		done++;
+	}
+	r->updates = done;
+	if (done) {
+		r->update_p99_ns = percentile(lat, 2 * done, 0.99);
+		r->update_median_ns = percentile(lat, 2 * done, 0.5);
+	}
+	free(lat);
+	r->ran = true;
+}
+
 /* ---- linear scan -------------------------------------------------------- */
 
 static int
@@ -819,15 +1071,18 @@ bench_perf(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *rules_path = NULL, *synthetic = NULL, *trace = NULL;
-	const char *which = "nctrie,rte_acl,linear";
+	const char *which = "nctrie,rte_acl,rte_hash,linear";
+	bool hash_asked = false;
 	unsigned long packets = 262144, updates = 10000, rebuilds = 0, only_burst = 0;
 	struct workload w = { .seed = 1 };
-	struct result res[3] = { 0 };
+	/* nctrie, rte_acl, the scan, rte_hash */
+	struct result res[4] = { 0 };
 	struct nc_trie *t = NULL;
 	struct acl_state as = { 0 };
+	struct hash_state hs = { 0 };
 	struct nctrie_input nin;
 	struct acl_input ain;
-	struct timed tm[2];
+	struct timed tm[3];
 	unsigned int ntm = 0;
 	uint32_t *ref, *ans;
 	uint32_t nref;
@@ -846,7 +1101,7 @@ bench_perf(int argc, char **argv)
 		case 'a': rebuilds = strtoul(optarg, NULL, 0); break;
 		case 's': w.seed = strtoul(optarg, NULL, 0); break;
 		case 'j': json = true; break;
-		case 'c': which = optarg; break;
+		case 'c': which = optarg; hash_asked = strstr(optarg, "rte_hash") != NULL; break;
 		case '6': ipv6 = true; break;
 		case 'o': w.acl_order = (unsigned int)strtoul(optarg, NULL, 0); break;
 		default: return 2;
@@ -927,17 +1182,25 @@ bench_perf(int argc, char **argv)
 		tm[ntm++] = (struct timed){ acl_burst, &ain, res[1].lookup_ns };
 		ain = (struct acl_input){ as.ctx, as.data };
 	}
+	if (strstr(which, "rte_hash") && hash_prepare(&w, &res[3], ans, &hs, hash_asked) == 0) {
+		res[3].mismatches = count_mismatches(ans, ref, nref);
+		res[3].checked = nref;
+		tm[ntm++] = (struct timed){ hash_burst, &hs, res[3].lookup_ns };
+	}
 	time_interleaved(tm, ntm, w.nkeys);
 	if (t != NULL && nctrie_updates(&w, &res[0], t, (unsigned int)updates) != 0)
 		res[0].ran = false;
 	if (as.ctx != NULL)
 		acl_rebuilds(&w, &res[1], &as, (unsigned int)rebuilds);
 	acl_state_free(&as);
-	print_results(&w, res, 3, json);
+	if (hs.exact != NULL)
+		hash_updates(&w, &res[3], &hs, (unsigned int)updates);
+	hash_state_free(&hs);
+	print_results(&w, res, 4, json);
 	free(ans);
 	free(ref);
 	free(w.keys);
 	free(w.rules);
 	eal_fini();
-	return (res[0].mismatches || res[1].mismatches) ? 3 : 0;
+	return (res[0].mismatches || res[1].mismatches || res[3].mismatches) ? 3 : 0;
 }

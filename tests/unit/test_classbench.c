@@ -370,7 +370,7 @@ END_TEST
 START_TEST(bench_perf_smoke)
 {
 	const char *bench = getenv("NCTRIE_BENCH");
-	char path[512], cmd[2048];
+	char path[512], cmd[4096];
 
 	ck_assert_ptr_nonnull(bench);
 	set_path(path, sizeof(path), "fw1_1k");
@@ -379,12 +379,13 @@ START_TEST(bench_perf_smoke)
 		 "--json > perf.json && '%s' perf --rules '%s' --packets 4096 --updates 200 "
 		 "--acl-rebuilds 1 --burst 1 --json >> perf.json && '%s' perf --rules '%s' --ipv6 "
 		 "--packets 4096 --updates 200 --acl-rebuilds 1 --burst 32 --json >> perf.json && "
-		 "test $(wc -l < perf.json) -eq 9 && "
+		 "test $(wc -l < perf.json) -eq 10 && "
 		 "! grep -v '\"mismatches\": 0,' perf.json && "
 		 "for f in classifier variant workload rules burst lookup_ns build_ms update_median_ns "
 		 "update_p99_ns memory_bytes mismatches; do "
-		 "test $(grep -c \"\\\"$f\\\": \" perf.json) -eq 9 || exit 1; done && "
+		 "test $(grep -c \"\\\"$f\\\": \" perf.json) -eq 10 || exit 1; done && "
 		 "grep -q '\"classifier\": \"rte_acl\"' perf.json && "
+		 "test $(grep -c '\"classifier\": \"rte_hash\"' perf.json) -eq 1 && "
 		 "grep -q '\"classifier\": \"linear\"' perf.json && "
 		 "test $(grep -c '\"workload\": \"fw1_1k-v6\"' perf.json) -eq 3",
 		 tmpdir, bench, bench, path, bench, path);
