@@ -12,8 +12,9 @@ Input: net_pcap with infinite_rx=1, replaying a generated pcap from memory: 1024
 port 5000, or (churn, latency) 64 flows to ports 19968-20031 whose payloads name their flow.
 Cases (median of --runs runs of --seconds each; both sides measured in every run):
   miss             no channel: every packet to the exception device (net_null, no rx)
-  deliver-1        one channel takes every packet; nc-dump -q, an isolated client, creates it
-                   and empties it: each packet copied into its region
+  deliver-1        one channel takes every packet; nc-dump -q --touch, an isolated client,
+                   creates it and empties it: each packet copied into its region, the client
+                   reading its first 64 bytes. Measured against memif too (below)
   deliver-1-zc     the same with a zero-copy client (nc-dump -q on a static channel: mbufs)
   deliver-1-1500B  deliver-1 with 1500-byte frames (and -zc: the zero-copy client's)
   deliver-1k       1024 channels, one per flow (exact 5-tuples, like connected sockets); one
@@ -51,8 +52,16 @@ Cases (median of --runs runs of --seconds each; both sides measured in every run
 testpmd forwards the same input to a net_null port (or the net_tap). Output: one JSON object
 per case with case, mpps, reference_mpps, ratio, cycles_per_packet (the worker core's cycles,
 at the CPU's nominal clock, over its packets) and runs, in bench/results/datapath.jsonl, and
-a table. The deliver-N cases also give delivered_mpps (what reached the rings: the client
-may fall behind and leave drops) and their ratio to deliver-1.
+a table. Each row has extra_ns: the worker's ns a packet minus testpmd's on the same input,
+what netchanneld adds to the input's own cost. The deliver-N cases also give delivered_mpps
+(what reached the rings: the client may fall behind and leave drops) and their ratio to
+deliver-1. deliver-1 and deliver-1-1500B are measured in each run against the peer a user
+would pick to hand packets to another process: testpmd io-forward from the same net_pcap into
+net_memif (server, copy mode, 1,024 descriptors, 2 KiB buffers, one queue pair, bursts of 32,
+on the worker's lcore), read by a second testpmd in rxonly (on the client's lcore):
+peer_memif_mpps, and ratio_memif (netchanneld's delivered rate over memif's).
+A case that cannot run is a row with its error, and the others still run.
+NCD_BENCH_DAEMON=PATH measures another build's netchanneld with this tree's cases and clients.
 """
 import argparse
 import json
@@ -71,13 +80,17 @@ from pcapfile import write_pcap
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.path.join(TOP, "build")
-DAEMON = os.path.join(BUILD, "app/netchanneld/netchanneld")
+# NCD_BENCH_DAEMON: another build's netchanneld, measured with this tree's cases and clients
+# (a change to the daemon alone, before and after, with the same bench).
+DAEMON = os.environ.get("NCD_BENCH_DAEMON", os.path.join(BUILD, "app/netchanneld/netchanneld"))
 NCCTL = os.path.join(BUILD, "app/ncctl/ncctl")
 DUMP = os.path.join(BUILD, "app/examples/nc-dump")
 CLIENT = os.path.join(BUILD, "tests/integration/nc_client_test")
 EAL = ["-l", "0-1", "--no-pci", "--log-level", "lib.eal:error", "--no-telemetry"]
 MAC = "02:70:63:61:70:00"
 FLOW_BASE = 19968                       # 0x4e00: 64 ports under one mask
+# The cases measured against testpmd -> net_memif -> testpmd rxonly too (memif_peer()).
+MEMIF_CASES = ("deliver-1", "deliver-1-1500B")
 
 
 def make_pcap(path, size):
@@ -156,10 +169,59 @@ def testpmd(pcap, seconds, prefix, out="net_null0,no-rx=1", port=0, counter="RX-
     return (int(n[1]) - int(n[0])) / seconds / 1e6
 
 
+def memif_peer(pcap, seconds, prefix, work):
+    """The peer a user would pick to hand packets to another process: testpmd io-forward from
+    net_pcap into net_memif (server; copy mode, rsize=10: 1,024 descriptors, 2 KiB buffers,
+    one queue pair, bursts of 32), read by a second testpmd in rxonly (client). The forwarder
+    polls on lcore 1, as netchanneld's worker does, the reader on lcore 0, where the client
+    runs. The rate the reader receives, after a warm-up."""
+    sock = os.path.join(work, "memif.sock")
+    # A socket in the file system (not the abstract namespace): its appearance says the
+    # forwarder is up.
+    memif = f"socket={sock},socket-abstract=no,rsize=10,bsize=2048"
+    if os.path.exists(sock):
+        os.unlink(sock)
+    fwd = subprocess.Popen(
+        ["dpdk-testpmd", "-l", "0-1", "--no-pci", "--file-prefix", prefix + "f",
+         "--vdev", f"net_pcap0,rx_pcap={pcap},infinite_rx=1",
+         "--vdev", f"net_memif0,role=server,{memif}", "--", "-i", "--forward-mode=io",
+         "--nb-cores=1", "--burst=32", "--auto-start"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        for _ in range(300):
+            if os.path.exists(sock) or fwd.poll() is not None:
+                break
+            time.sleep(0.1)
+        if not os.path.exists(sock):
+            raise RuntimeError("testpmd with net_memif (server): no socket " + sock)
+        script = (f"sleep 1.5; echo 'show port stats 0'; sleep {seconds}; "
+                  "echo 'show port stats 0'; echo quit")
+        res = subprocess.run(
+            ["bash", "-c", f"({script}) | dpdk-testpmd -l 0-1 --main-lcore 1 --no-pci "
+             f"--file-prefix {prefix}r --vdev net_memif0,role=client,{memif} -- -i "
+             "--forward-mode=rxonly --nb-cores=1 --burst=32 --auto-start"],
+            capture_output=True, text=True, timeout=seconds + 60).stdout
+    finally:
+        try:
+            fwd.communicate("quit\n", timeout=60)
+        except subprocess.TimeoutExpired:
+            fwd.kill()
+            fwd.wait()
+        cleanup(prefix + "f")
+        cleanup(prefix + "r")
+    # The two "show port stats" answers: NIC statistics blocks.
+    n = re.findall(r"NIC statistics for port 0\s+#+\s+RX-packets:\s+(\d+)", res)
+    if len(n) < 2:
+        raise RuntimeError("testpmd over memif: no stats\n" + res[-2000:])
+    return (int(n[1]) - int(n[0])) / seconds / 1e6
+
+
 def ncd_port(sock):
-    out = subprocess.run([NCCTL, "-s", sock, "--json", "-c", "show port stats 0"],
-                         capture_output=True, text=True, check=True).stdout
-    return json.loads(out)[0]
+    r = subprocess.run([NCCTL, "-s", sock, "--json", "-c", "show port stats 0"],
+                       capture_output=True, text=True, timeout=30)
+    if r.returncode != 0:
+        raise RuntimeError(f"ncctl show port stats 0: exit {r.returncode}: {r.stderr.strip()}")
+    return json.loads(r.stdout)[0]
 
 
 def netchanneld(pcap, seconds, work, prefix, channels=(), args=(), exc="net_null1,no-rx=1",
@@ -187,9 +249,12 @@ def netchanneld(pcap, seconds, work, prefix, channels=(), args=(), exc="net_null
     cl, result = None, {}
     try:
         for _ in range(1200):
-            if "netchanneld: running" in open(log.name).read():
+            if "netchanneld: running" in open(log.name).read() or d.poll() is not None:
                 break
             time.sleep(0.1)
+        if d.poll() is not None or "netchanneld: running" not in open(log.name).read():
+            raise RuntimeError(f"netchanneld did not start (exit {d.poll()}):\n"
+                               + open(log.name).read()[-1500:])
         if client is not None:
             cl = subprocess.Popen([a.replace("{sock}", sock) for a in client],
                                   stdout=open(os.path.join(work, "client.out"), "w"),
@@ -204,9 +269,14 @@ def netchanneld(pcap, seconds, work, prefix, channels=(), args=(), exc="net_null
         if during is not None:
             th = threading.Thread(target=lambda: result.update(during(sock, seconds)))
             th.start()
-        p0 = ncd_port(sock)
-        time.sleep(seconds)
-        p1 = ncd_port(sock)
+        try:
+            p0 = ncd_port(sock)
+            time.sleep(seconds)
+            p1 = ncd_port(sock)
+        except (RuntimeError, subprocess.SubprocessError) as x:
+            # Say what the daemon said, or how it ended.
+            raise RuntimeError(f"{x}\ndaemon (exit status {d.poll()}):\n"
+                               + open(log.name).read()[-1500:]) from x
         if th is not None:
             th.join()
         if wait_client and cl is not None:
@@ -286,6 +356,9 @@ def main():
     # empty has the worker write its eventfd about every burst (see docs/protocol.md, nc-dump).
     dump = [DUMP, "-s", "{sock}", "--channel", "all", "-q", "-b", "1000", "-t", "60"]
     dump_iso = [DUMP, "-s", "{sock}", "--dport", "5000", "-q", "-b", "1000", "-t", "60"]
+    # Against memif, the client reads each frame's first 64 bytes, as memif's copy and
+    # testpmd's rxonly do with each.
+    touch_iso = dump_iso + ["--touch"]
     checker = [CLIENT, "{sock}", "attach", "all", "0", str(FLOW_BASE), "soak"]
     many = {}
     for k, n, ring in (("1k", 1024, 64), ("10k", 10000, 32), ("100k", 100000, 32)):
@@ -314,9 +387,9 @@ def main():
                "action": {"nat": dict(nat, reverse=True)}}]
     cases = [
         ("miss", 64, {}),
-        ("deliver-1", 64, {"client": dump_iso}),
+        ("deliver-1", 64, {"client": touch_iso}),
         ("deliver-1-zc", 64, {"channels": one, "client": dump}),
-        ("deliver-1-1500B", 1500, {"client": dump_iso}),
+        ("deliver-1-1500B", 1500, {"client": touch_iso}),
         ("deliver-1-1500B-zc", 1500, {"channels": one, "client": dump}),
         ("deliver-1k", "1k", sockets),
         ("deliver-1k-zc", "1k", sockets),
@@ -338,88 +411,120 @@ def main():
     subprocess.run(["ip", "netns", "add", netns], check=True)
     try:
         for case, size, kw in cases:
-            ours, ref, ref2, base, extra = [], [], [], [], {}
-            if callable(kw):
-                kw = kw(case)
-            tp = {"out": tap, "port": 1, "counter": "TX-packets", "netns": netns} \
-                if case == "tap-exception" else {}
-            for i in range(a.runs):
-                print(f"bench: {case} run {i + 1}/{a.runs}", file=sys.stderr)
-                ref.append(testpmd(pcaps[size], a.seconds, f"ncdtpm{pid}", **tp))
-                if not tp:
-                    ref2.append(testpmd(pcaps[size], a.seconds, f"ncdtpm{pid}", out="net_null0"))
+            try:
+                ours, ref, ref2, base, extra = [], [], [], [], {}
+                if callable(kw):
+                    kw = kw(case)
+                tp = {"out": tap, "port": 1, "counter": "TX-packets", "netns": netns} \
+                    if case == "tap-exception" else {}
+                for i in range(a.runs):
+                    print(f"bench: {case} run {i + 1}/{a.runs}", file=sys.stderr)
+                    ref.append(testpmd(pcaps[size], a.seconds, f"ncdtpm{pid}", **tp))
+                    if not tp:
+                        ref2.append(testpmd(pcaps[size], a.seconds, f"ncdtpm{pid}",
+                                            out="net_null0"))
+                    if case in MEMIF_CASES:
+                        extra.setdefault("memif", []).append(
+                            memif_peer(pcaps[size], a.seconds, f"ncdmif{pid}", work))
+                    if case == "churn":
+                        # The same without churn, in the same run: the rate churn costs.
+                        m0, _, _ = netchanneld(pcaps[size], a.seconds, work, f"ncddp{pid}",
+                                               channels=flows, client=checker)
+                        base.append(m0)
+                    mpps, port, res = netchanneld(pcaps[size], a.seconds, work, f"ncddp{pid}", **kw)
+                    ours.append(mpps)
+                    extra.setdefault("delivered", []).append(res["delivered_mpps"])
+                    if mpps == 0:
+                        print(f"bench: {case}: no packets; client:\n{res.get('client', '')[-1500:]}"
+                              f"\ndaemon:\n{open(os.path.join(work, 'daemon.log')).read()[-1500:]}",
+                              file=sys.stderr)
+                    if case == "churn":
+                        ok, bad = client_totals(res.get("client", ""))
+                        extra.setdefault("churn_per_s", []).append(res.get("churn_per_s", 0))
+                        extra["checked"] = extra.get("checked", 0) + ok
+                        extra["misdelivered"] = extra.get("misdelivered", 0) + bad
+                m, r = statistics.median(ours), statistics.median(ref)
+                row = {"case": case, "mpps": round(m, 3), "reference_mpps": round(r, 3),
+                       "ratio": round(m / r, 3) if r else None,
+                       "cycles_per_packet": round(hz / (m * 1e6), 1) if hz and m else None,
+                       "runs": a.runs,
+                       "frame_bytes": size if isinstance(size, int) else
+                       634 if size == "frags" else 64,
+                       "last_run_port": {k: port[k] for k in ("rx", "delivered", "to_kernel",
+                                                               "drop_ring_full", "drop_exc_full",
+                                                               "mark_hits", "mark_ignored",
+                                                               "nat", "drop_nat_tx")},
+                       # Every run, and the best of each side: this machine's noise only ever
+                       # slows a run down, so the best runs' ratio is the steadier one.
+                       "runs_mpps": [round(x, 3) for x in ours],
+                       "runs_reference_mpps": [round(x, 3) for x in ref],
+                       "best_ratio": round(max(ours) / max(ref), 3) if max(ref) else None}
+                if ref2:
+                    r2 = statistics.median(ref2)
+                    row.update({"reference_twoway_mpps": round(r2, 3),
+                                "ratio_twoway": round(m / r2, 3) if r2 else None})
+                # mpps is the worker's rx rate; with a channel, what reached it too (a client
+                # that falls behind makes the worker drop at the full ring, which costs less).
+                if statistics.median(extra["delivered"]) > 0:
+                    dm = statistics.median(extra["delivered"])
+                    row["delivered_mpps"] = round(dm, 3)
+                    row["delivered_ratio"] = round(dm / r, 3) if r else None
+                if case in many:
+                    row["channels"] = many[case][0]
+                # What netchanneld adds to the input's own cost: its ns a packet over testpmd's.
+                if m and r:
+                    row["extra_ns"] = round(1e3 / m - 1e3 / r, 1)
+                if extra.get("memif"):
+                    pm = statistics.median(extra["memif"])
+                    row["peer_memif_mpps"] = round(pm, 3)
+                    row["runs_memif_mpps"] = [round(x, 3) for x in extra["memif"]]
+                    # netchanneld's delivered rate over memif's, in the same runs.
+                    dm = statistics.median(extra["delivered"])
+                    row["ratio_memif"] = round(dm / pm, 3) if pm else None
+                if case in ("nat", "nat-reverse", "deliver-1-zc") or case in many:
+                    # Against deliver-1 of the same mode (isolated, or zero-copy).
+                    # (Not `one`: that is deliver-1-zc's channel list, which the latency step uses.)
+                    base1 = ("deliver-1-zc" if case in many and case.endswith("-zc")
+                             else "deliver-1")
+                    d1 = next((x["mpps"] for x in results if x["case"] == base1), None)
+                    row["ratio_to_deliver_1"] = round(m / d1, 3) if d1 else None
                 if case == "churn":
-                    # The same without churn, in the same run: the rate churn costs.
-                    m0, _, _ = netchanneld(pcaps[size], a.seconds, work, f"ncddp{pid}",
-                                           channels=flows, client=checker)
-                    base.append(m0)
-                mpps, port, res = netchanneld(pcaps[size], a.seconds, work, f"ncddp{pid}", **kw)
-                ours.append(mpps)
-                extra.setdefault("delivered", []).append(res["delivered_mpps"])
-                if mpps == 0:
-                    print(f"bench: {case}: no packets; client:\n{res.get('client', '')[-1500:]}"
-                          f"\ndaemon:\n{open(os.path.join(work, 'daemon.log')).read()[-1500:]}",
-                          file=sys.stderr)
-                if case == "churn":
-                    ok, bad = client_totals(res.get("client", ""))
-                    extra.setdefault("churn_per_s", []).append(res.get("churn_per_s", 0))
-                    extra["checked"] = extra.get("checked", 0) + ok
-                    extra["misdelivered"] = extra.get("misdelivered", 0) + bad
-            m, r = statistics.median(ours), statistics.median(ref)
-            row = {"case": case, "mpps": round(m, 3), "reference_mpps": round(r, 3),
-                   "ratio": round(m / r, 3) if r else None,
-                   "cycles_per_packet": round(hz / (m * 1e6), 1) if hz and m else None,
-                   "runs": a.runs, "frame_bytes": size if isinstance(size, int) else 634 if size == "frags" else 64,
-                   "last_run_port": {k: port[k] for k in ("rx", "delivered", "to_kernel",
-                                                           "drop_ring_full", "drop_exc_full",
-                                                           "mark_hits", "mark_ignored",
-                                                           "nat", "drop_nat_tx")},
-                   # Every run, and the best of each side: this machine's noise only ever
-                   # slows a run down, so the best runs' ratio is the steadier one.
-                   "runs_mpps": [round(x, 3) for x in ours],
-                   "runs_reference_mpps": [round(x, 3) for x in ref],
-                   "best_ratio": round(max(ours) / max(ref), 3) if max(ref) else None}
-            if ref2:
-                r2 = statistics.median(ref2)
-                row.update({"reference_twoway_mpps": round(r2, 3),
-                            "ratio_twoway": round(m / r2, 3) if r2 else None})
-            # mpps is the worker's rx rate; with a channel, what reached it too (a client
-            # that falls behind makes the worker drop at the full ring, which costs less).
-            if statistics.median(extra["delivered"]) > 0:
-                dm = statistics.median(extra["delivered"])
-                row["delivered_mpps"] = round(dm, 3)
-                row["delivered_ratio"] = round(dm / r, 3) if r else None
-            if case in many:
-                row["channels"] = many[case][0]
-            if case in ("nat", "nat-reverse", "deliver-1-zc") or case in many:
-                # Against deliver-1 of the same mode (isolated, or zero-copy).
-                one = "deliver-1-zc" if case in many and case.endswith("-zc") else "deliver-1"
-                d1 = next((x["mpps"] for x in results if x["case"] == one), None)
-                row["ratio_to_deliver_1"] = round(m / d1, 3) if d1 else None
-            if case == "churn":
-                b = statistics.median(base)
-                row.update({"mpps_without_churn": round(b, 3),
-                            "ratio_to_without_churn": round(m / b, 3) if b else None,
-                            "churn_per_s": statistics.median(extra["churn_per_s"]),
-                            "packets_checked": extra["checked"],
-                            "misdelivered": extra["misdelivered"]})
-            results.append(row)
+                    b = statistics.median(base)
+                    row.update({"mpps_without_churn": round(b, 3),
+                                "ratio_to_without_churn": round(m / b, 3) if b else None,
+                                "churn_per_s": statistics.median(extra["churn_per_s"]),
+                                "packets_checked": extra["checked"],
+                                "misdelivered": extra["misdelivered"]})
+                results.append(row)
+            except (RuntimeError, OSError, ValueError, subprocess.SubprocessError) as x:
+                # A case that cannot run says why, and the others still run.
+                print(f"bench: {case}: could not run: {x}", file=sys.stderr)
+                results.append({"case": case, "mpps": None, "error": str(x)[-500:]})
         want_latency = not a.cases or "latency" in a.cases.split(",")
-        lat = None
+        lat = rxl = None
+        res, rres, rx_mpps = {}, {}, 0
+        steps = (RuntimeError, OSError, ValueError, subprocess.SubprocessError)
         if want_latency:
             print(f"bench: latency, {a.latency_count} creates", file=sys.stderr)
-            _, _, res = netchanneld(pcaps["flows"], 0.1, work, f"ncddp{pid}", channels=flows,
-                                    client=[CLIENT, "{sock}", "latency", "lat",
-                                            str(FLOW_BASE + 7), str(a.latency_count)],
-                                    wait_client=True)
+            try:
+                _, _, res = netchanneld(pcaps["flows"], 0.1, work, f"ncddp{pid}",
+                                        channels=flows,
+                                        client=[CLIENT, "{sock}", "latency", "lat",
+                                                str(FLOW_BASE + 7), str(a.latency_count)],
+                                        wait_client=True)
+            except steps as x:
+                print(f"bench: latency: could not run: {x}", file=sys.stderr)
             lat = re.search(r"latency n (\d+) create_median_us (\d+) create_p99_us (\d+) "
                             r"first_median_us (\d+) first_p99_us (\d+)", res.get("client", ""))
             # From rx burst to the client's dequeue: deliver-1 with the workers' TSC stamps
             # (rx_timestamps) and nc-dump -L, for one run.
             print("bench: latency, rx to dequeue under deliver-1", file=sys.stderr)
-            rx_mpps, _, rres = netchanneld(pcaps[64], a.seconds, work, f"ncddp{pid}",
-                                           channels=one, client=dump + ["-L"],
-                                           config={"rx_timestamps": True})
+            try:
+                rx_mpps, _, rres = netchanneld(pcaps[64], a.seconds, work, f"ncddp{pid}",
+                                               channels=one, client=dump + ["-L"],
+                                               config={"rx_timestamps": True})
+            except steps as x:
+                print(f"bench: latency, rx to dequeue: could not run: {x}", file=sys.stderr)
             rxl = re.search(r"rx to dequeue: median ([\d.]+) us, p99 ([\d.]+) us",
                             rres.get("client", ""))
         if lat:
@@ -446,14 +551,22 @@ def main():
         for r in results:
             f.write(json.dumps(r) + "\n")
     print(f"{'case':18} {'Mpps':>8} {'testpmd':>8} {'ratio':>6} {'cycles/pkt':>10} "
-          f"{'best ratio':>10} {'delivered':>9} {'ratio':>6} {'2-way tpmd':>10} {'ratio':>6}")
+          f"{'extra ns':>8} {'best ratio':>10} {'delivered':>9} {'ratio':>6} {'memif':>7} "
+          f"{'ratio':>6} {'2-way tpmd':>10} {'ratio':>6}")
     for r in results:
+        if r.get("error"):
+            print(f"{r['case']:18} could not run: {r['error'].splitlines()[0]}")
         if not r["mpps"]:
             continue
-        print(f"{r['case']:18} {r['mpps']:>8} {r['reference_mpps']:>8} {r['ratio']:>6} "
-              f"{r['cycles_per_packet']:>10} {r['best_ratio']:>10} "
-              f"{r.get('delivered_mpps', '-'):>9} {r.get('delivered_ratio', '-'):>6} "
-              f"{r.get('reference_twoway_mpps', '-'):>10} {r.get('ratio_twoway', '-'):>6}")
+        # A figure that could not be had (None, or absent) shows as '-'.
+        cols = [(k, w) for k, w in (("mpps", 8), ("reference_mpps", 8), ("ratio", 6),
+                                    ("cycles_per_packet", 10), ("extra_ns", 8),
+                                    ("best_ratio", 10), ("delivered_mpps", 9),
+                                    ("delivered_ratio", 6), ("peer_memif_mpps", 7),
+                                    ("ratio_memif", 6), ("reference_twoway_mpps", 10),
+                                    ("ratio_twoway", 6))]
+        print(f"{r['case']:18} " + " ".join(
+            f"{'-' if r.get(k) is None else r[k]:>{w}}" for k, w in cols))
     for r in results:
         if r["case"] == "churn":
             print(f"churn: {r['churn_per_s']} channels/s created and destroyed; "

@@ -3,7 +3,7 @@
  * nc-dump: a channel's packets to a pcap file, or summarised on stdout.
  *
  *   nc-dump [-s SOCKET] (--channel NAME | --dport N [--dst ADDR] [--proto P])
- *           [-w FILE | -q [-b USEC] [-L]] [-c COUNT] [-t SECONDS] [--zero-copy]
+ *           [-w FILE | -q [-b USEC] [-L] [--touch]] [-c COUNT] [-t SECONDS] [--zero-copy]
  *
  * With --channel it attaches to a static channel of the daemon's config;
  * with --dport it creates a channel of its own for that flow, which the
@@ -44,7 +44,8 @@ static void
 usage(FILE *f)
 {
 	fprintf(f, "usage: nc-dump [-s SOCKET] (--channel NAME | --dport N [--dst ADDR] [--proto P])\n"
-		   "               [-w FILE | -q [-b USEC] [-L]] [-c COUNT] [-t SECONDS] [--zero-copy]\n"
+		   "               [-w FILE | -q [-b USEC] [-L] [--touch]] [-c COUNT] [-t SECONDS]\n"
+		   "               [--zero-copy]\n"
 		   "  -s, --socket    the daemon's control socket (default " NC_DEFAULT_SOCKET ")\n"
 		   "      --channel   attach to this static channel\n"
 		   "      --dport     create a channel for this destination port (udp by default)\n"
@@ -60,6 +61,8 @@ usage(FILE *f)
 		   "  -L, --latency   with -q: the time from the daemon's rx burst to this dequeue,\n"
 		   "                  median and 99th percentile (the daemon's config must set\n"
 		   "                  rx_timestamps; a zero-copy client)\n"
+		   "      --touch     with -q: read each frame's first 64 bytes, as a consumer that\n"
+		   "                  looks at its headers would (a benchmark's fair share of work)\n"
 		   "      --zero-copy a zero-copy client (DPDK secondary process: root, or\n"
 		   "                  control.allow's zero_copy); --channel implies it\n"
 		   "      --version   the version\n");
@@ -157,7 +160,7 @@ raw:
 struct dump_opts {
 	const char *sock, *channel, *dst, *proto, *out;
 	long dport, count, seconds, busy_us;
-	int quiet, want_latency, zero_copy;
+	int quiet, want_latency, zero_copy, touch;
 };
 
 /* The command line read: -1 to go on, or the exit code (help, version, a bad argument). */
@@ -177,6 +180,7 @@ parse_args(int argc, char **argv, struct dump_opts *op)
 		{ "busy-poll", required_argument, NULL, 'b' },
 		{ "latency", no_argument, NULL, 'L' },
 		{ "zero-copy", no_argument, NULL, 'z' },
+		{ "touch", no_argument, NULL, 'T' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -197,6 +201,7 @@ parse_args(int argc, char **argv, struct dump_opts *op)
 		case 'b': op->busy_us = strtol(optarg, NULL, 0); break;
 		case 'L': op->want_latency = 1; break;
 		case 'z': op->zero_copy = 1; break;
+		case 'T': op->touch = 1; break;
 		case 'h': usage(stdout); return 0;
 		case 'V': printf("%s (netchanneld) %s, %s\n", "nc-dump", nc_version(), rte_version()); return 0;
 		default: usage(stderr); return 2;
@@ -205,7 +210,7 @@ parse_args(int argc, char **argv, struct dump_opts *op)
 	if ((op->channel == NULL) == (op->dport < 0) || op->dport > 65535 || op->count < 0 ||
 	    op->seconds < 0 || (op->quiet && op->out != NULL) || op->busy_us < 0 ||
 	    op->busy_us > 1000000 || (op->busy_us && !op->quiet) ||
-	    (op->want_latency && !op->quiet)) {
+	    (op->want_latency && !op->quiet) || (op->touch && !op->quiet)) {
 		usage(stderr);
 		return 2;
 	}
@@ -232,6 +237,25 @@ open_channel(struct nc_client *c, const struct dump_opts *op, const struct nc_ru
 		fprintf(stderr, "nc-dump: channel: %s%s%s\n", nc_strerror(errno),
 			NC_REASON(nc_last_reason()));
 	return ch;
+}
+
+/* What --touch reads of each frame is summed here, so that the reads are made. */
+static volatile uint64_t touched;
+
+/* --touch: each frame's first 64 bytes (or all of a shorter one), read. */
+static void
+touch_burst(int zero_copy, struct rte_mbuf **m, const struct nc_buf *b, uint16_t n)
+{
+	uint64_t sum = 0;
+
+	for (uint16_t i = 0; i < n; i++) {
+		const uint8_t *p = zero_copy ? rte_pktmbuf_mtod(m[i], const uint8_t *) : b[i].data;
+		uint32_t len = zero_copy ? m[i]->data_len : b[i].len;
+
+		for (uint32_t k = 0; k < (len < 64 ? len : 64); k++)
+			sum += p[k];
+	}
+	touched += sum;
 }
 
 /*
@@ -286,6 +310,8 @@ count_only(struct nc_client *c, struct nc_channel *ch, const struct dump_opts *o
 			continue;
 		}
 		got += n;
+		if (op->touch)
+			touch_burst(op->zero_copy, m, b, n);
 		if (op->zero_copy) {
 			nc_mbuf_free_bulk(c, m, n);
 		} else {

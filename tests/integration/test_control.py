@@ -700,7 +700,15 @@ class Control(T.DaemonCase):
                             "-c", "100"], capture_output=True, text=True, timeout=30)
         self.assertEqual((r.returncode, r.stdout), (0, ""), r.stderr)
         self.assertIn("nc-dump: 100 packets", r.stderr)
+        # ... reading each frame's first 64 bytes (--touch), in an isolated client's region
+        # and as a zero-copy client.
+        for mode in ([], ["--zero-copy"]):
+            r = subprocess.run([exe, "-s", self.sock, "--dport", "5000", "-q", "--touch",
+                                "-c", "100"] + mode, capture_output=True, text=True, timeout=30)
+            self.assertEqual((r.returncode, r.stdout), (0, ""), r.stderr)
+            self.assertIn("nc-dump: 100 packets", r.stderr)
         for bad in ([], ["--channel", "x", "--dport", "1"], ["--dport", "70000"],
+                    ["--dport", "1", "--touch"],
                     ["--dport", "1", "-q", "-w", out], ["--dport", "1", "-b", "10"],
                     ["--dport", "1", "-q", "-b", "-1"], ["--dport", "1", "-q", "-b", "2000000"]):
             self.assertEqual(subprocess.run([exe, "-s", self.sock] + bad,
