@@ -2,7 +2,9 @@
 /*
  * Delivery: a burst's matches onto their channels' rings, one enqueue per
  * channel per burst, within each channel's byte budget, or copied into an
- * isolated client's region; then the wake-ups of consumers that sleep. Only worker.c includes it: the per-burst path.
+ * isolated client's region (in burst order, whatever the channel); then the
+ * wake-ups of consumers that sleep. Only worker.c includes it: the per-burst
+ * path.
  */
 #ifndef NCD_DATAPATH_DELIVER_H
 #define NCD_DATAPATH_DELIVER_H
@@ -175,13 +177,36 @@ wake_consumers(struct ncd_worker *w, const struct ncd_batch *batches, uint16_t n
 	}
 }
 
-/**
- * Enqueue each batch on its channel's ring within the channel's byte
- * budget, drop and count the rest, then wake the consumers that sleep.
- * Inline: the worker calls it for every burst.
+/*
+ * An isolated burst's consumers that sleep, woken (after the fence of
+ * wake_consumers()). A one-ring client's channels all point at its region's
+ * flag: woken once, however many of its channels the burst had.
  */
 static __rte_always_inline void
-ncd_dp_deliver(struct ncd_worker *w, struct ncd_port_stats *ps, struct ncd_batch *b, uint16_t nb)
+wake_iso(struct ncd_worker *w, const struct ncd_iso_burst *ib)
+{
+	const uint32_t *last = NULL;
+
+	for (uint16_t k = 0; k < ib->nrun; k++) {
+		struct ncd_channel *ch = ib->run[k].ch;
+		uint32_t *flag = __atomic_load_n(&ch->wakeup, __ATOMIC_RELAXED);
+
+		if (ib->run[k].sent == 0 || flag == last)
+			continue;
+		last = flag;
+		wake_one(&w->cstats[ch->id], flag, ncd_region_efdp(ib->run[k].rg, &ch->efd));
+	}
+}
+
+/**
+ * Enqueue each batch on its channel's ring within the channel's byte
+ * budget, drop and count the rest; copy the isolated burst into its
+ * regions; then wake the consumers that sleep. Inline: the worker calls it
+ * for every burst.
+ */
+static __rte_always_inline void
+ncd_dp_deliver(struct ncd_worker *w, struct ncd_port_stats *ps, struct ncd_batch *b, uint16_t nb,
+	       struct ncd_iso_burst *ib)
 {
 	struct ncd_batch *into[NCD_BURST];
 	uint16_t ni = 0;
@@ -202,8 +227,12 @@ ncd_dp_deliver(struct ncd_worker *w, struct ncd_port_stats *ps, struct ncd_batch
 	}
 	if (ni > 0)
 		ncd_region_deliver_batches(w, ps, into, ni);
-	if (nb > 0)
+	if (ib->n > 0)
+		ncd_region_deliver_burst(w, ps, ib);
+	if (nb > 0 || ib->n > 0)
 		wake_consumers(w, b, nb);
+	if (ib->n > 0)
+		wake_iso(w, ib);
 }
 
 #endif

@@ -17,6 +17,28 @@ struct rte_mbuf;
 /* Bytes the parser may need: Ethernet, two tags, IPv6 and a chain of extension headers. */
 #define NCD_PARSE_BYTES 256
 
+/*
+ * Matched packets of isolated clients' channels (not shared) in the current
+ * burst, in burst order, as runs of consecutive packets of one channel:
+ * copied into their regions without being sorted into a batch a channel
+ * first. With a channel per flow, a burst's 32 packets have 32 channels, and
+ * sorting them into batches cost more than the copies; with one channel, the
+ * burst is one run, as it was one batch.
+ */
+struct ncd_iso_run {
+	struct ncd_channel *ch;
+	struct ncd_region *rg;
+	uint16_t first, n;              /* its packets: m[first] to m[first + n - 1] */
+	uint16_t marks;                 /* how many of them the NIC's mark found */
+	uint16_t sent;                  /* how many were copied into the region */
+};
+
+struct ncd_iso_burst {
+	uint16_t n, nrun;
+	struct rte_mbuf *m[NCD_BURST];
+	struct ncd_iso_run run[NCD_BURST];
+};
+
 /* Matched packets of one channel in the current burst. */
 struct ncd_batch {
 	struct ncd_channel *ch;

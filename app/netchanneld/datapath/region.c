@@ -212,7 +212,7 @@ ncd_region_deliver(struct ncd_worker *w, struct ncd_port_stats *ps, struct ncd_c
 	return sent;
 }
 
-_Static_assert(NCD_BURST <= 32, "a burst's batches are marked in a 32-bit mask");
+_Static_assert(NCD_BURST <= 32, "a burst's batches and runs are marked in a 32-bit mask");
 
 void
 ncd_region_deliver_batches(struct ncd_worker *w, struct ncd_port_stats *ps, struct ncd_batch **b,
@@ -259,6 +259,53 @@ ncd_region_deliver_batches(struct ncd_worker *w, struct ncd_port_stats *ps, stru
 		ncd_region_unlock(rg);
 	}
 	ncd_mbuf_free_burst(done, nd);
+}
+
+void
+ncd_region_deliver_burst(struct ncd_worker *w, struct ncd_port_stats *ps,
+			 struct ncd_iso_burst *ib)
+{
+	struct desc_stage st;
+	uint32_t done = 0;                   /* bit k: run k went in with an earlier run's region */
+
+	st.n = 0;
+	st.npub = 0;
+	for (uint32_t i = 0; i < ib->nrun; i++) {
+		struct ncd_region *rg = ib->run[i].rg;
+		uint32_t nrg = 0;
+
+		if (done & (UINT32_C(1) << i))
+			continue;
+		for (uint32_t k = i; k < ib->nrun; k++)
+			nrg += ib->run[k].rg == rg ? ib->run[k].n : 0;
+		/*
+		 * A one-ring client's packets take that ring's next entries, whatever
+		 * their channels; with a ring a channel, only the first channel's are
+		 * known here (a hint: the others' come as they are copied).
+		 */
+		prefetch_room(rg, &rg->rx[ib->run[i].ch->region_ring], 0, 0, nrg);
+		rte_spinlock_lock(&rg->lock);
+		for (uint32_t k = i; k < ib->nrun; k++) {
+			struct ncd_iso_run *r = &ib->run[k];
+			const struct ncd_channel *ch = r->ch;
+			struct ncd_chan_stats *cs;
+			struct copy_tally t = { 0, 0, 0 };
+
+			if (r->rg != rg)
+				continue;
+			done |= UINT32_C(1) << k;
+			r->sent = (uint16_t)region_copy(rg, &rg->rx[ch->region_ring], ch->region_limit,
+							ch, &ib->m[r->first], r->n, &t, &st);
+			cs = &w->cstats[ch->id];
+			cs->hits += r->n;
+			cs->hits_mark += r->marks;
+			cs->hits_trie += r->n - r->marks;
+			count_copy(cs, ps, r->sent, &t);
+		}
+		stage_flush(&st);
+		ncd_region_unlock(rg);
+	}
+	ncd_mbuf_free_burst(ib->m, ib->n);
 }
 
 static uint32_t

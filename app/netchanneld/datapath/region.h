@@ -10,6 +10,7 @@
 
 struct ncd;
 struct ncd_batch;
+struct ncd_iso_burst;
 struct ncd_channel;
 struct ncd_port_stats;
 struct ncd_region;
@@ -32,6 +33,15 @@ uint32_t ncd_region_deliver(struct ncd_worker *w, struct ncd_port_stats *ps,
  */
 void ncd_region_deliver_batches(struct ncd_worker *w, struct ncd_port_stats *ps,
 				struct ncd_batch **b, uint32_t nb);
+
+/**
+ * The runs of an isolated burst (each with its channel and region set),
+ * copied in burst order, each region's under one hold of its lock, and
+ * counted in each channel's counters (hits and copies) and the port's. Sets
+ * each run's sent; frees every mbuf.
+ */
+void ncd_region_deliver_burst(struct ncd_worker *w, struct ncd_port_stats *ps,
+			      struct ncd_iso_burst *ib);
 
 /**
  * What waited on a static channel's own ring goes into the ring of the

@@ -2,9 +2,10 @@
 /*
  * The worker loop and the per-packet path. For each burst: parse every
  * frame, take NIC marks, classify the rest in one bulk lookup, then hand out
- * the burst: matches to their channels (one ring enqueue per channel per
- * burst), NAT's packets to NAT, drops to the pool, everything else to the
- * exception device unchanged. No locks, no syscalls, no allocation; counters
+ * the burst: isolated clients' matches copied into their regions in burst
+ * order (one lock hold a region), zero-copy ones to their channels (one ring
+ * enqueue per channel per burst), NAT's packets to NAT, drops to the pool,
+ * everything else to the exception device unchanged. No locks, no syscalls, no allocation; counters
  * are per worker, on the worker's own cache lines.
  */
 #include <string.h>
@@ -293,6 +294,7 @@ dispatch_burst(struct ncd *d, struct ncd_worker *w, unsigned int pi, struct rte_
 	struct rte_mbuf *exc[NCD_BURST], *drop[NCD_BURST], *whole[NCD_BURST];
 	struct ncd_batch batches[NCD_BURST];
 	struct ncd_nat_burst nat;
+	struct ncd_iso_burst iso;
 	const uint16_t n = b->n;
 	uint16_t nexc = 0, ndrop = 0, nb = 0, nwhole = 0;
 
@@ -302,6 +304,8 @@ dispatch_burst(struct ncd *d, struct ncd_worker *w, unsigned int pi, struct rte_
 		return;
 	}
 	nat.n = 0;
+	iso.n = 0;
+	iso.nrun = 0;
 	if (b->taken < n) {
 		nexc = kernel_collect(b, pkts, p->exc_max_frame, exc, drop, &ndrop, whole, &nwhole);
 		ps->drop_too_big += ndrop;
@@ -335,6 +339,22 @@ dispatch_burst(struct ncd *d, struct ncd_worker *w, unsigned int pi, struct rte_
 
 		if (m->pkt_len > len)
 			rte_pktmbuf_trim(m, (uint16_t)(m->pkt_len - len));
+		/*
+		 * An isolated client's: into its region in burst order, unsorted.
+		 * Acquire: pairs with the client's attach (its ring and limit are set).
+		 */
+		struct ncd_region *rg = likely(!ch->shared) ?
+			__atomic_load_n(&ch->region, __ATOMIC_ACQUIRE) : NULL;
+
+		if (rg != NULL) {
+			if (iso.nrun == 0 || iso.run[iso.nrun - 1].ch != ch)
+				iso.run[iso.nrun++] = (struct ncd_iso_run){ .ch = ch, .rg = rg,
+									    .first = iso.n };
+			iso.run[iso.nrun - 1].n++;
+			iso.run[iso.nrun - 1].marks += b->by_mark[i];
+			iso.m[iso.n++] = m;
+			continue;
+		}
 		for (j = 0; j < nb && batches[j].ch != ch; j++)
 			;
 		if (j == nb) {
@@ -351,7 +371,7 @@ dispatch_burst(struct ncd *d, struct ncd_worker *w, unsigned int pi, struct rte_
 	/* A batch's hits at once: counted a packet at a time, each add waited for the last. */
 	for (uint16_t j = 0; j < nb; j++)
 		count_hits(w, batches[j].ch, batches[j].n, batches[j].marks);
-	ncd_dp_deliver(w, ps, batches, nb);
+	ncd_dp_deliver(w, ps, batches, nb, &iso);
 	if (nat.n > 0)
 		ncd_nat_process(d, w, pi, &nat, b->now, drop, &ndrop);
 	ncd_dp_to_kernel(p, w->exc_txq[pi], ps, exc, nexc);
