@@ -723,6 +723,10 @@ class Install(unittest.TestCase):
                          ["nc_common.h", "nc_trie.h", "netchannel.h"])
         self.assertTrue(os.path.exists(os.path.join(libdir, "libnetchannel.so.0")))
         self.assertTrue(os.path.exists(os.path.join(libdir, "libnetchannel_zc.so.0")))
+        # The XDP program for fail-open ports (bpf/README.md): a BPF object.
+        obj = os.path.join(libdir, "netchanneld/ncd_xdp.o")
+        r = subprocess.run(["readelf", "-h", obj], capture_output=True, text=True)
+        self.assertIn("Linux BPF", r.stdout, obj + r.stderr)
         unit = open(os.path.join(root, "lib/systemd/system/netchanneld.service")).read()
         self.assertIn(f"ExecStart={opt['prefix']}/bin/netchanneld -c ${{NETCHANNELD_CONFIG}}", unit)
         self.assertIn(f"NETCHANNELD_CONFIG={opt['prefix']}/etc/netchanneld/netchanneld.json", unit)
