@@ -5,8 +5,9 @@
  * the burst: isolated clients' matches copied into their regions in burst
  * order (one lock hold a region), zero-copy ones to their channels (one ring
  * enqueue per channel per burst), NAT's packets to NAT, drops to the pool,
- * everything else to the exception device unchanged. No locks, no syscalls, no allocation; counters
- * are per worker, on the worker's own cache lines.
+ * everything else to the exception device unchanged. No lock but a region's,
+ * no syscall but a wake-up, no allocation; counters are per worker, on the
+ * worker's own cache lines.
  */
 #include <string.h>
 
