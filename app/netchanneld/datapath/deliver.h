@@ -171,9 +171,8 @@ wake_consumers(struct ncd_worker *w, const struct ncd_batch *batches, uint16_t n
 
 		uint32_t *flag = __atomic_load_n(&ch->wakeup, __ATOMIC_RELAXED);
 
-		/* A one-ring client sleeps on its region's eventfd, whichever channel it was. */
 		if (batches[j].sent > 0)
-			wake_one(&w->cstats[ch->id], flag, ncd_region_efdp(batches[j].rg, &ch->efd));
+			wake_one(&w->cstats[ch->id], flag, &ch->efd);
 	}
 }
 
@@ -199,34 +198,17 @@ wake_iso(struct ncd_worker *w, const struct ncd_iso_burst *ib)
 }
 
 /**
- * Enqueue each batch on its channel's ring within the channel's byte
- * budget, drop and count the rest; copy the isolated burst into its
- * regions; then wake the consumers that sleep. Inline: the worker calls it
- * for every burst.
+ * Enqueue each batch (channels without a region) on its channel's ring
+ * within the channel's byte budget, drop and count the rest; copy the
+ * isolated burst into its regions; then wake the consumers that sleep.
+ * Inline: the worker calls it for every burst.
  */
 static __rte_always_inline void
 ncd_dp_deliver(struct ncd_worker *w, struct ncd_port_stats *ps, struct ncd_batch *b, uint16_t nb,
 	       struct ncd_iso_burst *ib)
 {
-	struct ncd_batch *into[NCD_BURST];
-	uint16_t ni = 0;
-
-	for (uint16_t j = 0; j < nb; j++) {
-		/* Acquire: pairs with an isolated client's attach (its ring and limit are set). */
-		b[j].rg = __atomic_load_n(&b[j].ch->region, __ATOMIC_ACQUIRE);
-		/*
-		 * Batches into regions go in together, each region's under one hold
-		 * of its lock: the lock is a full fence, which waits for every copy
-		 * before it to reach the client's lines; once a burst, not once a
-		 * channel.
-		 */
-		if (b[j].rg != NULL)
-			into[ni++] = &b[j];
-		else
-			deliver_one(w, ps, &b[j]);
-	}
-	if (ni > 0)
-		ncd_region_deliver_batches(w, ps, into, ni);
+	for (uint16_t j = 0; j < nb; j++)
+		deliver_one(w, ps, &b[j]);
 	if (ib->n > 0)
 		ncd_region_deliver_burst(w, ps, ib);
 	if (nb > 0 || ib->n > 0)

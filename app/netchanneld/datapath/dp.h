@@ -39,7 +39,7 @@ struct ncd_iso_burst {
 	struct ncd_iso_run run[NCD_BURST];
 };
 
-/* Matched packets of one channel in the current burst. */
+/* Matched packets of one channel without a region (a ring's, or shared) in the current burst. */
 struct ncd_batch {
 	struct ncd_channel *ch;
 	struct rte_mbuf *m[NCD_BURST];
@@ -47,7 +47,6 @@ struct ncd_batch {
 	uint32_t n;
 	uint32_t marks;                /* how many of them the NIC's mark found */
 	uint32_t sent;                 /* how many were enqueued */
-	struct ncd_region *rg;         /* the isolated client's region it goes into, or NULL */
 };
 
 /** Send misses to the port's exception device (the kernel); count what it does not take. */

@@ -212,54 +212,7 @@ ncd_region_deliver(struct ncd_worker *w, struct ncd_port_stats *ps, struct ncd_c
 	return sent;
 }
 
-_Static_assert(NCD_BURST <= 32, "a burst's batches and runs are marked in a 32-bit mask");
-
-void
-ncd_region_deliver_batches(struct ncd_worker *w, struct ncd_port_stats *ps, struct ncd_batch **b,
-			   uint32_t nb)
-{
-	struct rte_mbuf *done[NCD_BURST];
-	struct desc_stage st;
-	uint32_t nd = 0, taken = 0;          /* bit k: b[k] went in with an earlier one's region */
-
-	st.n = 0;
-	st.npub = 0;
-	for (uint32_t i = 0; i < nb; i++) {
-		struct ncd_region *rg = b[i]->rg;
-
-		if (taken & (UINT32_C(1) << i))
-			continue;
-		/* One ring (the one-ring client's) or several: each one's next entries. */
-		for (uint32_t k = i, at = 0; k < nb; k++)
-			if (b[k]->rg == rg) {
-				const struct ncd_region_ring *q = &rg->rx[b[k]->ch->region_ring];
-
-				/* Rings of their own start at their own next entry. */
-				prefetch_room(rg, q, at, rg->one_ring ? at : 0, b[k]->n);
-				at += b[k]->n;
-			}
-		rte_spinlock_lock(&rg->lock);
-		for (uint32_t k = i; k < nb; k++) {
-			struct ncd_batch *x = b[k];
-			const struct ncd_channel *ch = x->ch;
-			struct ncd_chan_stats *cs = &w->cstats[ch->id];
-			struct copy_tally t = { 0, 0, 0 };
-
-			if (x->rg != rg)
-				continue;
-			x->sent = region_copy(rg, &rg->rx[ch->region_ring], ch->region_limit, ch,
-					      x->m, x->n, &t, &st);
-			taken |= UINT32_C(1) << k;
-			count_copy(cs, ps, x->sent, &t);
-			/* A burst has NCD_BURST packets at most, over all its batches. */
-			for (uint32_t j = 0; j < x->n; j++)
-				done[nd++] = x->m[j];
-		}
-		stage_flush(&st);
-		ncd_region_unlock(rg);
-	}
-	ncd_mbuf_free_burst(done, nd);
-}
+_Static_assert(NCD_BURST <= 32, "a burst's runs are marked in a 32-bit mask");
 
 void
 ncd_region_deliver_burst(struct ncd_worker *w, struct ncd_port_stats *ps,
@@ -284,6 +237,11 @@ ncd_region_deliver_burst(struct ncd_worker *w, struct ncd_port_stats *ps,
 		 * known here (a hint: the others' come as they are copied).
 		 */
 		prefetch_room(rg, &rg->rx[ib->run[i].ch->region_ring], 0, 0, nrg);
+		/*
+		 * One hold of the lock for all of the region's runs: the lock is a
+		 * full fence, which waits for every copy before it to reach the
+		 * client's lines; once a burst, not once a channel.
+		 */
 		rte_spinlock_lock(&rg->lock);
 		for (uint32_t k = i; k < ib->nrun; k++) {
 			struct ncd_iso_run *r = &ib->run[k];

@@ -9,7 +9,6 @@
 #include <stdint.h>
 
 struct ncd;
-struct ncd_batch;
 struct ncd_iso_burst;
 struct ncd_channel;
 struct ncd_port_stats;
@@ -26,13 +25,6 @@ struct rte_mbuf;
 uint32_t ncd_region_deliver(struct ncd_worker *w, struct ncd_port_stats *ps,
 			    struct ncd_channel *ch, struct ncd_region *rg, int ring,
 			    uint32_t limit, struct rte_mbuf **m, uint32_t n);
-
-/**
- * ncd_region_deliver() for the batches of several channels (each with its
- * rg set), each region's under one hold of its lock; every mbuf freed.
- */
-void ncd_region_deliver_batches(struct ncd_worker *w, struct ncd_port_stats *ps,
-				struct ncd_batch **b, uint32_t nb);
 
 /**
  * The runs of an isolated burst (each with its channel and region set),

@@ -342,10 +342,12 @@ dispatch_burst(struct ncd *d, struct ncd_worker *w, unsigned int pi, struct rte_
 			rte_pktmbuf_trim(m, (uint16_t)(m->pkt_len - len));
 		/*
 		 * An isolated client's: into its region in burst order, unsorted.
-		 * Acquire: pairs with the client's attach (its ring and limit are set).
+		 * Acquire: pairs with the client's attach (its ring and limit are
+		 * set). Decided once a burst: a region attached after this look gets
+		 * what went on the channel's ring once no worker is in such a burst
+		 * (ncd_region_hand_over()).
 		 */
-		struct ncd_region *rg = likely(!ch->shared) ?
-			__atomic_load_n(&ch->region, __ATOMIC_ACQUIRE) : NULL;
+		struct ncd_region *rg = __atomic_load_n(&ch->region, __ATOMIC_ACQUIRE);
 
 		if (rg != NULL) {
 			if (iso.nrun == 0 || iso.run[iso.nrun - 1].ch != ch)

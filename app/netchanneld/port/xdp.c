@@ -7,7 +7,6 @@
  * it by the interface alone.
  */
 #include <errno.h>
-#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -17,6 +16,8 @@
 #include <bpf/libbpf.h>
 #include <linux/if_link.h>
 #endif
+
+#include <rte_common.h>
 
 #include <nc_trie.h>
 
@@ -60,62 +61,6 @@ ncd_xdp_rule_claims(const struct nc_trie_rule *r, struct ncd_xdp_claim_key *keys
 
 #ifdef NCD_HAVE_LIBXDP
 
-static int attached(unsigned int ifindex, uint32_t *id, uint32_t *mode_flags);
-static bool ours(uint32_t id);
-
-/* The map of this name among a program's, opened; or -1. */
-static int
-prog_map(int prog_fd, const char *name)
-{
-	struct bpf_prog_info info;
-	uint32_t ids[16], len = sizeof(info);
-
-	memset(&info, 0, sizeof(info));
-	info.nr_map_ids = (uint32_t)(sizeof(ids) / sizeof(ids[0]));
-	info.map_ids = (uint64_t)(uintptr_t)ids;
-	if (bpf_obj_get_info_by_fd(prog_fd, &info, &len) != 0)
-		return -1;
-	for (uint32_t i = 0; i < info.nr_map_ids && i < (uint32_t)(sizeof(ids) / sizeof(ids[0])); i++) {
-		struct bpf_map_info mi;
-		uint32_t mlen = sizeof(mi);
-		int fd = bpf_map_get_fd_by_id(ids[i]);
-
-		memset(&mi, 0, sizeof(mi));
-		if (fd >= 0 && bpf_obj_get_info_by_fd(fd, &mi, &mlen) == 0 &&
-		    strcmp(mi.name, name) == 0)
-			return fd;
-		if (fd >= 0)
-			close(fd);
-	}
-	return -1;
-}
-
-int
-ncd_xdp_maps_find(unsigned int ifindex, struct ncd_xdp_maps *m)
-{
-	uint32_t id = 0, flags;
-	int fd, rc;
-
-	m->claims_fd = m->stats_fd = -1;
-	/* Whichever mode it was attached in (native, generic): the one that is there. */
-	rc = attached(ifindex, &id, &flags);
-	if (rc != 0)
-		return rc;
-	if (id == 0 || !ours(id))
-		return -ENOENT;
-	fd = bpf_prog_get_fd_by_id(id);
-	if (fd < 0)
-		return -errno;
-	m->claims_fd = prog_map(fd, NCD_XDP_CLAIMS_MAP);
-	m->stats_fd = prog_map(fd, NCD_XDP_STATS_MAP);
-	close(fd);
-	if (m->claims_fd < 0 || m->stats_fd < 0) {
-		ncd_xdp_maps_close(m);
-		return -ENOENT;
-	}
-	return 0;
-}
-
 /* The id of the program attached to ifindex, and the flags of its mode; 0 for none. */
 static int
 attached(unsigned int ifindex, uint32_t *id, uint32_t *mode_flags)
@@ -131,34 +76,87 @@ attached(unsigned int ifindex, uint32_t *id, uint32_t *mode_flags)
 	return 0;
 }
 
-/* Whether program id is netchanneld's (by its name). */
-static bool
+/* Program id opened, if it is netchanneld's (by its name); else -1. */
+static int
 ours(uint32_t id)
 {
 	struct bpf_prog_info info;
 	uint32_t len = sizeof(info);
-	int fd = bpf_prog_get_fd_by_id(id);
-	bool yes;
+	int fd = id != 0 ? bpf_prog_get_fd_by_id(id) : -1;
 
 	if (fd < 0)
-		return false;
+		return -1;
 	memset(&info, 0, sizeof(info));
-	yes = bpf_obj_get_info_by_fd(fd, &info, &len) == 0 &&
-	      strcmp(info.name, NCD_XDP_PROG_NAME) == 0;
+	if (bpf_obj_get_info_by_fd(fd, &info, &len) == 0 &&
+	    strcmp(info.name, NCD_XDP_PROG_NAME) == 0)
+		return fd;
 	close(fd);
-	return yes;
+	return -1;
+}
+
+/* The program's maps of the names the daemon reads, opened (each -1 if it has none). */
+static void
+prog_maps(int prog_fd, struct ncd_xdp_maps *m)
+{
+	struct bpf_prog_info info;
+	uint32_t ids[16], len = sizeof(info);
+
+	memset(&info, 0, sizeof(info));
+	info.nr_map_ids = RTE_DIM(ids);
+	info.map_ids = (uint64_t)(uintptr_t)ids;
+	if (bpf_obj_get_info_by_fd(prog_fd, &info, &len) != 0)
+		return;
+	for (uint32_t i = 0; i < RTE_MIN(info.nr_map_ids, RTE_DIM(ids)); i++) {
+		struct bpf_map_info mi;
+		uint32_t mlen = sizeof(mi);
+		int fd = bpf_map_get_fd_by_id(ids[i]), *slot = NULL;
+
+		memset(&mi, 0, sizeof(mi));
+		if (fd >= 0 && bpf_obj_get_info_by_fd(fd, &mi, &mlen) == 0)
+			slot = strcmp(mi.name, NCD_XDP_CLAIMS_MAP) == 0 ? &m->claims_fd :
+			       strcmp(mi.name, NCD_XDP_STATS_MAP) == 0 ? &m->stats_fd : NULL;
+		if (slot != NULL && *slot < 0)
+			*slot = fd;
+		else if (fd >= 0)
+			close(fd);
+	}
+}
+
+int
+ncd_xdp_maps_find(unsigned int ifindex, struct ncd_xdp_maps *m)
+{
+	uint32_t id = 0, flags;
+	int fd, rc;
+
+	m->claims_fd = m->stats_fd = -1;
+	/* Whichever mode it was attached in (native, generic): the one that is there. */
+	rc = attached(ifindex, &id, &flags);
+	if (rc != 0)
+		return rc;
+	fd = ours(id);
+	if (fd < 0)
+		return -ENOENT;
+	prog_maps(fd, m);
+	close(fd);
+	if (m->claims_fd < 0 || m->stats_fd < 0) {
+		ncd_xdp_maps_close(m);
+		return -ENOENT;
+	}
+	return 0;
 }
 
 int
 ncd_xdp_detach(unsigned int ifindex)
 {
 	uint32_t id = 0, flags = 0;
-	int rc = attached(ifindex, &id, &flags);
+	int fd, rc = attached(ifindex, &id, &flags);
 
 	if (rc != 0)
 		return rc;
-	if (id == 0 || !ours(id))
+	fd = ours(id);
+	if (fd < 0)
 		return 0;
+	close(fd);
 	rc = bpf_xdp_detach((int)ifindex, flags, NULL);
 	return rc == 0 ? 1 : rc;
 }
@@ -177,7 +175,7 @@ int
 ncd_xdp_claim(int claims_fd, const struct nc_trie_rule *r, int delta)
 {
 	struct ncd_xdp_claim_key keys[2 * (NCD_XDP_MAX_PORTS_A_RULE + 1)];
-	int n = ncd_xdp_rule_claims(r, keys, (unsigned int)(sizeof(keys) / sizeof(keys[0])));
+	int n = ncd_xdp_rule_claims(r, keys, RTE_DIM(keys));
 
 	if (n < 0)
 		return n;
