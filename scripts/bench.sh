@@ -19,11 +19,12 @@
 #
 #   scripts/bench.sh testbed [--quick]
 #       On scripts/testbed.sh: 64-byte UDP datagrams from the peer (udpbench,
-#       sendmmsg) into a kernel recvmmsg socket without netchanneld, into one
-#       behind netchanneld's exception TAP, and into nc-dump -q on a channel;
-#       the rates, the receivers' CPU time, the ratios to the kernel alone, and
-#       ping RTT direct and through the exception path (scripts/bench_testbed.py).
-#       Writes bench/results/testbed.jsonl. 3 runs of 3 s each; --quick: 1 of 1 s.
+#       sendmmsg) into a kernel recvmmsg socket without netchanneld, with
+#       netchanneld in exception mode xdp (running, and killed), behind its
+#       exception TAP, and into nc-dump -q on a channel in either mode; the
+#       rates, the receivers' CPU time, the ratios to the kernel alone, and ping
+#       RTT (scripts/bench_testbed.py). Writes bench/results/testbed.jsonl.
+#       3 runs of 3 s each; --quick: 1 of 1 s.
 #
 #   scripts/bench.sh datapath [--quick]
 #       netchanneld's rate with one worker against dpdk-testpmd io-forward with

@@ -5,12 +5,19 @@ kernel's own receive path, on the test bed, with the same sender and duration in
 
 Cases (the median of --runs runs of --seconds each):
   kernel-direct     no netchanneld: the host's kernel owns veth0; a recvmmsg socket receives
-  kernel-via-tap    netchanneld owns veth0 (net_af_xdp); the datagrams miss every channel and
-                    a recvmmsg socket receives them through the exception TAP
+  kernel-failopen   netchanneld on veth0 in exception mode xdp, a channel claiming another
+                    port: its XDP program passes the datagrams to the kernel's socket
+                    (runs interleaved with kernel-direct's, a daemon started for each)
+  netchanneld-failopen  the same daemon; nc-dump -q claims the port and counts them
+  kernel-failopen-down  that daemon killed (-9): its program, with no socket, passes
+                    everything to the kernel's socket
+  kernel-via-tap    netchanneld owns veth0 (net_af_xdp, exception mode tap); the datagrams
+                    miss every channel and a recvmmsg socket receives them through the TAP
   netchanneld       netchanneld owns veth0; nc-dump -q (a libnetchannel client, zero-copy)
                     claims the port and counts them
-and ping RTT, direct and through the exception path. Writes one JSON object per case to
-bench/results/testbed.jsonl and prints a table. Bounded: every process stops by itself.
+and ping RTT, direct, in exception mode xdp, and through the TAP. Writes one JSON object per
+case to bench/results/testbed.jsonl and prints a table. Bounded: every process stops by
+itself.
 """
 import argparse
 import json
@@ -80,6 +87,39 @@ def client_case(env, sock, seconds):
     return sent, got, cpu
 
 
+def start_daemon(env, work, prefix, sock, exception=None, channels=()):
+    """netchanneld on veth0 in the host's namespace, running; its Popen."""
+    port = {"name": "wire0", "device": "net_af_xdp0,iface=veth0"}
+    if exception is not None:
+        port["exception"] = exception
+    cfg = {"eal": ["-l", "0-1", "--no-pci", "--log-level", "lib.eal:error", "--no-telemetry"],
+           "mempool": {"mbufs": 16383, "cache": 256}, "ports": [port],
+           "workers": [{"lcore": 1}], "control": {"socket": sock}, "channels": list(channels)}
+    with open(os.path.join(work, "config.json"), "w") as f:
+        json.dump(cfg, f)
+    log = open(os.path.join(work, "daemon.log"), "w")
+    daemon = subprocess.Popen(nsexec(env["TB_HOST_NS"], DAEMON, "-c",
+                                     os.path.join(work, "config.json"), "--", "--file-prefix",
+                                     prefix), stdout=log, stderr=subprocess.STDOUT)
+    for _ in range(200):
+        if "netchanneld: running" in open(log.name).read() or daemon.poll() is not None:
+            break
+        time.sleep(0.1)
+    if daemon.poll() is not None:
+        raise RuntimeError("netchanneld did not start:\n" + open(log.name).read())
+    return daemon
+
+
+def stop_daemon(daemon):
+    daemon.terminate()
+    daemon.wait(30)
+
+
+# Exception mode xdp, with a channel on another port: the program looks every datagram up.
+FAILOPEN = {"mode": "xdp"}
+CLAIM_OTHER = [{"name": "other", "match": {"proto": "udp", "dport": 7}}]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=float, default=3)
@@ -93,25 +133,26 @@ def main():
     results = []
     try:
         host = env["TB_HOST_NS"]
-        # Without netchanneld: the kernel owns veth0.
+        # Without netchanneld, and with it in exception mode xdp: the host's address on veth0.
         run(["ip", "-n", host, "addr", "add", env["TB_HOST4"] + "/24", "dev", "veth0"])
         results.append({"case": "ping-direct", "rtt_avg_ms": ping(env, env["TB_HOST4"])})
-        runs = {"kernel-direct": [kernel_case(env, a.seconds) for _ in range(a.runs)]}
+        runs = {"kernel-direct": [], "kernel-failopen": [], "netchanneld-failopen": [],
+                "kernel-failopen-down": []}
+        for i in range(a.runs):
+            runs["kernel-direct"].append(kernel_case(env, a.seconds))
+            daemon = start_daemon(env, work, prefix, sock, FAILOPEN, CLAIM_OTHER)
+            if i == 0:
+                results.append({"case": "ping-failopen",
+                                "rtt_avg_ms": ping(env, env["TB_HOST4"])})
+            runs["kernel-failopen"].append(kernel_case(env, a.seconds))
+            runs["netchanneld-failopen"].append(client_case(env, sock, a.seconds))
+            # Killed: its program stays and passes everything; the next start takes over.
+            daemon.kill()
+            daemon.wait(30)
+            daemon = None
+            runs["kernel-failopen-down"].append(kernel_case(env, a.seconds))
         run(["ip", "-n", host, "addr", "flush", "dev", "veth0"])
-        cfg = {"eal": ["-l", "0-1", "--no-pci", "--log-level", "lib.eal:error", "--no-telemetry"],
-               "mempool": {"mbufs": 16383, "cache": 256},
-               "ports": [{"name": "wire0", "device": "net_af_xdp0,iface=veth0"}],
-               "workers": [{"lcore": 1}], "control": {"socket": sock}}
-        with open(os.path.join(work, "config.json"), "w") as f:
-            json.dump(cfg, f)
-        log = open(os.path.join(work, "daemon.log"), "w")
-        daemon = subprocess.Popen(nsexec(host, DAEMON, "-c", os.path.join(work, "config.json"),
-                                         "--", "--file-prefix", prefix), stdout=log,
-                                  stderr=subprocess.STDOUT)
-        for _ in range(100):
-            if "netchanneld: running" in open(log.name).read():
-                break
-            time.sleep(0.1)
+        daemon = start_daemon(env, work, prefix, sock)
         run([TESTBED, "host", NAME])
         results.append({"case": "ping-exception", "rtt_avg_ms": ping(env, env["TB_HOST4"])})
         runs["kernel-via-tap"] = [kernel_case(env, a.seconds) for _ in range(a.runs)]
@@ -130,8 +171,17 @@ def main():
         for r in results:
             if "rx_pps" in r:
                 r["ratio_to_kernel_direct"] = round(r["rx_pps"] / base, 3) if base else None
-                if r["case"] == "netchanneld":
+                if r["case"].startswith("netchanneld"):
                     r["note"] = "plus netchanneld's worker, which polls one core whatever the load"
+        # Fail-open against the kernel alone, run by run (each pair ran back to back).
+        fo = next(r for r in results if r["case"] == "kernel-failopen")
+        for case in ("kernel-failopen", "kernel-failopen-down"):
+            fo = next(r for r in results if r["case"] == case)
+            fo["ratio_to_kernel_direct_paired"] = round(statistics.median(
+                f[1] / max(k[1], 1) for f, k in zip(runs[case], runs["kernel-direct"])), 3)
+            fo["sender_ratio_to_kernel_direct_paired"] = round(statistics.median(
+                f[0]["packets"] / max(k[0]["packets"], 1)
+                for f, k in zip(runs[case], runs["kernel-direct"])), 3)
     finally:
         if daemon is not None:
             daemon.terminate()
@@ -142,16 +192,21 @@ def main():
     with open(a.out, "w") as f:
         for r in results:
             f.write(json.dumps(r) + "\n")
-    print(f"{'case':16} {'sent/s':>10} {'received/s':>11} {'ratio':>6} {'rx CPU s':>9} "
+    print(f"{'case':21} {'sent/s':>10} {'received/s':>11} {'ratio':>6} {'rx CPU s':>9} "
           f"{'CPU s/Mpkt':>10}")
     for r in results:
         if "rx_pps" in r:
-            print(f"{r['case']:16} {r['sent_pps']:>10} {r['rx_pps']:>11} "
+            print(f"{r['case']:21} {r['sent_pps']:>10} {r['rx_pps']:>11} "
                   f"{r['ratio_to_kernel_direct']:>6} {r['receiver_cpu_seconds']:>9} "
                   f"{r['receiver_cpu_per_mpkt']:>10}")
     for r in results:
         if "rtt_avg_ms" in r:
-            print(f"{r['case']:16} avg rtt {r['rtt_avg_ms']} ms")
+            print(f"{r['case']:21} avg rtt {r['rtt_avg_ms']} ms")
+    for case in ("kernel-failopen", "kernel-failopen-down"):
+        fo = next(r for r in results if r["case"] == case)
+        print(f"{case} / kernel-direct, run by run (median): received "
+              f"{fo['ratio_to_kernel_direct_paired']} (target: at least 0.9), sent "
+              f"{fo['sender_ratio_to_kernel_direct_paired']}")
     print(f"(written to {a.out})")
 
 

@@ -129,7 +129,7 @@ is_gauge(const char *key)
 {
 	static const char *const gauges[] = { "ifindex", "up", "down", "ring_count",
 		"bytes_queued", "size", "cache", "in_use", "available", "lcore", "interval_s",
-		"socket", "last_time_seconds" };
+		"socket", "last_time_seconds", "claimed_keys" };
 
 	for (size_t i = 0; i < sizeof(gauges) / sizeof(gauges[0]); i++)
 		if (strcmp(key, gauges[i]) == 0)

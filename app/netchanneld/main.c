@@ -54,6 +54,7 @@
 #include "ncd.h"
 #include "nexthop/nexthop.h"
 #include "offload/offload.h"
+#include "offload/xdp_claims.h"
 #include "port/port.h"
 
 
@@ -673,6 +674,7 @@ wire_modules(void)
 	ncd_channel_hooks_add(&ncd_nat_channel_hooks);
 	ncd_channel_hooks_add(&ncd_nh_channel_hooks);
 	ncd_channel_hooks_add(&ncd_offload_channel_hooks);
+	ncd_channel_hooks_add(&ncd_xdp_channel_hooks);
 	ncd_channel_hooks_add(&ncd_control_channel_hooks);
 }
 
@@ -807,6 +809,7 @@ out_close_control:
 out_free_channels:
 	teardown_step("freeing the channels");
 	ncd_offload_close(d);
+	ncd_xdp_claims_close();
 	ncd_channels_free(d);
 	ncd_nat_close(d);
 	ncd_nh_close(d);

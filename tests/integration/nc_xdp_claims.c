@@ -38,7 +38,14 @@ main(int argc, char **argv)
 		return 1;
 	}
 	if (strcmp(argv[2], "detach") == 0) {
-		rc = ncd_xdp_detach(ifindex);
+		char other[64] = "";
+
+		rc = ncd_xdp_detach(ifindex, other, sizeof(other));
+		if (rc == -EEXIST) {
+			fprintf(stderr, "nc_xdp_claims: detach from %s: not netchanneld's program (%s)\n",
+				argv[1], other);
+			return 1;
+		}
 		if (rc < 0) {
 			fprintf(stderr, "nc_xdp_claims: detach from %s: %s\n", argv[1], strerror(-rc));
 			return 1;

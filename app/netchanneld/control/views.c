@@ -39,6 +39,28 @@ mac_str(const struct rte_ether_addr *a, char *buf)
 	return buf;
 }
 
+/*
+ * Exception mode xdp: what the port's XDP program did with each packet
+ * (bpf/ncd_xdp.h), and the keys channels claim there now.
+ */
+static json_t *
+xdp_stats(const struct ncd_port *p)
+{
+	static const char *const names[NCD_XDP_STATS] = {
+		[NCD_XDP_PASS] = "pass", [NCD_XDP_CLAIMED] = "claimed",
+		[NCD_XDP_NO_SOCKET] = "no_socket", [NCD_XDP_FRAGMENT] = "fragment",
+	};
+	uint64_t v[NCD_XDP_STATS];
+	int keys = ncd_xdp_claims_count(p->xdp_maps.claims_fd);
+	json_t *o = json_object();
+
+	json_object_set_new(o, "claimed_keys", json_integer(keys < 0 ? 0 : keys));
+	if (ncd_xdp_stats_read(p->xdp_maps.stats_fd, v) == 0)
+		for (unsigned int k = 0; k < NCD_XDP_STATS; k++)
+			json_object_set_new(o, names[k], U64(v[k]));
+	return o;
+}
+
 json_t *
 ncd_view_port_stats(const struct ncd *d, unsigned int pi)
 {
@@ -84,6 +106,8 @@ ncd_view_port_stats(const struct ncd *d, unsigned int pi)
 						      "admin_downs",
 						      (json_int_t)d->ports[pi].exc_admin_downs));
 	json_object_set_new(o, "rates", ncd_rates_port(pi));
+	if (d->ports[pi].xdp)
+		json_object_set_new(o, "xdp", xdp_stats(&d->ports[pi]));
 	return o;
 }
 
@@ -154,7 +178,15 @@ ncd_view_port_info(const struct ncd *d, unsigned int pi)
 								   (int)d->workers[i].rx[q].queue));
 	json_object_set_new(o, "workers", w);
 	json_object_set_new(o, "exception", json_string(p->has_exc ? pc->exc_device : "none"));
-	json_object_set_new(o, "exception_ifindex", json_integer(p->nh_ifindex));
+	json_object_set_new(o, "exception_ifindex", json_integer(p->exc_ifindex));
+	json_object_set_new(o, "exception_mode", json_string(pc->xdp ? "xdp" :
+							      pc->bifurcated ? "bifurcated" : "tap"));
+	if (pc->xdp)
+		json_object_set_new(o, "xdp", json_pack("{s:s, s:s, s:i, s:b}", "program",
+							pc->xdp_prog, "attach",
+							p->xdp_generic ? "generic" : "native",
+							"ifindex", p->xdp_ifindex, "took_over",
+							p->xdp_took_over));
 	json_object_set_new(o, "flow_offload", json_string(offload_mode_name(pc)));
 	json_object_set_new(o, "marks", json_string(p->mock != NULL ? "mock" :
 						    !p->marks ? "refused by the PMD" :

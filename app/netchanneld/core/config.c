@@ -350,11 +350,72 @@ load_host(struct ctx *c, const json_t *h, struct ncd_port_conf *p)
 	return 0;
 }
 
+/*
+ * The XDP program a port in exception mode xdp loads when the config names
+ * none: the build tree's when this binary is the build tree's (tests, and
+ * `meson devenv`), else the installed one. NULL if it was not built.
+ */
+static const char *
+xdp_prog_default(void)
+{
+#if defined(NCD_XDP_PROG_INSTALLED) && defined(NCD_XDP_PROG_BUILD) && defined(NCD_BUILD_ROOT)
+	char exe[4096];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+	if (n > 0) {
+		exe[n] = '\0';
+		if (strncmp(exe, NCD_BUILD_ROOT "/", strlen(NCD_BUILD_ROOT) + 1) == 0)
+			return NCD_XDP_PROG_BUILD;
+	}
+	return NCD_XDP_PROG_INSTALLED;
+#else
+	return NULL;
+#endif
+}
+
+/*
+ * exception.mode xdp: the port is net_af_xdp on a kernel interface that
+ * keeps the host's addresses; the daemon loads the program (xdp_prog=, so
+ * the device must not give one). The TAP stays, without addresses, for what
+ * the program sent but no channel took.
+ */
+static int
+load_exception_xdp(struct ctx *c, const json_t *e, struct ncd_port_conf *p, const char *prog)
+{
+	const char *dflt = xdp_prog_default();
+
+	if (strncmp(p->device, "net_af_xdp", 10) != 0 || strstr(p->device, "iface=") == NULL) {
+		push(c, "mode", 0);
+		return fail(c, "xdp needs a net_af_xdp port on a kernel interface (iface=), not '%s'"
+			    "; on PCI (vfio) ports the TAP is the only mode", p->device);
+	}
+	if (strstr(p->device, "xdp_prog=") != NULL) {
+		push(c, "mode", 0);
+		return fail(c, "xdp loads netchanneld's own XDP program: drop xdp_prog= from the "
+			    "device (exception.program names another build of it)");
+	}
+	if (json_object_get(e, "host") != NULL) {
+		push(c, "host", 0);
+		return fail(c, "mode xdp keeps the host's addresses on the port's own interface: "
+			    "configure them there, not on the TAP");
+	}
+	if (prog == NULL && dflt == NULL) {
+		push(c, "mode", 0);
+		return fail(c, "xdp: this netchanneld was built without its XDP program (no clang "
+			    "at build time): give exception.program");
+	}
+	p->xdp = true;
+	p->host_manager = true;
+	p->xdp_prog = strdup(prog != NULL ? prog : dflt);
+	return p->xdp_prog == NULL ? fail(c, "out of memory") : 0;
+}
+
 static int
 load_exception(struct ctx *c, const json_t *e, struct ncd_port_conf *p)
 {
-	static const char *const keys[] = { "device", "mac", "mode", "host", NULL };
-	const char *dev, *mac, *mode;
+	static const char *const keys[] = { "device", "mac", "mode", "host", "program", "attach",
+					    NULL };
+	const char *dev, *mac, *mode, *prog, *attach;
 	char dflt[64];
 	size_t l;
 
@@ -367,7 +428,22 @@ load_exception(struct ctx *c, const json_t *e, struct ncd_port_conf *p)
 	l = push(c, "exception", 0);
 	if (want_type(c, e, JSON_OBJECT, "an object") || check_keys(c, e, keys) ||
 	    get_str(c, e, "device", false, &dev) || get_str(c, e, "mac", false, &mac) ||
-	    get_str(c, e, "mode", false, &mode))
+	    get_str(c, e, "mode", false, &mode) || get_str(c, e, "program", false, &prog) ||
+	    get_str(c, e, "attach", false, &attach))
+		return -1;
+	if ((prog != NULL || attach != NULL) && (mode == NULL || strcmp(mode, "xdp") != 0)) {
+		push(c, prog != NULL ? "program" : "attach", 0);
+		return fail(c, "an XDP program is loaded only in mode xdp");
+	}
+	if (attach != NULL) {
+		p->xdp_attach = strcmp(attach, "native") == 0 ? NCD_XDP_NATIVE :
+				strcmp(attach, "generic") == 0 ? NCD_XDP_GENERIC : NCD_XDP_AUTO;
+		if (p->xdp_attach == NCD_XDP_AUTO && strcmp(attach, "auto") != 0) {
+			push(c, "attach", 0);
+			return fail(c, "'%s': expected auto, native or generic", attach);
+		}
+	}
+	if (mode != NULL && strcmp(mode, "xdp") == 0 && load_exception_xdp(c, e, p, prog))
 		return -1;
 	if (mode != NULL && strcmp(mode, "bifurcated") == 0) {
 		/* The kernel keeps its netdev and every unmatched packet: there is no TAP. */
@@ -382,9 +458,9 @@ load_exception(struct ctx *c, const json_t *e, struct ncd_port_conf *p)
 		pop(c, l);
 		return 0;
 	}
-	if (mode != NULL && strcmp(mode, "tap") != 0) {
+	if (mode != NULL && strcmp(mode, "tap") != 0 && strcmp(mode, "xdp") != 0) {
 		push(c, "mode", 0);
-		return fail(c, "'%s': expected tap or bifurcated", mode);
+		return fail(c, "'%s': expected tap, xdp or bifurcated", mode);
 	}
 	if (dev != NULL && strcmp(dev, "none") == 0)
 		p->exc_device = NULL;
@@ -1486,6 +1562,7 @@ ncd_config_free(struct ncd_config *cfg)
 	for (unsigned int i = 0; i < NCD_MAX_PORTS; i++) {
 		free(cfg->ports[i].device);
 		free(cfg->ports[i].exc_device);
+		free(cfg->ports[i].xdp_prog);
 	}
 	free(cfg->workers);
 	free(cfg->control_socket);

@@ -90,6 +90,9 @@ struct ncd_port_conf {
 	uint8_t exc_mac[6];          /* otherwise this one */
 	bool exc_mac_set;
 	bool bifurcated;             /* exception mode bifurcated: isolated flow rules, no TAP */
+	bool xdp;                    /* exception mode xdp: fail-open XDP program, addresses on the port */
+	char *xdp_prog;              /* its object file (exception.program, or the one installed) */
+	enum ncd_xdp_attach { NCD_XDP_AUTO, NCD_XDP_NATIVE, NCD_XDP_GENERIC } xdp_attach;
 	bool has_host;               /* exception.host given */
 	bool host_manager;           /* exception.host "manager": the TAP's host config is not kept */
 	struct ncd_host_conf host;

@@ -242,6 +242,48 @@ check_hugepages(const struct ncd_config *cfg, const char *name, const char *cons
 }
 
 int
+ncd_rp_filter_all(void)
+{
+	FILE *f = fopen("/proc/sys/net/ipv4/conf/all/rp_filter", "r");
+	int v = -1;
+
+	if (f == NULL)
+		return -1;
+	if (fscanf(f, "%d", &v) != 1)
+		v = -1;
+	fclose(f);
+	return v;
+}
+
+/*
+ * Ports in exception mode xdp: their program can be read (an error), and
+ * IPv4's reverse path filter lets the kernel take what comes in on their
+ * TAP (a warning: the rest of the host works either way).
+ */
+static int
+check_xdp(const struct ncd_config *cfg, const char *name)
+{
+	int errors = 0, rpf = ncd_rp_filter_all();
+
+	for (unsigned int i = 0; i < cfg->nports; i++) {
+		const struct ncd_port_conf *pc = &cfg->ports[i];
+
+		if (!pc->xdp)
+			continue;
+		if (access(pc->xdp_prog, R_OK) != 0) {
+			fprintf(stderr, "%s: ports[%u].exception.program: cannot read the XDP program "
+				"%s: %s\n", name, i, pc->xdp_prog, strerror(errno));
+			errors++;
+		}
+		if (rpf > 0)
+			fprintf(stderr, "%s: warning: ports[%u].exception.mode: xdp, but "
+				"net.ipv4.conf.all.rp_filter is %d: the kernel will drop the IPv4 "
+				"packets that reach it through the TAP (set it to 0)\n", name, i, rpf);
+	}
+	return errors;
+}
+
+int
 ncd_config_check_host(const struct ncd_config *cfg, const char *name, char *const *extra,
 		      int nextra)
 {
@@ -253,7 +295,7 @@ ncd_config_check_host(const struct ncd_config *cfg, const char *name, char *cons
 		args[nargs++] = cfg->eal[k];
 	for (int k = 0; k < nextra && nargs < (int)(sizeof(args) / sizeof(args[0])); k++)
 		args[nargs++] = extra[k];
-	errors = check_devices(cfg, name) + check_lcores(name, args, nargs);
+	errors = check_devices(cfg, name) + check_lcores(name, args, nargs) + check_xdp(cfg, name);
 	check_hugepages(cfg, name, args, nargs);
 	return errors > 0 ? -1 : 0;
 }

@@ -31,4 +31,11 @@
 int ncd_config_check_host(const struct ncd_config *cfg, const char *name, char *const *extra,
 			  int nextra);
 
+/**
+ * net.ipv4.conf.all.rp_filter in this network namespace: the kernel's
+ * reverse path filter takes the larger of it and an interface's own.
+ * @return 0, 1 (strict), 2 (loose), or -1 if it cannot be read
+ */
+int ncd_rp_filter_all(void);
+
 #endif

@@ -288,7 +288,7 @@ keep_one(struct ncd *d, unsigned int pi)
 	json_t *j;
 	int ret;
 
-	if (k->ifindex == 0 || k->ifindex != d->ports[pi].nh_ifindex)
+	if (k->ifindex == 0 || k->ifindex != d->ports[pi].exc_ifindex)
 		return;
 	ret = state_read(k->ifindex, &st);
 	if (ret != 0) {
@@ -344,7 +344,7 @@ ncd_host_keep_restore(struct ncd *d, unsigned int pi)
 {
 	const char *name = d->cfg.ports[pi].name;
 	struct keep *k = &keep[pi];
-	int ifindex = d->ports[pi].nh_ifindex;
+	int ifindex = d->ports[pi].exc_ifindex;
 	struct ncd_host_conf hc;
 	char path[PATH_MAX];
 	json_error_t jerr;

@@ -17,6 +17,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <net/if.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -38,6 +39,7 @@
 
 #define NCD_LOGTYPE ncd_logtype_nexthop
 #include "channel/channel.h"
+#include "core/host_check.h"
 #include "ncd.h"
 #include "nexthop/nexthop.h"
 #include "nexthop/nl.h"
@@ -385,7 +387,12 @@ ncd_nh_init(struct ncd *d)
 		}
 		/* The kernel interface of the exception device (net_tap, net_af_xdp...), if any. */
 		if (p->has_exc && rte_eth_dev_info_get(p->exc_id, &info) == 0)
-			p->nh_ifindex = (int)info.if_index;
+			p->exc_ifindex = (int)info.if_index;
+		/*
+		 * The host's tables are those of the interface its addresses are on:
+		 * the TAP's, or in exception mode xdp the port's own.
+		 */
+		p->nh_ifindex = p->xdp ? p->xdp_ifindex : p->exc_ifindex;
 	}
 	d->nh_req = rte_ring_create("ncd_nh_req", NH_REQ_RING, (int)rte_socket_id(), RING_F_SC_DEQ);
 	d->nh_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -469,7 +476,7 @@ fill_carrier(struct nlmsghdr *n, void *hdr, const void *arg)
 int
 ncd_exception_carrier(struct ncd *d, unsigned int pi, bool up)
 {
-	const int r[2] = { d->ports[pi].nh_ifindex, up };
+	const int r[2] = { d->ports[pi].exc_ifindex, up };
 	int ret;
 
 	if (r[0] <= 0)
@@ -542,7 +549,7 @@ ncd_host_apply(struct ncd *d, unsigned int pi, const struct ncd_host_conf *hc, b
 	       const char *what, const char *where)
 {
 	const struct ncd_port_conf *pc = &d->cfg.ports[pi];
-	struct host_req r = { .ifindex = d->ports[pi].nh_ifindex, .hc = hc, .up = up };
+	struct host_req r = { .ifindex = d->ports[pi].exc_ifindex, .hc = hc, .up = up };
 	unsigned int failed = 0;
 	char a[INET6_ADDRSTRLEN];
 	int ret;
@@ -589,11 +596,72 @@ ncd_host_apply(struct ncd *d, unsigned int pi, const struct ncd_host_conf *hc, b
 	return failed ? -1 : 0;
 }
 
+/* Write a sysctl of interface iface ("net/ipv4/conf/%s/rp_filter"). @return 0 or -errno. */
+static int
+iface_sysctl(const char *fmt, const char *iface, const char *value)
+{
+	char path[128];
+	FILE *f;
+	int ret = 0;
+
+	snprintf(path, sizeof(path), fmt, iface);
+	f = fopen(path, "w");
+	if (f == NULL)
+		return -errno;
+	if (fputs(value, f) < 0)
+		ret = -EIO;
+	if (fclose(f) != 0 && ret == 0)
+		ret = -errno;
+	return ret;
+}
+
+/*
+ * Exception mode xdp: the TAP only hands the kernel what the XDP program
+ * sent the daemon but no channel took; the host's addresses are on the
+ * port's own interface. It carries no address (no IPv6 link-local either,
+ * which would have it speak on the wire as a second host). The kernel takes
+ * a packet for one of its addresses from any interface, but IPv4's reverse
+ * path filter, strict or loose, drops what comes in on an interface without
+ * an IPv4 address: the TAP's is off, and the kernel takes the larger of its
+ * and net.ipv4.conf.all's, so a host whose "all" is on is warned.
+ */
+static int
+xdp_tap_setup(struct ncd *d, unsigned int pi)
+{
+	const struct ncd_port_conf *pc = &d->cfg.ports[pi];
+	static const struct ncd_host_conf none;
+	char iface[IF_NAMESIZE];
+	int ret = 0, rc;
+
+	if (pc->exc_device == NULL || !ncd_devargs_iface(pc->exc_device, iface, sizeof(iface)))
+		return 0;
+	rc = iface_sysctl("/proc/sys/net/ipv6/conf/%s/addr_gen_mode", iface, "1");
+	if (rc == 0)
+		rc = iface_sysctl("/proc/sys/net/ipv4/conf/%s/rp_filter", iface, "0");
+	if (rc != 0) {
+		NCD_LOG(ERR, "port %s: exception mode xdp: the sysctls of TAP %s (addr_gen_mode, "
+			"rp_filter): %s", pc->name, iface, strerror(-rc));
+		ret = -1;
+	}
+	if (ncd_rp_filter_all() > 0)
+		NCD_LOG(WARNING, "port %s: exception mode xdp: net.ipv4.conf.all.rp_filter is %d, "
+			"so the kernel drops the IPv4 packets the XDP program sent the daemon but no "
+			"channel took, as they come in on TAP %s: set it to 0 (docs/config.md, "
+			"exception mode xdp)", pc->name, ncd_rp_filter_all(), iface);
+	/* Down and up: the link-local address it got as it came up goes, and none comes. */
+	if (ncd_host_apply(d, pi, &none, false, "in exception mode xdp:", "no addresses") != 0 ||
+	    ncd_host_apply(d, pi, &none, true, "in exception mode xdp:", "no addresses") != 0)
+		ret = -1;
+	return ret;
+}
+
 int
 ncd_exception_host_apply(struct ncd *d, unsigned int pi)
 {
 	const struct ncd_port_conf *pc = &d->cfg.ports[pi];
 
+	if (pc->xdp)
+		return xdp_tap_setup(d, pi);
 	if (pc->has_host)
 		return ncd_host_apply(d, pi, &pc->host, true, "exception.host", "of the config");
 	return ncd_host_keep_restore(d, pi);

@@ -153,6 +153,101 @@ exc_devargs(const struct ncd_port_conf *pc, const struct ncd_port *p, char *exc,
 	}
 }
 
+/*
+ * A net_af_xdp port, before it is probed: what a daemon that died in
+ * exception mode xdp left on the interface (its XDP program, which kept
+ * the host online) is taken off, since net_af_xdp will not attach over a
+ * program that is there; the device's lock (ncd_ports_claim()) says no
+ * live daemon uses it. Another program is left alone; in mode xdp the
+ * start then fails, in mode tap net_af_xdp decides. In mode xdp the
+ * device's arguments get the program to load (xdp_prog=). @return 0, or 1
+ * (logged)
+ */
+static int
+xdp_takeover(struct ncd *d, unsigned int i, char *dev, size_t len)
+{
+	const struct ncd_port_conf *pc = &d->cfg.ports[i];
+	struct ncd_port *p = &d->ports[i];
+	char iface[IF_NAMESIZE] = "", other[64];
+	unsigned int idx;
+	int ret;
+
+	p->xdp_maps.claims_fd = p->xdp_maps.stats_fd = -1;
+	if (strncmp(pc->device, "net_af_xdp", 10) != 0 ||
+	    !ncd_devargs_iface(pc->device, iface, sizeof(iface)))
+		return 0;
+	idx = if_nametoindex(iface);
+	if (idx == 0 && pc->xdp) {
+		NCD_LOG(ERR, "port %s: exception mode xdp: no interface '%s' in this network "
+			"namespace", pc->name, iface);
+		return 1;
+	}
+	if (idx == 0)
+		return 0;
+	ret = ncd_xdp_detach(idx, other, sizeof(other));
+	if (ret == -EEXIST && pc->xdp) {
+		NCD_LOG(ERR, "port %s: exception mode xdp: %s has an XDP program that is not "
+			"netchanneld's (%s): take it off first (ip link set dev %s xdp off)",
+			pc->name, iface, other, iface);
+		return 1;
+	}
+	if (ret < 0 && ret != -EEXIST && ret != -ENOTSUP) {
+		NCD_LOG(ERR, "port %s: taking a dead daemon's XDP program off %s: %s", pc->name,
+			iface, strerror(-ret));
+		return 1;
+	}
+	if (ret == 1)
+		NCD_LOG(NOTICE, "port %s: took %s over from a netchanneld that is gone: its XDP "
+			"program, which passed the host its traffic meanwhile, is taken off",
+			pc->name, iface);
+	p->xdp_took_over = ret == 1;
+	if (!pc->xdp)
+		return 0;
+	p->xdp_ifindex = (int)idx;
+	if ((size_t)snprintf(dev, len, "%s,xdp_prog=%s", pc->device, pc->xdp_prog) >= len) {
+		NCD_LOG(ERR, "port %s: device arguments too long with xdp_prog=%s", pc->name,
+			pc->xdp_prog);
+		return 1;
+	}
+	return 0;
+}
+
+/* Exception mode xdp, once net_af_xdp has attached the program: its maps. @return 0 or 1. */
+static int
+xdp_maps(struct ncd *d, unsigned int i)
+{
+	const struct ncd_port_conf *pc = &d->cfg.ports[i];
+	struct ncd_port *p = &d->ports[i];
+	char iface[IF_NAMESIZE], drv[32] = "";
+	bool generic = pc->xdp_attach == NCD_XDP_GENERIC;
+	int ret;
+
+	/*
+	 * net_af_xdp attaches natively where the driver can. On a veth that
+	 * costs the kernel's own traffic a copy of every frame (its native XDP
+	 * needs a headroom the stack's frames do not have); generic mode does
+	 * not (bench/README.md, the test bed).
+	 */
+	if (pc->xdp_attach == NCD_XDP_AUTO && ncd_devargs_iface(pc->device, iface, sizeof(iface)) &&
+	    ncd_iface_driver(iface, drv, sizeof(drv)) == 0 && strcmp(drv, "veth") == 0)
+		generic = true;
+	if (generic && (ret = ncd_xdp_move_generic((unsigned int)p->xdp_ifindex)) != 0) {
+		NCD_LOG(ERR, "port %s: exception mode xdp: attaching the program in generic mode: "
+			"%s", pc->name, strerror(-ret));
+		return 1;
+	}
+	p->xdp_generic = generic;
+	ret = ncd_xdp_maps_find((unsigned int)p->xdp_ifindex, &p->xdp_maps);
+	if (ret != 0) {
+		NCD_LOG(ERR, "port %s: exception mode xdp: the maps of the XDP program %s on the "
+			"port's interface: %s", pc->name, pc->xdp_prog,
+			ret == -ENOENT ? "no netchanneld program is attached" : strerror(-ret));
+		return 1;
+	}
+	p->xdp = true;
+	return 0;
+}
+
 static int
 port_init(struct ncd *d, unsigned int i)
 {
@@ -160,10 +255,13 @@ port_init(struct ncd *d, unsigned int i)
 	struct ncd_port *p = &d->ports[i];
 	unsigned int nw = workers_of_port(d, i);
 	struct rte_eth_dev_info info;
-	char exc[512];
+	char exc[512], dev[1024];
 	int ret;
 
-	ret = probe(pc->device, &p->port_id);
+	snprintf(dev, sizeof(dev), "%s", pc->device);
+	if (xdp_takeover(d, i, dev, sizeof(dev)) != 0)
+		return 1;
+	ret = probe(dev, &p->port_id);
 	if (ret < 0)
 		return CONF_ERR(d, i, "device", "cannot probe '%s': no such driver or device, or bad "
 				"arguments (rte_dev_probe: %s)", pc->device, strerror(-ret));
@@ -185,6 +283,8 @@ port_init(struct ncd *d, unsigned int i)
 		return 1;
 	if (setup_queues(d, p->port_id, pc->name, pc->rx_queues, p->ntxq, pc->mtu, true,
 			 &p->ip_csum_offload))
+		return 1;
+	if (pc->xdp && xdp_maps(d, i) != 0)
 		return 1;
 	rte_eth_macaddr_get(p->port_id, &p->mac);
 	p->exc_max_frame = pc->mtu + RTE_ETHER_HDR_LEN + 2 * RTE_VLAN_HLEN;
@@ -343,8 +443,11 @@ exc_remake(struct ncd *d, unsigned int i, const char *why)
 		return;
 	}
 	p->exc_started = true;
-	if (rte_eth_dev_info_get(p->exc_id, &info) == 0)
-		p->nh_ifindex = (int)info.if_index;
+	if (rte_eth_dev_info_get(p->exc_id, &info) == 0) {
+		p->exc_ifindex = (int)info.if_index;
+		if (!p->xdp)
+			p->nh_ifindex = p->exc_ifindex;
+	}
 	if (hooks.exception_remade != NULL)
 		hooks.exception_remade(d, i);
 	p->exc_remade++;
@@ -374,7 +477,7 @@ exc_lost(const struct ncd_port_conf *pc, const struct ncd_port *p)
 	if (p->exc_down && !p->exc_admin_down)
 		return "still gone";
 	idx = if_nametoindex(name);
-	if (idx == 0 || (int)idx != p->nh_ifindex)
+	if (idx == 0 || (int)idx != p->exc_ifindex)
 		return "gone";
 	snprintf(path, sizeof(path), "/sys/class/net/%s/flags", name);
 	f = fopen(path, "r");
@@ -478,6 +581,17 @@ ncd_ports_close(struct ncd *d)
 		if (p->started)
 			rte_eth_dev_stop(p->port_id);
 		rte_eth_dev_close(p->port_id);
+		/* net_af_xdp took its program off as it closed: the kernel gets everything. */
+		if (d->cfg.ports[i].xdp) {
+			char other[64];
+
+			ncd_xdp_maps_close(&p->xdp_maps);
+			/* net_af_xdp takes off only a native program: a generic one is the daemon's. */
+			if (p->xdp_generic && ncd_xdp_detach((unsigned int)p->xdp_ifindex, other,
+							     sizeof(other)) < 0)
+				NCD_LOG(ERR, "port %s: taking the XDP program off at exit failed: the "
+					"kernel gets everything all the same", d->cfg.ports[i].name);
+		}
 		if (p->has_exc) {
 			if (p->exc_started)
 				rte_eth_dev_stop(p->exc_id);

@@ -15,6 +15,7 @@
 #include "nc_trie.h"
 
 #include "core/config.h"
+#include "port/xdp.h"
 
 #define NCD_NO_TXQ UINT16_MAX          /* a worker with no tx queue on a port */
 
@@ -61,6 +62,13 @@ struct ncd_port {
 	uint16_t exc_txq[NCD_MAX_WORKERS];
 	struct ncd_nh_cache *nh;       /* next hops of clients' IP packets */
 	int nh_ifindex;                /* the kernel interface whose tables give them, or 0 */
+	int exc_ifindex;               /* the exception device's kernel interface, or 0 */
+	/* Exception mode xdp: the port's own interface and the maps of its XDP program. */
+	bool xdp;
+	int xdp_ifindex;
+	struct ncd_xdp_maps xdp_maps;
+	bool xdp_took_over;            /* a dead daemon's program was taken off at start */
+	bool xdp_generic;              /* the program is attached in generic (SKB) mode */
 	/* Control thread's: lookups, and packets that waited for a neighbour, did not, or in vain. */
 	struct { uint64_t resolved, no_route, no_neigh, queued, queue_full, failed; } nh_stats;
 	/* The exception device is gone and being made again: misses are drop_exc_down. */

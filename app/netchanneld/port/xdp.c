@@ -7,9 +7,15 @@
  * it by the interface alone.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <net/if.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <linux/ethtool.h>
+#include <linux/sockios.h>
 
 #ifdef NCD_HAVE_LIBXDP
 #include <bpf/bpf.h>
@@ -57,6 +63,26 @@ ncd_xdp_rule_claims(const struct nc_trie_rule *r, struct ncd_xdp_claim_key *keys
 		keys[n++] = (struct ncd_xdp_claim_key){ family, NCD_XDP_ANY_OF_FAMILY, 0 };
 	}
 	return (int)n;
+}
+
+int
+ncd_iface_driver(const char *iface, char *drv, size_t len)
+{
+	struct ethtool_drvinfo info = { .cmd = ETHTOOL_GDRVINFO };
+	struct ifreq ifr;
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), rc = 0;
+
+	if (fd < 0)
+		return -errno;
+	memset(&ifr, 0, sizeof(ifr));
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", iface);
+	ifr.ifr_data = (void *)&info;
+	if (ioctl(fd, SIOCETHTOOL, &ifr) != 0)
+		rc = -errno;
+	else
+		snprintf(drv, len, "%s", info.driver);
+	close(fd);
+	return rc;
 }
 
 #ifdef NCD_HAVE_LIBXDP
@@ -146,7 +172,37 @@ ncd_xdp_maps_find(unsigned int ifindex, struct ncd_xdp_maps *m)
 }
 
 int
-ncd_xdp_detach(unsigned int ifindex)
+ncd_xdp_detach(unsigned int ifindex, char *other, size_t len)
+{
+	uint32_t id = 0, flags = 0;
+	int fd, rc = attached(ifindex, &id, &flags);
+
+	if (rc != 0)
+		return rc;
+	if (id == 0)
+		return 0;
+	fd = ours(id);
+	if (fd < 0) {
+		struct bpf_prog_info info;
+		uint32_t ilen = sizeof(info);
+		int ofd = bpf_prog_get_fd_by_id(id);
+
+		memset(&info, 0, sizeof(info));
+		if (ofd >= 0 && bpf_obj_get_info_by_fd(ofd, &info, &ilen) == 0)
+			snprintf(other, len, "id %u, %s", id, info.name);
+		else
+			snprintf(other, len, "id %u", id);
+		if (ofd >= 0)
+			close(ofd);
+		return -EEXIST;
+	}
+	close(fd);
+	rc = bpf_xdp_detach((int)ifindex, flags, NULL);
+	return rc == 0 ? 1 : rc;
+}
+
+int
+ncd_xdp_move_generic(unsigned int ifindex)
 {
 	uint32_t id = 0, flags = 0;
 	int fd, rc = attached(ifindex, &id, &flags);
@@ -155,10 +211,18 @@ ncd_xdp_detach(unsigned int ifindex)
 		return rc;
 	fd = ours(id);
 	if (fd < 0)
+		return -ENOENT;
+	if (flags == XDP_FLAGS_SKB_MODE) {
+		close(fd);
 		return 0;
-	close(fd);
+	}
+	/* Between the two the kernel gets everything, as when no daemon runs. */
 	rc = bpf_xdp_detach((int)ifindex, flags, NULL);
-	return rc == 0 ? 1 : rc;
+	if (rc == 0)
+		rc = bpf_xdp_attach((int)ifindex, fd, XDP_FLAGS_SKB_MODE | XDP_FLAGS_UPDATE_IF_NOEXIST,
+				    NULL);
+	close(fd);
+	return rc;
 }
 
 void
@@ -171,29 +235,67 @@ ncd_xdp_maps_close(struct ncd_xdp_maps *m)
 	m->claims_fd = m->stats_fd = -1;
 }
 
+/* One key's count of channels up (delta 1) or down (-1); at zero the key goes. */
+static int
+claim_one(int claims_fd, const struct ncd_xdp_claim_key *k, int delta)
+{
+	uint32_t count = 0;
+
+	if (bpf_map_lookup_elem(claims_fd, k, &count) != 0)
+		count = 0;
+	if (delta < 0 && count <= 1)
+		return bpf_map_delete_elem(claims_fd, k) != 0 && errno != ENOENT ? -errno : 0;
+	count = delta < 0 ? count - 1 : count + 1;
+	return bpf_map_update_elem(claims_fd, k, &count, BPF_ANY) != 0 ? -errno : 0;
+}
+
+int
+ncd_xdp_claim_keys(int claims_fd, const struct ncd_xdp_claim_key *keys, unsigned int n,
+		   int delta)
+{
+	int first = 0;
+
+	for (unsigned int i = 0; i < n; i++) {
+		int rc = claim_one(claims_fd, &keys[i], delta);
+
+		if (rc == 0)
+			continue;
+		if (delta < 0) {
+			first = first != 0 ? first : rc;
+			continue;
+		}
+		/* A claim half made would stay for ever: take back what this call added. */
+		while (i-- > 0)
+			claim_one(claims_fd, &keys[i], -1);
+		return rc;
+	}
+	return first;
+}
+
 int
 ncd_xdp_claim(int claims_fd, const struct nc_trie_rule *r, int delta)
 {
-	struct ncd_xdp_claim_key keys[2 * (NCD_XDP_MAX_PORTS_A_RULE + 1)];
+	struct ncd_xdp_claim_key keys[NCD_XDP_RULE_KEYS];
 	int n = ncd_xdp_rule_claims(r, keys, RTE_DIM(keys));
 
 	if (n < 0)
 		return n;
-	for (int i = 0; i < n; i++) {
-		uint32_t count = 0;
+	return ncd_xdp_claim_keys(claims_fd, keys, (unsigned int)n, delta);
+}
 
-		if (bpf_map_lookup_elem(claims_fd, &keys[i], &count) != 0)
-			count = 0;
-		if (delta < 0 && count <= 1) {
-			if (bpf_map_delete_elem(claims_fd, &keys[i]) != 0 && errno != ENOENT)
-				return -errno;
-			continue;
-		}
-		count = delta < 0 ? count - 1 : count + 1;
-		if (bpf_map_update_elem(claims_fd, &keys[i], &count, BPF_ANY) != 0)
-			return -errno;
+int
+ncd_xdp_claims_count(int claims_fd)
+{
+	struct ncd_xdp_claim_key k, next;
+	const void *prev = NULL;
+	int n = 0;
+
+	while (bpf_map_get_next_key(claims_fd, prev, &next) == 0) {
+		k = next;
+		prev = &k;
+		n++;
 	}
-	return 0;
+	return errno == ENOENT ? n : -errno;
 }
 
 int
@@ -233,7 +335,16 @@ ncd_xdp_maps_find(unsigned int ifindex, struct ncd_xdp_maps *m)
 }
 
 int
-ncd_xdp_detach(unsigned int ifindex)
+ncd_xdp_detach(unsigned int ifindex, char *other, size_t len)
+{
+	(void)ifindex;
+	(void)other;
+	(void)len;
+	return -ENOTSUP;
+}
+
+int
+ncd_xdp_move_generic(unsigned int ifindex)
 {
 	(void)ifindex;
 	return -ENOTSUP;
@@ -246,11 +357,29 @@ ncd_xdp_maps_close(struct ncd_xdp_maps *m)
 }
 
 int
+ncd_xdp_claim_keys(int claims_fd, const struct ncd_xdp_claim_key *keys, unsigned int n,
+		   int delta)
+{
+	(void)claims_fd;
+	(void)keys;
+	(void)n;
+	(void)delta;
+	return -ENOTSUP;
+}
+
+int
 ncd_xdp_claim(int claims_fd, const struct nc_trie_rule *r, int delta)
 {
 	(void)claims_fd;
 	(void)r;
 	(void)delta;
+	return -ENOTSUP;
+}
+
+int
+ncd_xdp_claims_count(int claims_fd)
+{
+	(void)claims_fd;
 	return -ENOTSUP;
 }
 

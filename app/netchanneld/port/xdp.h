@@ -7,6 +7,7 @@
 #ifndef NCD_PORT_XDP_H
 #define NCD_PORT_XDP_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "ncd_xdp.h"
@@ -32,9 +33,26 @@ int ncd_xdp_maps_find(unsigned int ifindex, struct ncd_xdp_maps *m);
  * it was attached: what a daemon that died left there, before net_af_xdp
  * attaches its own (it will not replace a program that is there). A program
  * that is not netchanneld's is left alone.
- * @return 1 if it was taken off, 0 if there was none of ours, or -errno
+ * @param other  set to "id N, NAME" of a program that is not netchanneld's
+ * @return 1 if it was taken off, 0 if there was no program, -EEXIST if the
+ *   program there is not netchanneld's, or another -errno
  */
-int ncd_xdp_detach(unsigned int ifindex);
+int ncd_xdp_detach(unsigned int ifindex, char *other, size_t len);
+
+/**
+ * Attach netchanneld's program on interface ifindex in generic (SKB) mode
+ * instead of the native one net_af_xdp chose: on a veth, native XDP copies
+ * every frame the kernel keeps to give it XDP's headroom, and generic mode
+ * does not. The AF_XDP sockets bound to the queues stay.
+ * @return 0, -ENOENT if netchanneld's program is not there, or -errno
+ */
+int ncd_xdp_move_generic(unsigned int ifindex);
+
+/**
+ * The driver of a kernel interface, as ethtool names it ("veth", "mlx5_core").
+ * @return 0, or -errno
+ */
+int ncd_iface_driver(const char *iface, char *drv, size_t len);
 
 /** Close what ncd_xdp_maps_find() opened. */
 void ncd_xdp_maps_close(struct ncd_xdp_maps *m);
@@ -50,13 +68,23 @@ void ncd_xdp_maps_close(struct ncd_xdp_maps *m);
 int ncd_xdp_rule_claims(const struct nc_trie_rule *r, struct ncd_xdp_claim_key *keys,
 			unsigned int max);
 
+/** The most keys ncd_xdp_rule_claims() writes for one rule. */
+#define NCD_XDP_RULE_KEYS (2 * (NCD_XDP_MAX_PORTS_A_RULE + 1))
+
 /**
- * Add (delta 1) or take back (delta -1) a rule's claims: each key's count of
+ * Add (delta 1) or take back (delta -1) claims: each key's count of
  * channels goes up or down; a key that counts none is deleted.
- * @return 0, or -errno of the first map update that failed (the keys before
- *   it stay changed)
+ * @return 0, or -errno of the first map update that failed: an addition
+ *   that fails takes back what it had added; a release goes on to the end
  */
+int ncd_xdp_claim_keys(int claims_fd, const struct ncd_xdp_claim_key *keys, unsigned int n,
+		       int delta);
+
+/** ncd_xdp_claim_keys() of a rule's claims (ncd_xdp_rule_claims()). @return 0, or -errno */
 int ncd_xdp_claim(int claims_fd, const struct nc_trie_rule *r, int delta);
+
+/** How many keys are claimed now. @return them, or -errno */
+int ncd_xdp_claims_count(int claims_fd);
 
 /**
  * The program's counters, summed over CPUs, by enum ncd_xdp_stat.
