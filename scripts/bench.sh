@@ -26,6 +26,18 @@
 #       RTT (scripts/bench_testbed.py). Writes bench/results/testbed.jsonl.
 #       3 runs of 3 s each; --quick: 1 of 1 s.
 #
+#   scripts/bench.sh idle [--quick]
+#       On scripts/testbed.sh, for workers[].idle poll, adaptive and interrupt:
+#       the worker thread's CPU share over 10 s without traffic, and the RTT of a
+#       ping through the exception path and of nc-echo's UDP echo after each idle
+#       second (20 each: median, p99, and p99 over poll's). Writes
+#       bench/results/idle.jsonl (scripts/bench_idle.py). --quick: 3 s, 5 each.
+#
+#   scripts/bench.sh datapath-idle [RUNS]
+#       miss and deliver-1 (scripts/bench_datapath.py) with workers[].idle adaptive
+#       right after poll in each run: ratio_idle_to_poll, run by run. Writes
+#       bench/results/idle-datapath.jsonl. RUNS: 5.
+#
 #   scripts/bench.sh datapath [--quick]
 #       netchanneld's rate with one worker against dpdk-testpmd io-forward with
 #       one core forwarding one way (into net_null with no-rx=1; the two-way
@@ -63,7 +75,7 @@ quick=${2:-}
 out=bench/results
 cb=${NC_CLASSBENCH_DIR:-$top/tests/data/classbench}
 
-usage() { echo "usage: scripts/bench.sh classifier [--quick|--report] | testbed [--quick] | datapath [--quick] | datapath-ab REV [RUNS [CASES]]" >&2; exit 2; }
+usage() { echo "usage: scripts/bench.sh classifier [--quick|--report] | testbed [--quick] | idle [--quick] | datapath [--quick] | datapath-idle [RUNS] | datapath-ab REV [RUNS [CASES]]" >&2; exit 2; }
 
 classifier() {
 	local bench=build/app/bench/nctrie-bench json=$out/classifier.jsonl
@@ -302,6 +314,23 @@ datapath|testbed)
 		/usr/bin/python3 "scripts/bench_$mode.py"
 	fi
 	[ "$mode" = datapath ] && datapath_chart
+	;;
+idle)
+	scripts/setup.sh build >/dev/null
+	ninja -C build >/dev/null
+	if [ "$quick" = --quick ]; then
+		/usr/bin/python3 scripts/bench_idle.py --idle-seconds 3 --samples 5 \
+			--out /tmp/netchanneld-idle-quick.jsonl
+	else
+		/usr/bin/python3 scripts/bench_idle.py
+	fi
+	;;
+datapath-idle)
+	# deliver-1 and miss with workers[].idle adaptive against poll, in the same runs.
+	scripts/setup.sh build >/dev/null
+	ninja -C build >/dev/null
+	/usr/bin/python3 scripts/bench_datapath.py --runs "${2:-5}" --cases miss,deliver-1 \
+		--idle-ab adaptive --out "$out/idle-datapath.jsonl"
 	;;
 *)
 	usage

@@ -336,6 +336,9 @@ def main():
     ap.add_argument("--latency-count", type=int, default=200)
     ap.add_argument("--out", default=os.path.join(TOP, "bench/results/datapath.jsonl"))
     ap.add_argument("--cases", help="comma-separated: only these cases (and latency if named)")
+    ap.add_argument("--idle-ab", metavar="MODE",
+                    help="also run netchanneld with workers[].idle MODE (adaptive, interrupt) "
+                         "in each run, right after the poll one: ratio_idle_to_poll")
     a = ap.parse_args()
     work = tempfile.mkdtemp(prefix="ncd_bench_dp_")
     hz = cpu_hz()
@@ -433,6 +436,11 @@ def main():
                         base.append(m0)
                     mpps, port, res = netchanneld(pcaps[size], a.seconds, work, f"ncddp{pid}", **kw)
                     ours.append(mpps)
+                    if a.idle_ab:
+                        im, _, _ = netchanneld(pcaps[size], a.seconds, work, f"ncddp{pid}",
+                                               config={"workers": [{"lcore": 1,
+                                                                    "idle": a.idle_ab}]}, **kw)
+                        extra.setdefault("idle", []).append(im)
                     extra.setdefault("delivered", []).append(res["delivered_mpps"])
                     if mpps == 0:
                         print(f"bench: {case}: no packets; client:\n{res.get('client', '')[-1500:]}"
@@ -474,6 +482,13 @@ def main():
                 # What netchanneld adds to the input's own cost: its ns a packet over testpmd's.
                 if m and r:
                     row["extra_ns"] = round(1e3 / m - 1e3 / r, 1)
+                if extra.get("idle"):
+                    # Run by run: each pair ran back to back, the machine alike for both.
+                    row.update({"idle_mode": a.idle_ab,
+                                "idle_mpps": round(statistics.median(extra["idle"]), 3),
+                                "runs_idle_mpps": [round(x, 3) for x in extra["idle"]],
+                                "ratio_idle_to_poll": round(statistics.median(
+                                    x / y for x, y in zip(extra["idle"], ours) if y), 3)})
                 if extra.get("memif"):
                     pm = statistics.median(extra["memif"])
                     row["peer_memif_mpps"] = round(pm, 3)

@@ -11,6 +11,8 @@ Cases (the median of --runs runs of --seconds each):
   netchanneld-failopen  the same daemon; nc-dump -q claims the port and counts them
   kernel-failopen-down  that daemon killed (-9): its program, with no socket, passes
                     everything to the kernel's socket
+  kernel-failopen-adaptive  a new daemon in mode xdp whose worker sleeps when it has nothing
+                    to do (workers[].idle adaptive), taking the interface over
   kernel-via-tap    netchanneld owns veth0 (net_af_xdp, exception mode tap); the datagrams
                     miss every channel and a recvmmsg socket receives them through the TAP
   netchanneld       netchanneld owns veth0; nc-dump -q (a libnetchannel client, zero-copy)
@@ -87,14 +89,15 @@ def client_case(env, sock, seconds):
     return sent, got, cpu
 
 
-def start_daemon(env, work, prefix, sock, exception=None, channels=()):
+def start_daemon(env, work, prefix, sock, exception=None, channels=(), idle="poll"):
     """netchanneld on veth0 in the host's namespace, running; its Popen."""
     port = {"name": "wire0", "device": "net_af_xdp0,iface=veth0"}
     if exception is not None:
         port["exception"] = exception
     cfg = {"eal": ["-l", "0-1", "--no-pci", "--log-level", "lib.eal:error", "--no-telemetry"],
            "mempool": {"mbufs": 16383, "cache": 256}, "ports": [port],
-           "workers": [{"lcore": 1}], "control": {"socket": sock}, "channels": list(channels)}
+           "workers": [{"lcore": 1, "idle": idle}], "control": {"socket": sock},
+           "channels": list(channels)}
     with open(os.path.join(work, "config.json"), "w") as f:
         json.dump(cfg, f)
     log = open(os.path.join(work, "daemon.log"), "w")
@@ -137,7 +140,7 @@ def main():
         run(["ip", "-n", host, "addr", "add", env["TB_HOST4"] + "/24", "dev", "veth0"])
         results.append({"case": "ping-direct", "rtt_avg_ms": ping(env, env["TB_HOST4"])})
         runs = {"kernel-direct": [], "kernel-failopen": [], "netchanneld-failopen": [],
-                "kernel-failopen-down": []}
+                "kernel-failopen-down": [], "kernel-failopen-adaptive": []}
         for i in range(a.runs):
             runs["kernel-direct"].append(kernel_case(env, a.seconds))
             daemon = start_daemon(env, work, prefix, sock, FAILOPEN, CLAIM_OTHER)
@@ -151,6 +154,11 @@ def main():
             daemon.wait(30)
             daemon = None
             runs["kernel-failopen-down"].append(kernel_case(env, a.seconds))
+            # The same daemon, its worker asleep when there is nothing to do.
+            daemon = start_daemon(env, work, prefix, sock, FAILOPEN, CLAIM_OTHER, "adaptive")
+            runs["kernel-failopen-adaptive"].append(kernel_case(env, a.seconds))
+            stop_daemon(daemon)
+            daemon = None
         run(["ip", "-n", host, "addr", "flush", "dev", "veth0"])
         daemon = start_daemon(env, work, prefix, sock)
         run([TESTBED, "host", NAME])
@@ -166,6 +174,7 @@ def main():
                 "receiver_cpu_seconds": round(statistics.median(r[2] for r in rs), 3),
                 "receiver_cpu_per_mpkt": round(statistics.median(
                     r[2] / max(r[1], 1) * 1e6 for r in rs), 3),
+                "runs_rx_pps": [round(r[1] / a.seconds) for r in rs],
             })
         base = next(r for r in results if r["case"] == "kernel-direct")["rx_pps"]
         for r in results:
@@ -175,7 +184,7 @@ def main():
                     r["note"] = "plus netchanneld's worker, which polls one core whatever the load"
         # Fail-open against the kernel alone, run by run (each pair ran back to back).
         fo = next(r for r in results if r["case"] == "kernel-failopen")
-        for case in ("kernel-failopen", "kernel-failopen-down"):
+        for case in ("kernel-failopen", "kernel-failopen-down", "kernel-failopen-adaptive"):
             fo = next(r for r in results if r["case"] == case)
             fo["ratio_to_kernel_direct_paired"] = round(statistics.median(
                 f[1] / max(k[1], 1) for f, k in zip(runs[case], runs["kernel-direct"])), 3)
@@ -202,7 +211,7 @@ def main():
     for r in results:
         if "rtt_avg_ms" in r:
             print(f"{r['case']:21} avg rtt {r['rtt_avg_ms']} ms")
-    for case in ("kernel-failopen", "kernel-failopen-down"):
+    for case in ("kernel-failopen", "kernel-failopen-down", "kernel-failopen-adaptive"):
         fo = next(r for r in results if r["case"] == case)
         print(f"{case} / kernel-direct, run by run (median): received "
               f"{fo['ratio_to_kernel_direct_paired']} (target: at least 0.9), sent "

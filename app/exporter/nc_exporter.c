@@ -176,7 +176,10 @@ numbers(struct scrape *sc, const char *prefix, const json_t *o, const char *labe
 		}
 		if (!json_is_number(v) && !json_is_boolean(v))
 			continue;
-		bool gauge = is_gauge(k) || json_is_boolean(v) || json_is_real(v);
+		size_t kl = strlen(k);
+		/* A real is a gauge (a share, a rate), but a number of seconds only grows. */
+		bool seconds = kl > 8 && strcmp(k + kl - 8, "_seconds") == 0;
+		bool gauge = is_gauge(k) || json_is_boolean(v) || (json_is_real(v) && !seconds);
 		/* "_count" is a histogram's in Prometheus: a ring's occupancy is its packets. */
 		const char *as = strcmp(k, "ring_count") == 0 ? "ring_packets" : k;
 
@@ -266,10 +269,13 @@ scrape(void)
 		numbers(&sc, "netchannel_mempool", mp, lab, NULL, NULL, "the mbuf pool");
 	}
 	json_array_foreach(workers, i, v) {
-		char lab[64];
+		const char *idle = json_string_value(json_object_get(v, "idle"));
+		char lab[96];
 
-		snprintf(lab, sizeof(lab), "worker=\"%lld\"",
-			 (long long)json_integer_value(json_object_get(v, "worker")));
+		/* Its idle mode (workers[].idle) as a label of each of its samples. */
+		snprintf(lab, sizeof(lab), "worker=\"%lld\",idle=\"%s\"",
+			 (long long)json_integer_value(json_object_get(v, "worker")),
+			 idle != NULL ? idle : "poll");
 		json_object_del(v, "worker");
 		json_object_del(v, "rx");
 		numbers(&sc, "netchannel_worker", v, lab, NULL, NULL, "a worker's load");

@@ -778,6 +778,11 @@ main(int argc, char **argv)
 	signal(SIGHUP, on_signal);
 	if (ncd_ports_start(d) != 0 || ncd_offload_start(d) != 0)
 		goto out_close_control;
+	/* The queues' wake fds exist once the ports run. */
+	ret = ncd_workers_idle_init(d);
+	if (ret != 0)
+		goto out_close_control;
+	ret = 1;
 	launched = traffic_start(d);
 	if (cl.interactive) {
 		nc_cli_set_names(cli_names);

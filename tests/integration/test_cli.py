@@ -502,7 +502,9 @@ class Cli(T.DaemonCase):
         self.assertEqual(got["netchannel_channel_hits_total" + dns], 60)
         self.assertEqual(got["netchannel_channel_delivered_total" + dns], 60)
         self.assertIn('netchannel_mempool_in_use{pool=', text)
-        self.assertIn('netchannel_worker_loops_total{worker="0"}', text)
+        self.assertIn('netchannel_worker_loops_total{worker="0",idle="poll"}', text)
+        self.assertIn('netchannel_worker_sleeps_total{worker="0",idle="poll"} 0', text)
+        self.assertIn('netchannel_worker_asleep_seconds_total{worker="0",idle="poll"} 0', text)
         # The reloads: none yet.
         self.assertEqual([got[k] for k in ("netchannel_reload_reloads_total",
                                            "netchannel_reload_failures_total",

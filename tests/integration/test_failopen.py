@@ -146,13 +146,7 @@ class FailOpen(TB.TestBed):
 
     def setUp(self):
         T.DaemonCase.setUp(self)
-        self.name = f"fo{os.getpid()}"
-        self.sock = os.path.join(self.w, "ncd.sock")
-        out = subprocess.run([TB.TESTBED, "up", self.name], capture_output=True, text=True)
-        self.addCleanup(subprocess.run, [TB.TESTBED, "down", self.name])
-        self.assertEqual(out.returncode, 0, out.stderr)
-        self.env = dict(line.split("=", 1) for line in out.stdout.split())
-        self.addCleanup(self.stop_procs)
+        self.bed_up(f"fo{os.getpid()}")
         # The host's addresses on the wire's own interface, as on any host: not on a TAP.
         self.ns("HOST", "ip", "addr", "add", "10.99.0.1/24", "dev", "veth0")
         self.ns("HOST", "ip", "addr", "add", "fd99::1/64", "dev", "veth0", "nodad")

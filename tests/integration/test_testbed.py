@@ -246,14 +246,8 @@ print(json.dumps(got), flush=True)
 class TestBed(T.DaemonCase):
     def setUp(self):
         super().setUp()
-        self.name = f"tb{os.getpid()}"
-        self.sock = os.path.join(self.w, "ncd.sock")
         self.procs = []
-        out = subprocess.run([TESTBED, "up", self.name], capture_output=True, text=True)
-        self.addCleanup(subprocess.run, [TESTBED, "down", self.name])
-        self.assertEqual(out.returncode, 0, out.stderr)
-        self.env = dict(line.split("=", 1) for line in out.stdout.split())
-        self.addCleanup(self.stop_procs)
+        self.bed_up(f"tb{os.getpid()}")
         cfg = {"eal": EAL, "mempool": {"mbufs": 8191, "cache": 64},
                "ports": [{"name": "wire0", "device": "net_af_xdp0,iface=veth0"}],
                "workers": [{"lcore": 1}], "control": {"socket": self.sock}}
@@ -261,6 +255,17 @@ class TestBed(T.DaemonCase):
         self.daemon.start()
         r = subprocess.run([TESTBED, "host", self.name], capture_output=True, text=True)
         self.assertEqual(r.returncode, 0, r.stderr)
+
+    def bed_up(self, name):
+        """The test bed NAME up (down again at cleanup), its names in self.env, the control
+        socket's path in self.sock; no daemon yet."""
+        self.name = name
+        self.sock = os.path.join(self.w, "ncd.sock")
+        out = subprocess.run([TESTBED, "up", self.name], capture_output=True, text=True)
+        self.addCleanup(subprocess.run, [TESTBED, "down", self.name])
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.env = dict(line.split("=", 1) for line in out.stdout.split())
+        self.addCleanup(self.stop_procs)
 
     def stop_procs(self):
         for p in self.procs:

@@ -22,7 +22,7 @@ struct port_sample {
 
 /* A worker's loops, busy loops and packets. */
 struct worker_sample {
-	uint64_t loops, busy_loops, packets;
+	uint64_t loops, busy_loops, packets, slept_ns;
 };
 
 /* A channel's, and which channel it was (an id is reused). */
@@ -85,6 +85,7 @@ ncd_rates_tick(struct ncd *d)
 
 		rt.worker[1][i] = (struct worker_sample){
 			.loops = __atomic_load_n(&w->loops, __ATOMIC_RELAXED),
+			.slept_ns = __atomic_load_n(&w->slept_ns, __ATOMIC_RELAXED),
 			.busy_loops = __atomic_load_n(&w->busy_loops, __ATOMIC_RELAXED),
 			.packets = __atomic_load_n(&w->packets, __ATOMIC_RELAXED),
 		};
@@ -167,12 +168,14 @@ ncd_rates_worker(unsigned int i)
 	if (rt.tsc[0] == 0)
 		return json_null();
 	t = interval_s();
-	return json_pack("{s:f, s:o, s:o, s:f, s:f}", "interval_s", t,
+	return json_pack("{s:f, s:o, s:o, s:f, s:f, s:f}", "interval_s", t,
 			 "loops_per_s", per_s(a->loops, b->loops, t, 1), "pps",
 			 per_s(a->packets, b->packets, t, 1),
 			 "busy_share", loops ? (double)busy / (double)loops : 0.0,
 			 "packets_per_busy_loop",
-			 busy ? (double)(b->packets - a->packets) / (double)busy : 0.0);
+			 busy ? (double)(b->packets - a->packets) / (double)busy : 0.0,
+			 "asleep_share", t > 0 ? RTE_MIN(1.0, (double)(b->slept_ns - a->slept_ns) /
+							   (t * 1e9)) : 0.0);
 }
 
 json_t *

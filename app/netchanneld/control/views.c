@@ -470,13 +470,22 @@ ncd_view_workers(const struct ncd *d)
 			json_array_append_new(q, json_pack("{s:s, s:i}", "port",
 							   d->cfg.ports[w->rx[k].port].name, "queue",
 							   (int)w->rx[k].queue));
-		json_array_append_new(a, json_pack("{s:i, s:i, s:o, s:I, s:I, s:I, s:o}", "worker",
-						   (int)i, "lcore", (int)w->lcore, "rx", q, "loops",
+		json_array_append_new(a, json_pack("{s:i, s:i, s:s, s:o, s:I, s:I, s:I, s:I, s:I, s:f, "
+						   "s:o}", "worker", (int)i, "lcore", (int)w->lcore,
+						   "idle", ncd_idle_name(d->cfg.workers[i].idle),
+						   "rx", q, "loops",
 						   (json_int_t)__atomic_load_n(&w->loops, __ATOMIC_RELAXED),
 						   "busy_loops", (json_int_t)__atomic_load_n(&w->busy_loops,
 											 __ATOMIC_RELAXED),
 						   "packets", (json_int_t)__atomic_load_n(&w->packets,
 										      __ATOMIC_RELAXED),
+						   "sleeps", (json_int_t)__atomic_load_n(&w->sleeps,
+										     __ATOMIC_RELAXED),
+						   "wakeups", (json_int_t)__atomic_load_n(&w->wakeups,
+										      __ATOMIC_RELAXED),
+						   "asleep_seconds",
+						   (double)__atomic_load_n(&w->slept_ns, __ATOMIC_RELAXED) /
+						   1e9,
 						   "rates", ncd_rates_worker(i)));
 	}
 	return a;

@@ -644,9 +644,31 @@ eal_lcores(struct ctx *c, uint64_t *bits, unsigned int *main_lcore)
 }
 
 static int
+load_idle(struct ctx *c, const json_t *w, struct ncd_worker_conf *wc)
+{
+	const char *idle;
+
+	if (get_str(c, w, "idle", false, &idle))
+		return -1;
+	if (idle == NULL || strcmp(idle, "poll") == 0)
+		wc->idle = NCD_IDLE_POLL;
+	else if (strcmp(idle, "adaptive") == 0)
+		wc->idle = NCD_IDLE_ADAPTIVE;
+	else if (strcmp(idle, "interrupt") == 0)
+		wc->idle = NCD_IDLE_INTERRUPT;
+	else {
+		size_t l = push(c, "idle", 0);
+
+		(void)l;
+		return fail(c, "'%s': expected poll, adaptive or interrupt", idle);
+	}
+	return 0;
+}
+
+static int
 load_workers(struct ctx *c, const json_t *root)
 {
-	static const char *const keys[] = { "lcore", "rx", NULL };
+	static const char *const keys[] = { "lcore", "rx", "idle", NULL };
 	static const char *const rxkeys[] = { "port", "queue", NULL };
 	json_t *ws = json_object_get(root, "workers"), *w;
 	uint8_t assigned[NCD_MAX_PORTS][NCD_MAX_QUEUES] = { { 0 } };
@@ -700,6 +722,8 @@ load_workers(struct ctx *c, const json_t *root)
 			pop(c, l2);
 			push(c, NULL, (int)i);
 			wc->lcore = (unsigned int)lc;
+			if (load_idle(c, w, wc))
+				return -1;
 			c->cfg->nworkers++;
 			rx = json_object_get(w, "rx");
 			if (rx == NULL) {

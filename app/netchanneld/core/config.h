@@ -103,8 +103,16 @@ struct ncd_rxq_conf {
 	uint16_t queue;
 };
 
+/* workers[].idle: what a worker does when a loop finds nothing to do (docs/config.md). */
+enum ncd_idle {
+	NCD_IDLE_POLL,               /* spin: the lowest latency, a core all the time */
+	NCD_IDLE_ADAPTIVE,           /* spin a while, then sleep (on rx wake-ups, or timed) */
+	NCD_IDLE_INTERRUPT,          /* sleep at once on rx wake-ups: every queue must have one */
+};
+
 struct ncd_worker_conf {
 	unsigned int lcore;
+	enum ncd_idle idle;
 	struct ncd_rxq_conf rx[NCD_MAX_PORTS * NCD_MAX_QUEUES];
 	unsigned int nrx;
 };

@@ -51,6 +51,18 @@ struct ncd_worker {
 	 * brought packets, and those packets. Only it writes them; relaxed.
 	 */
 	uint64_t loops, busy_loops, packets;
+	/*
+	 * workers[].idle (idle.c): how it sleeps, what it waits on, and what it
+	 * did. Only it writes the counters; relaxed.
+	 */
+	enum ncd_idle idle;
+	int epfd;                        /* its queues' wake fds (ncd_rxq_wake_fd()), or -1 */
+	bool timed;                      /* some queue has no wake fd: adaptive sleeps are timed */
+	uint64_t wake_gen;               /* the exception devices' remakes its epoll set knows */
+	uint64_t last_work;              /* TSC of the last loop that did something */
+	uint64_t activity;               /* its counters of work, summed, at the last loop */
+	uint32_t nap_us;                 /* a timed sleep's length now: doubles up to the most */
+	uint64_t sleeps, wakeups, slept_ns;
 } __rte_cache_aligned;
 
 /**
@@ -62,6 +74,17 @@ int ncd_workers_init(struct ncd *d);
 
 /** Free what ncd_workers_init() allocated. */
 void ncd_workers_free(struct ncd *d);
+
+/**
+ * Before the workers start, on the control thread: each sleeping worker's
+ * (workers[].idle adaptive or interrupt) epoll set of its queues' wake
+ * fds. An interrupt worker with a queue that has none refuses the start.
+ * @return 0, or 2 (the config asks what the PMDs cannot do; logged), or 1
+ */
+int ncd_workers_idle_init(struct ncd *d);
+
+/** The name of an idle mode, as the config writes it. */
+const char *ncd_idle_name(enum ncd_idle idle);
 
 /** A worker lcore's main loop (rte_eal_remote_launch). */
 int ncd_worker_main(void *arg);

@@ -28,6 +28,7 @@
 #include "datapath/deliver.h"
 #include "datapath/dp.h"
 #include "datapath/frag.h"
+#include "datapath/idle.h"
 #include "datapath/nat.h"
 #include "ncd.h"
 #include "nexthop/nexthop.h"
@@ -481,7 +482,9 @@ ncd_worker_main(void *arg)
 	}
 	rte_rcu_qsbr_thread_register(d->qsbr, w->index);
 	rte_rcu_qsbr_thread_online(d->qsbr, w->index);
-	NCD_LOG(INFO, "worker %u on lcore %u: %u rx queues", w->index, w->lcore, w->nrx);
+	NCD_LOG(INFO, "worker %u on lcore %u: %u rx queues, idle %s", w->index, w->lcore, w->nrx,
+		ncd_idle_name(w->idle));
+	ncd_idle_start(w);
 	while (!__atomic_load_n(&d->stop, __ATOMIC_RELAXED)) {
 		uint32_t gen = __atomic_load_n(&d->stats_gen, __ATOMIC_ACQUIRE);
 
@@ -534,6 +537,8 @@ ncd_worker_main(void *arg)
 		if (unlikely(w->frag_used))
 			ncd_frag_expire(d, w, now != 0 ? now : rte_get_tsc_cycles());
 		rte_rcu_qsbr_quiescent(d->qsbr, w->index);
+		if (w->idle != NCD_IDLE_POLL)
+			ncd_idle_loop(d, w);
 	}
 	rte_rcu_qsbr_thread_offline(d->qsbr, w->index);
 	rte_rcu_qsbr_thread_unregister(d->qsbr, w->index);

@@ -75,9 +75,19 @@ workers_of_port(const struct ncd *d, unsigned int p)
 	return n;
 }
 
+/* Whether a worker that may sleep (workers[].idle not poll) polls port p. */
+static bool
+sleeper_polls(const struct ncd *d, unsigned int p)
+{
+	for (unsigned int w = 0; w < d->cfg.nworkers; w++)
+		if (d->cfg.workers[w].idle != NCD_IDLE_POLL && polls(&d->cfg.workers[w], p))
+			return true;
+	return false;
+}
+
 static int
 setup_queues(struct ncd *d, uint16_t pid, const char *what, uint16_t nrx, uint16_t ntx,
-	     uint16_t mtu, bool rss, bool *ip_csum)
+	     uint16_t mtu, bool rss, bool *ip_csum, bool rxq_intr)
 {
 	struct rte_eth_dev_info info;
 	struct rte_eth_conf conf;
@@ -111,6 +121,9 @@ setup_queues(struct ncd *d, uint16_t pid, const char *what, uint16_t nrx, uint16
 		conf.intr_conf.lsc = 1;
 	if (info.dev_flags != NULL && (*info.dev_flags & RTE_ETH_DEV_INTR_RMV))
 		conf.intr_conf.rmv = 1;
+	/* A worker that sleeps waits on the queues' interrupt fds (ncd_rxq_wake_fd()). */
+	if (rxq_intr && ncd_rxq_intr_wanted(info.driver_name))
+		conf.intr_conf.rxq = 1;
 	ret = rte_eth_dev_configure(pid, nrx, ntx, &conf);
 	if (ret == 0)
 		ret = rte_eth_dev_adjust_nb_rx_tx_desc(pid, &nrxd, &ntxd);
@@ -282,7 +295,7 @@ port_init(struct ncd *d, unsigned int i)
 	if (hooks.configured != NULL && hooks.configured(d, i) != 0)
 		return 1;
 	if (setup_queues(d, p->port_id, pc->name, pc->rx_queues, p->ntxq, pc->mtu, true,
-			 &p->ip_csum_offload))
+			 &p->ip_csum_offload, sleeper_polls(d, i)))
 		return 1;
 	if (pc->xdp && xdp_maps(d, i) != 0)
 		return 1;
@@ -302,7 +315,8 @@ port_init(struct ncd *d, unsigned int i)
 				"an rx and a tx queue, but %s supports %u rx, %u tx", nw, exc,
 				info.max_rx_queues, info.max_tx_queues);
 	p->has_exc = true;
-	if (setup_queues(d, p->exc_id, exc, (uint16_t)nw, (uint16_t)nw, pc->mtu, false, NULL))
+	if (setup_queues(d, p->exc_id, exc, (uint16_t)nw, (uint16_t)nw, pc->mtu, false, NULL,
+			 sleeper_polls(d, i)))
 		return 1;
 	return 0;
 }
@@ -433,7 +447,8 @@ exc_remake(struct ncd *d, unsigned int i, const char *why)
 	}
 	exc_devargs(pc, p, exc, sizeof(exc));
 	ret = probe(exc, &p->exc_id);
-	if (ret == 0 && setup_queues(d, p->exc_id, exc, nw, nw, pc->mtu, false, NULL) != 0)
+	if (ret == 0 && setup_queues(d, p->exc_id, exc, nw, nw, pc->mtu, false, NULL,
+				     sleeper_polls(d, i)) != 0)
 		ret = -EIO;
 	if (ret == 0)
 		ret = rte_eth_dev_start(p->exc_id);

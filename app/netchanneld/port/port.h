@@ -158,6 +158,30 @@ int ncd_ports_start(struct ncd *d);
  */
 void ncd_ports_watch(struct ncd *d);
 
+/** ncd_rxq_wake_fd(): a net_af_xdp queue whose socket the kernel would not name. */
+#define NCD_WAKE_XSK_UNNAMED (-2)
+
+/**
+ * An fd that becomes readable when rx queue queue of ethdev port_id has
+ * packets, for a sleeping worker to wait on (epoll, level-triggered): the
+ * PMD's rx interrupt fd (net_tap, net_memif, once configured with
+ * intr_conf.rxq), or net_af_xdp's AF_XDP socket, as the kernel's sock_diag
+ * names it. Owned by the PMD: never close it.
+ * @return the fd; -1 if the PMD has none (net_pcap, net_null, net_ring);
+ *   NCD_WAKE_XSK_UNNAMED for net_af_xdp without sock_diag for AF_XDP (the
+ *   kernel's xsk_diag): ncd_xsk_fds() then lists the process's sockets
+ */
+int ncd_rxq_wake_fd(uint16_t port_id, uint16_t queue);
+
+/**
+ * This process's AF_XDP sockets: net_af_xdp's queues, one each, unnamed.
+ * @return how many were written to fds, or -errno (-ENOSPC: more than max)
+ */
+int ncd_xsk_fds(int *fds, int max);
+
+/** Whether a PMD (its driver name) needs intr_conf.rxq for ncd_rxq_wake_fd(). */
+bool ncd_rxq_intr_wanted(const char *driver);
+
 /** Stop and close every port and exception device. */
 void ncd_ports_close(struct ncd *d);
 
