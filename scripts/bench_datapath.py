@@ -28,6 +28,10 @@ Cases (median of --runs runs of --seconds each; both sides measured in every run
   mark-offload     deliver-1-zc with the offload mock (--mark-mock): its rx callback marks every
                    packet (matching the channel's rte_flow pattern in software, a cost a NIC
                    would not add) and the worker takes the channel from the mark, not the trie
+  deliver-1-zc-meter    deliver-1-zc with a meter on the channel far over the rate: every
+                   packet coloured green (the meter's cost); ratio_to_deliver_1 is deliver-1-zc's
+  deliver-1-zc-metered  the same with the meter at 1 Mpps (burst 10,000): most packets red
+                   and dropped before delivery
   churn            one channel takes the 64 flows; its client checks every packet's flow
                    (nc_client_test soak mode); meanwhile an ncctl session creates and destroys
                    operator channels (a tenth of them overlapping the flows at a higher
@@ -353,6 +357,9 @@ def main():
         pcaps["frags"] = os.path.join(work, "frags.pcap")
         make_frag_pcap(pcaps["frags"])
     one = [{"name": "all", "match": {"proto": "udp", "dport": 5000}, "ring_size": 4096}]
+    # A meter that passes everything (every packet green), and one far under the rate.
+    metered_open = [dict(one[0], meter={"pps": 1000000000, "burst": 1000000})]
+    metered_1m = [dict(one[0], meter={"pps": 1000000, "burst": 10000})]
     flows = [{"name": "all", "match": {"proto": "udp", "dport": f"{FLOW_BASE}/0xffc0"},
               "ring_size": 4096}]
     # Busy-polling for up to 1 ms before sleeping: a client that sleeps whenever its ring is
@@ -401,6 +408,8 @@ def main():
         ("deliver-100k", "100k", sockets),
         ("deliver-100k-zc", "100k", sockets),
         ("mark-offload", 64, {"channels": one, "client": dump, "args": ("--mark-mock",)}),
+        ("deliver-1-zc-meter", 64, {"channels": metered_open, "client": dump}),
+        ("deliver-1-zc-metered", 64, {"channels": metered_1m, "client": dump}),
         ("churn", "flows", {"channels": flows, "client": checker, "during": churn}),
         ("tap-exception", 64, {"exc": tap, "counter": "to_kernel", "netns": netns}),
         ("nat", 64, {"channels": natch, "counter": "nat"}),
@@ -496,11 +505,12 @@ def main():
                     # netchanneld's delivered rate over memif's, in the same runs.
                     dm = statistics.median(extra["delivered"])
                     row["ratio_memif"] = round(dm / pm, 3) if pm else None
-                if case in ("nat", "nat-reverse", "deliver-1-zc") or case in many:
+                if case in ("nat", "nat-reverse", "deliver-1-zc", "deliver-1-zc-meter",
+                            "deliver-1-zc-metered") or case in many:
                     # Against deliver-1 of the same mode (isolated, or zero-copy).
                     # (Not `one`: that is deliver-1-zc's channel list, which the latency step uses.)
-                    base1 = ("deliver-1-zc" if case in many and case.endswith("-zc")
-                             else "deliver-1")
+                    base1 = ("deliver-1-zc" if (case in many and case.endswith("-zc")) or
+                             case.startswith("deliver-1-zc-met") else "deliver-1")
                     d1 = next((x["mpps"] for x in results if x["case"] == base1), None)
                     row["ratio_to_deliver_1"] = round(m / d1, 3) if d1 else None
                 if case == "churn":

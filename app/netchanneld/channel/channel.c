@@ -363,7 +363,50 @@ ncd_channel_find(const struct ncd *d, const char *name)
 	return ncd_channel_find_ns(d, NCD_NS_ROOT, name);
 }
 
-/* A channel as its conf says, not yet anywhere. NULL: out of memory. */
+/*
+ * A meter as its conf says, each of nw workers metering at its share of the
+ * rates (the bursts whole). NULL: none asked, or rte_meter refused it (logged).
+ */
+static struct ncd_meter *
+meter_new(const struct ncd_meter_conf *mc, unsigned int nw, const char *name)
+{
+	struct ncd_meter *mt;
+	int ret = 0;
+
+	if (mc->kind == NCD_METER_NONE)
+		return NULL;
+	mt = rte_zmalloc("ncd_meter", sizeof(*mt) + nw * sizeof(mt->st[0]), RTE_CACHE_LINE_SIZE);
+	if (mt == NULL)
+		return NULL;
+	mt->conf = *mc;
+	mt->kind = mc->kind;
+	mt->bytes = mc->bytes;
+	mt->exceed_kernel = mc->exceed_kernel;
+	if (mc->kind == NCD_METER_SRTCM)
+		ret = rte_meter_srtcm_profile_config(&mt->prof.sr, &(struct rte_meter_srtcm_params){
+			.cir = mc->rate / nw, .cbs = mc->burst, .ebs = mc->excess_burst });
+	else if (mc->kind == NCD_METER_TRTCM)
+		ret = rte_meter_trtcm_profile_config(&mt->prof.tr, &(struct rte_meter_trtcm_params){
+			.cir = mc->rate / nw, .pir = mc->peak_rate / nw, .cbs = mc->burst,
+			.pbs = mc->peak_burst });
+	else
+		ret = rte_meter_trtcm_rfc4115_profile_config(&mt->prof.r4,
+			&(struct rte_meter_trtcm_rfc4115_params){
+				.cir = mc->rate / nw, .eir = mc->peak_rate / nw, .cbs = mc->burst,
+				.ebs = mc->excess_burst });
+	for (unsigned int w = 0; ret == 0 && w < nw; w++)
+		ret = mc->kind == NCD_METER_SRTCM ? rte_meter_srtcm_config(&mt->st[w].m.sr, &mt->prof.sr) :
+		      mc->kind == NCD_METER_TRTCM ? rte_meter_trtcm_config(&mt->st[w].m.tr, &mt->prof.tr) :
+		      rte_meter_trtcm_rfc4115_config(&mt->st[w].m.r4, &mt->prof.r4);
+	if (ret != 0) {
+		NCD_LOG(ERR, "channel %s: its meter (rte_meter): %s", name, strerror(-ret));
+		rte_free(mt);
+		return NULL;
+	}
+	return mt;
+}
+
+/* A channel as its conf says, not yet anywhere. NULL: out of memory, or its meter refused. */
 static struct ncd_channel *
 channel_new(struct ncd *d, const struct ncd_channel_conf *cc, int owner, uint32_t ns)
 {
@@ -371,6 +414,11 @@ channel_new(struct ncd *d, const struct ncd_channel_conf *cc, int owner, uint32_
 
 	if (ch == NULL)
 		return NULL;
+	ch->meter = meter_new(&cc->meter, d->cfg.nworkers, cc->name);
+	if (ch->meter == NULL && cc->meter.kind != NCD_METER_NONE) {
+		rte_free(ch);
+		return NULL;
+	}
 	snprintf(ch->name, sizeof(ch->name), "%s", cc->name);
 	ch->action = cc->action;
 	ch->rule = cc->rule;
@@ -552,6 +600,7 @@ out_free:
 	hooks_gone(d, &cc->rule);
 	if (ch->efd >= 0)
 		close(ch->efd);
+	rte_free(ch->meter);
 	rte_free(ch);
 	return ret;
 }
@@ -646,6 +695,7 @@ ncd_channel_del(struct ncd *d, uint32_t id)
 		eventfd_write(ch->efd, 1);
 		close(ch->efd);
 	}
+	rte_free(ch->meter);
 	rte_free(ch);
 	hooks_gone(d, &gone);
 }

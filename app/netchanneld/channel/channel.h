@@ -10,6 +10,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <rte_common.h>
+#include <rte_meter.h>
+
 #include "core/config.h"
 #include "nc_proto.h"
 #include "nc_trie.h"
@@ -60,6 +63,30 @@ struct ncd_share {
 	struct ncd_share_consumer c[NCD_SHARE_MAX];
 };
 
+/*
+ * A channel's meter (channels[].meter): one profile, and a bucket state for
+ * each worker, which meters at its share of the rate (the rate over the
+ * workers; the bursts whole), on its own cache line.
+ */
+struct ncd_meter {
+	struct ncd_meter_conf conf;    /* as the config gave it (show channel) */
+	enum ncd_meter_kind kind;
+	bool bytes;                    /* a packet counts its frame's bytes; otherwise 1 */
+	bool exceed_kernel;            /* red: to the kernel, else dropped */
+	union {
+		struct rte_meter_srtcm_profile sr;
+		struct rte_meter_trtcm_profile tr;
+		struct rte_meter_trtcm_rfc4115_profile r4;
+	} prof;
+	struct ncd_meter_state {
+		union {
+			struct rte_meter_srtcm sr;
+			struct rte_meter_trtcm tr;
+			struct rte_meter_trtcm_rfc4115 r4;
+		} m;
+	} __rte_cache_aligned st[];
+};
+
 struct ncd_channel {
 	/*
 	 * What a worker reads of every packet it delivers, on the first cache
@@ -98,6 +125,7 @@ struct ncd_channel {
 	uint8_t nattach;               /* a static channel's "attach": who may, besides root */
 	struct ncd_attach_conf attach[NCD_ATTACH_MAX];
 	struct ncd_nat_conf nat;       /* a NAT channel's translation (action NC_ACTION_NAT) */
+	struct ncd_meter *meter;       /* its meter (channels[].meter), or NULL */
 	/* Per port: the mark its flow rule sets, 0 for none. Workers trust only this one. */
 	uint32_t mark[NCD_MAX_PORTS];
 	struct ncd_chan_offload off[NCD_MAX_PORTS];

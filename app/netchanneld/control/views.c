@@ -61,6 +61,36 @@ xdp_stats(const struct ncd_port *p)
 	return o;
 }
 
+/*
+ * A channel's meter as the config writes it (rates in its unit: packets, or
+ * bits a second), its RFC, what red packets get, and each worker's share.
+ */
+static json_t *
+view_meter(const struct ncd_meter_conf *mc, unsigned int nworkers)
+{
+	const uint64_t k = mc->bytes ? 8 : 1;
+	json_t *o = json_object();
+
+	json_object_set_new(o, "mode", json_string(mc->kind == NCD_METER_SRTCM ? "rfc2697" :
+						   mc->kind == NCD_METER_TRTCM ? "rfc2698" :
+						   "rfc4115"));
+	json_object_set_new(o, mc->bytes ? "bps" : "pps", U64(mc->rate * k));
+	json_object_set_new(o, mc->bytes ? "burst_bytes" : "burst", U64(mc->burst));
+	if (mc->kind != NCD_METER_TRTCM)
+		json_object_set_new(o, mc->bytes ? "excess_burst_bytes" : "excess_burst",
+				    U64(mc->excess_burst));
+	if (mc->kind == NCD_METER_TRTCM) {
+		json_object_set_new(o, mc->bytes ? "peak_bps" : "peak_pps", U64(mc->peak_rate * k));
+		json_object_set_new(o, mc->bytes ? "peak_burst_bytes" : "peak_burst",
+				    U64(mc->peak_burst));
+	}
+	if (mc->kind == NCD_METER_RFC4115)
+		json_object_set_new(o, "eir", U64(mc->peak_rate * k));
+	json_object_set_new(o, "exceed", json_string(mc->exceed_kernel ? "kernel" : "drop"));
+	json_object_set_new(o, "workers", U64(nworkers));
+	return o;
+}
+
 json_t *
 ncd_view_port_stats(const struct ncd *d, unsigned int pi)
 {
@@ -327,6 +357,8 @@ ncd_view_channel(const struct ncd *d, uint32_t id)
 	}
 	if (ch->action == NC_ACTION_NAT)
 		json_object_set_new(o, "nat", view_nat(d, &ch->nat));
+	if (ch->meter != NULL)
+		json_object_set_new(o, "meter", view_meter(&ch->meter->conf, d->cfg.nworkers));
 	/* A shared channel: how many consumers, each with its share of the flows and its ring. */
 	if (ch->shared) {
 		json_t *k = json_array();

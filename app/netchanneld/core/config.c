@@ -1365,6 +1365,117 @@ load_action(struct ctx *c, const json_t *act, struct ncd_channel_conf *cc)
 	return 0;
 }
 
+/* A meter's key, if given, in lo..hi into *v (else 0). @return 0 or -1. */
+static int
+meter_int(struct ctx *c, const json_t *m, const char *key, int64_t lo, int64_t hi, uint64_t *v)
+{
+	int64_t x;
+
+	if (get_int(c, m, key, lo, hi, 0, &x))
+		return -1;
+	*v = (uint64_t)x;
+	return 0;
+}
+
+/*
+ * channels[].meter: in packets ({pps, burst, excess_burst}) or in bits a
+ * second and bytes ({bps, burst_bytes, excess_burst_bytes}); a peak rate and
+ * burst make it RFC 2698's trTCM; "mode": "rfc4115" takes eir (in the
+ * meter's unit) and the excess burst. @return 0 or -1.
+ */
+static int
+load_meter(struct ctx *c, const json_t *m, struct ncd_meter_conf *mc)
+{
+	static const char *const keys[] = { "pps", "burst", "excess_burst", "bps", "burst_bytes",
+					    "excess_burst_bytes", "peak_pps", "peak_burst",
+					    "peak_bps", "peak_burst_bytes", "mode", "eir", "exceed",
+					    NULL };
+	const int64_t rmax = INT64_C(400000000000), bmax = INT64_C(1) << 32;
+	uint64_t pps, burst, ebs, bps, bb, ebb, ppps, pb, pbps, pbb, eir;
+	const char *mode, *exceed;
+	bool rfc4115;
+	size_t l;
+
+	if (m == NULL)
+		return 0;
+	l = push(c, "meter", 0);
+	if (want_type(c, m, JSON_OBJECT, "an object") || check_keys(c, m, keys) ||
+	    meter_int(c, m, "pps", 1, rmax, &pps) || meter_int(c, m, "burst", 1, bmax, &burst) ||
+	    meter_int(c, m, "excess_burst", 0, bmax, &ebs) ||
+	    meter_int(c, m, "bps", 8, rmax, &bps) ||
+	    meter_int(c, m, "burst_bytes", 1, bmax, &bb) ||
+	    meter_int(c, m, "excess_burst_bytes", 0, bmax, &ebb) ||
+	    meter_int(c, m, "peak_pps", 1, rmax, &ppps) ||
+	    meter_int(c, m, "peak_burst", 1, bmax, &pb) ||
+	    meter_int(c, m, "peak_bps", 8, rmax, &pbps) ||
+	    meter_int(c, m, "peak_burst_bytes", 1, bmax, &pbb) ||
+	    meter_int(c, m, "eir", 1, rmax, &eir) || get_str(c, m, "mode", false, &mode) ||
+	    get_str(c, m, "exceed", false, &exceed))
+		return -1;
+	if ((pps != 0) == (bps != 0))
+		return fail(c, "give a rate: pps (packets a second) or bps (bits a second)");
+	mc->bytes = bps != 0;
+	/* The other unit's keys would be ignored without a word: refused. */
+	if (mc->bytes ? (burst || ebs || ppps || pb) : (bb || ebb || pbps || pbb))
+		return fail(c, "%s: give its bursts in %s (%s)", mc->bytes ? "bps" : "pps",
+			    mc->bytes ? "bytes" : "packets",
+			    mc->bytes ? "burst_bytes, excess_burst_bytes, peak_bps, peak_burst_bytes" :
+					"burst, excess_burst, peak_pps, peak_burst");
+	if (mc->bytes) {
+		pps = bps / 8;
+		burst = bb;
+		ebs = ebb;
+		ppps = pbps / 8;
+		pb = pbb;
+		eir /= 8;
+	}
+	if (burst == 0)
+		return fail(c, "missing: %s", mc->bytes ? "burst_bytes" : "burst");
+	rfc4115 = mode != NULL && strcmp(mode, "rfc4115") == 0;
+	if (mode != NULL && !rfc4115 && strcmp(mode, "rfc2697") != 0 &&
+	    strcmp(mode, "rfc2698") != 0) {
+		push(c, "mode", 0);
+		return fail(c, "'%s': expected rfc2697, rfc2698 or rfc4115", mode);
+	}
+	mc->rate = pps;
+	mc->burst = burst;
+	if (rfc4115) {
+		if (eir == 0 || ebs == 0)
+			return fail(c, "mode rfc4115 needs eir and %s", mc->bytes ?
+				    "excess_burst_bytes" : "excess_burst");
+		if (ppps || pb)
+			return fail(c, "mode rfc4115 has eir, not a peak rate");
+		mc->kind = NCD_METER_RFC4115;
+		mc->peak_rate = eir;
+		mc->excess_burst = ebs;
+	} else if (ppps || pb || (mode != NULL && strcmp(mode, "rfc2698") == 0)) {
+		if (ppps == 0 || pb == 0)
+			return fail(c, "a peak rate needs both %s", mc->bytes ?
+				    "peak_bps and peak_burst_bytes" : "peak_pps and peak_burst");
+		if (ppps < pps)
+			return fail(c, "the peak rate is below the committed rate (RFC 2698: PIR >= CIR)");
+		if (ebs)
+			return fail(c, "trTCM (a peak rate) has no excess burst");
+		if (eir)
+			return fail(c, "eir is mode rfc4115's");
+		mc->kind = NCD_METER_TRTCM;
+		mc->peak_rate = ppps;
+		mc->peak_burst = pb;
+	} else {
+		if (eir)
+			return fail(c, "eir is mode rfc4115's");
+		mc->kind = NCD_METER_SRTCM;
+		mc->excess_burst = ebs;
+	}
+	if (exceed != NULL && strcmp(exceed, "kernel") != 0 && strcmp(exceed, "drop") != 0) {
+		push(c, "exceed", 0);
+		return fail(c, "'%s': expected drop or kernel", exceed);
+	}
+	mc->exceed_kernel = exceed != NULL && strcmp(exceed, "kernel") == 0;
+	pop(c, l);
+	return 0;
+}
+
 /* channels[i]: into cc, its rule checked against the earlier ones' (in t). @return 0 or -1. */
 static int
 load_channel(struct ctx *c, const json_t *ch, size_t i, json_t *seen, struct nc_trie *t,
@@ -1372,7 +1483,7 @@ load_channel(struct ctx *c, const json_t *ch, size_t i, json_t *seen, struct nc_
 {
 	static const char *const keys[] = { "name", "match", "priority", "action", "ring_size",
 					    "queue_bytes", "memory_limit_order", "tx", "port", "queue",
-					    "consumers", "attach", NULL };
+					    "consumers", "attach", "meter", NULL };
 	const struct ncd_chan_limit *lim = ncd_chan_limits;
 	const char *name, *port = NULL, *field, *consumers = NULL;
 	int64_t prio, ring, qb, order, queue;
@@ -1404,7 +1515,8 @@ load_channel(struct ctx *c, const json_t *ch, size_t i, json_t *seen, struct nc_
 	if (load_match(c, json_object_get(ch, "match"), &cc->rule))
 		return -1;
 	cc->rule.priority = (uint32_t)prio;
-	if (load_action(c, json_object_get(ch, "action"), cc))
+	if (load_action(c, json_object_get(ch, "action"), cc) ||
+	    load_meter(c, json_object_get(ch, "meter"), &cc->meter))
 		return -1;
 	pop(c, l2);
 	push(c, NULL, (int)i);

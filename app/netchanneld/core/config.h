@@ -124,6 +124,21 @@ struct ncd_attach_conf {
 	int64_t gid;
 };
 
+/*
+ * channels[].meter (docs/config.md): rte_meter's srTCM (RFC 2697), trTCM
+ * (RFC 2698) or RFC 4115 trTCM, colour-blind, in packets or in bytes.
+ */
+enum ncd_meter_kind { NCD_METER_NONE, NCD_METER_SRTCM, NCD_METER_TRTCM, NCD_METER_RFC4115 };
+
+struct ncd_meter_conf {
+	enum ncd_meter_kind kind;
+	bool bytes;                  /* rates in bytes a second and buckets in bytes; else packets */
+	bool exceed_kernel;          /* a red packet goes to the kernel; otherwise it is dropped */
+	uint64_t rate, burst;        /* committed: CIR, CBS */
+	uint64_t excess_burst;       /* srTCM's EBS, RFC 4115's EBS */
+	uint64_t peak_rate, peak_burst; /* trTCM's PIR, PBS; RFC 4115's EIR in peak_rate */
+};
+
 struct ncd_channel_conf {
 	char name[NCD_NAME_MAX];
 	struct nc_trie_rule rule;
@@ -138,6 +153,7 @@ struct ncd_channel_conf {
 	bool steer;                  /* offload: steer its flow to rx queue `queue` */
 	uint16_t queue;
 	struct ncd_nat_conf nat;     /* action NC_ACTION_NAT */
+	struct ncd_meter_conf meter; /* kind NCD_METER_NONE: no meter */
 };
 
 /* Connections at once, with or without HELLO; 64 of them (NC_MAX_CLIENTS) may be clients. */

@@ -68,6 +68,7 @@ extern const char *const ncd_verdict_names[NCD_PKT_NVERDICTS];
 	X(drop_nat_conflict)     /* NAT: another flow holds the same reverse mapping */ \
 	X(drop_nat_tx)           /* NAT: the out port did not take it */ \
 	X(frag_in)               /* a fragment, taken by IP reassembly */ \
+	X(drop_meter)            /* over its channel's meter (red), and the channel drops those */ \
 	/* Why packets went to the kernel (not outcomes: they also count above); verdict[] too. */ \
 	X(miss)                  /* parsed, matched no channel */ \
 	/* The other direction: what the kernel sent, out of the port. */ \
@@ -124,7 +125,9 @@ extern const char *const ncd_verdict_names[NCD_PKT_NVERDICTS];
 	X(nat_drop_channel_full)   /* new flow: the channel holds nat.flows_per_channel */ \
 	X(nat_drop_conflict) X(nat_drop_tx) \
 	X(nat_reverse) X(nat_reverse_bytes) X(nat_reverse_drop_tx) \
-	X(nat_flows)               /* reverse mappings it created */
+	X(nat_flows)               /* reverse mappings it created */ \
+	/* Its meter: each hit gets one colour; red ones are dropped, or go to the kernel. */ \
+	X(meter_green) X(meter_yellow) X(meter_red) X(drop_meter)
 
 #define NCD_STATS_FIELD(name) uint64_t name;
 

@@ -284,6 +284,33 @@ kernel_collect(const struct burst *b, struct rte_mbuf **pkts, uint32_t max_frame
 }
 
 /*
+ * A metered channel's packet: its colour from this worker's buckets (one
+ * clock read a burst, in *now), counted. @return whether it is red.
+ */
+static inline bool
+meter_red(struct ncd_worker *w, const struct ncd_channel *ch, const struct rte_mbuf *m,
+	  uint64_t *now)
+{
+	struct ncd_meter *mt = ch->meter;
+	struct ncd_meter_state *st = &mt->st[w->index];
+	uint32_t len = mt->bytes ? m->pkt_len : 1;
+	struct ncd_chan_stats *cs = &w->cstats[ch->id];
+	enum rte_color c;
+
+	if (*now == 0)
+		*now = rte_get_tsc_cycles();
+	c = mt->kind == NCD_METER_SRTCM ?
+		rte_meter_srtcm_color_blind_check(&st->m.sr, &mt->prof.sr, *now, len) :
+	    mt->kind == NCD_METER_TRTCM ?
+		rte_meter_trtcm_color_blind_check(&st->m.tr, &mt->prof.tr, *now, len) :
+		rte_meter_trtcm_rfc4115_color_blind_check(&st->m.r4, &mt->prof.r4, *now, len);
+	cs->meter_green += c == RTE_COLOR_GREEN;
+	cs->meter_yellow += c == RTE_COLOR_YELLOW;
+	cs->meter_red += c == RTE_COLOR_RED;
+	return c == RTE_COLOR_RED;
+}
+
+/*
  * Hand out the burst: matches to their channels' batches, NAT's packets to
  * NAT, drops to the pool, everything else to the kernel unchanged.
  */
@@ -319,6 +346,22 @@ dispatch_burst(struct ncd *d, struct ncd_worker *w, unsigned int pi, struct rte_
 
 		if (m == NULL || (ch == NULL && b->rev[i] == NULL))
 			continue;              /* a fragment held by reassembly, or the kernel's */
+		if (unlikely(ch != NULL && ch->meter != NULL && b->rev[i] == NULL) &&
+		    meter_red(w, ch, m, &b->now)) {
+			count_hit(w, ch, b->by_mark[i], p->port_id, m);
+			/* Red: to the kernel as a miss would go, or dropped. */
+			if (ch->meter->exceed_kernel && m->pkt_len <= p->exc_max_frame) {
+				exc[nexc++] = m;
+			} else if (ch->meter->exceed_kernel) {
+				ps->drop_too_big++;
+				drop[ndrop++] = m;
+			} else {
+				w->cstats[ch->id].drop_meter++;
+				ps->drop_meter++;
+				drop[ndrop++] = m;
+			}
+			continue;
+		}
 		if (b->rev[i] != NULL || ch->action == NC_ACTION_NAT) {
 			if (ch != NULL)
 				count_hit(w, ch, b->by_mark[i], p->port_id, m);
