@@ -264,6 +264,29 @@ class FailOpen(TB.TestBed):
             self.assertEqual(self.udp(addr, 6000, 5)["kernel"], 5,
                              f"{addr}: with the daemon gone, the kernel gets everything")
 
+    def test_what_no_channel_takes_reaches_the_kernel_through_the_tap(self):
+        """A channel on another address claims its port for every address (the program's
+        claim is coarse): datagrams to the host's own address on that port come to the
+        daemon, miss the channel, and reach the kernel through the TAP, which answers them
+        (IPv4 and IPv6; the TAP has no address, so IPv4 needs its rp_filter off)."""
+        e = self.env
+        self.start(channels=[{"name": "other4", "match": {"proto": "udp", "dst": "10.99.0.77",
+                                                           "dport": 5001}},
+                             {"name": "other6", "match": {"proto": "udp", "dst": "fd99::77",
+                                                           "dport": 5001}}])
+        self.bg("HOST", "/usr/bin/python3", "-u", TB.KERNEL_UDP, "5001", ready="ready")
+        for addr in (e["TB_HOST4"], e["TB_HOST6"]):
+            self.assertEqual(self.udp(addr, 5001, 5),
+                             {"echo": 0, "kernel": 5, "lost": 0, "wrong": 0}, addr)
+        st = self.ncctl("show port stats wire0")[0]
+        self.assertEqual((st["rx"], st["miss"], st["to_kernel"]), (10, 10, 10), st)
+        self.assertGreaterEqual(st["xdp"]["claimed"], 10, st["xdp"])
+        tap = self.ns("HOST", "ip", "-d", "addr", "show", "dev", "wire0").stdout
+        self.assertNotIn("inet", tap, "the TAP carries no address in mode xdp")
+        rpf = self.ns("HOST", "cat", "/proc/sys/net/ipv4/conf/wire0/rp_filter").stdout.strip()
+        self.assertEqual(rpf, "0")
+        self.assertTrue(T.accounting_ok(st), st)
+
     def test_channels_come_and_go_under_traffic(self):
         """Datagrams to udp/7100 and udp/7101 at 2,000 a second each, in three phases: before
         a channel for 7100 exists, the kernel gets them all; while it exists, the channel
