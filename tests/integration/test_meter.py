@@ -88,6 +88,25 @@ class Meter(T.DaemonCase):
         self.assertTrue(500 <= c["meter_yellow"] <= 510, c)
         self.assertEqual(self.ncctl("show channel m")["meter"]["mode"], "rfc4115")
 
+    def test_meter_from_the_cli(self):
+        """channel create ... meter KEY=VALUE,...: the config's keys, checked as the config's
+        are (the key at fault named), and the meter works as one from the config."""
+        self.start({"pps": 100, "burst": 10}, 0)
+        ch = self.ncctl("channel create cli proto udp dport 6000 meter "
+                        "pps=100,burst=1000,excess_burst=500,exceed=kernel")
+        self.assertEqual(ch["meter"], {"mode": "rfc2697", "pps": 100, "burst": 1000,
+                                       "excess_burst": 500, "exceed": "kernel", "workers": 1})
+        for bad, why in (("pps=100", "meter: missing: burst"),
+                         ("pps=100,burst=10,exceed=later", "meter.exceed: 'later': expected "
+                          "drop or kernel"),
+                         ("pps=100,burst=x", "meter.burst: "),
+                         ("pps", "'pps': expected KEY=VALUE")):
+            r = subprocess.run([T.NCCTL, "-s", f"{self.w}/ncd.sock", "-c",
+                                f"channel create bad proto udp dport 6001 meter {bad}"],
+                               capture_output=True, text=True, timeout=30)
+            self.assertNotEqual(r.returncode, 0, bad)
+            self.assertIn(why, r.stdout + r.stderr, bad)
+
     def test_red_to_the_kernel(self):
         """exceed kernel: red packets go to the exception device, as misses would."""
         self.start({"pps": 100, "burst": 1000, "exceed": "kernel"}, 2000)

@@ -455,6 +455,9 @@ cmd_channel_create(struct cmd_ctx *x, char **argv, int argc, json_t **res)
 		} else if (strcmp(k, "attach") == 0) {
 			if (attach_option(v, &cc, err, sizeof(err)) != 0)
 				return fail(x, -EINVAL, "attach: %s", err);
+		} else if (strcmp(k, "meter") == 0) {
+			if (ncd_meter_from_words(v, &cc.meter, err, sizeof(err)) != 0)
+				return fail(x, -EINVAL, "%s", err);
 		} else if (strcmp(k, "port") == 0) {
 			unsigned int ps[NCD_MAX_PORTS];
 			int n = ports_of(x, v, ps);
@@ -465,12 +468,12 @@ cmd_channel_create(struct cmd_ctx *x, char **argv, int argc, json_t **res)
 		} else {
 			static const char *const opts[] = { "proto", "src", "dst", "sport", "dport",
 				"priority", "action", "ring_size", "queue_bytes", "port", "queue", "tx",
-				"consumers", "attach" };
+				"consumers", "attach", "meter" };
 			char msg[256];
 
 			snprintf(msg, sizeof(msg), "unknown option '%s' (proto, src, dst, sport, dport, "
 				 "priority, action, ring_size, queue_bytes, port, queue, tx, consumers, "
-				 "attach)", k);
+				 "attach, meter)", k);
 			nc_cli_did_you_mean(msg, sizeof(msg), k, opts, RTE_DIM(opts));
 			return fail(x, -EINVAL, "%s", msg);
 		}

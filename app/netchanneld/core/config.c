@@ -30,6 +30,8 @@ struct ctx {
 	struct ncd_config *cfg;
 	const char *path;
 	char where[256];             /* JSON path of the value being checked */
+	char *err;                   /* if set, where the error goes instead of stderr */
+	size_t errlen;
 };
 
 static int __attribute__((format(printf, 2, 3)))
@@ -37,6 +39,15 @@ fail(struct ctx *c, const char *fmt, ...)
 {
 	va_list ap;
 
+	if (c->err != NULL) {
+		int n = snprintf(c->err, c->errlen, "%s%s", c->where, c->where[0] ? ": " : "");
+
+		va_start(ap, fmt);
+		if (n >= 0 && (size_t)n < c->errlen)
+			vsnprintf(c->err + n, c->errlen - (size_t)n, fmt, ap);
+		va_end(ap);
+		return -1;
+	}
 	fprintf(stderr, "%s: %s: ", c->path, c->where);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
@@ -1474,6 +1485,42 @@ load_meter(struct ctx *c, const json_t *m, struct ncd_meter_conf *mc)
 	mc->exceed_kernel = exceed != NULL && strcmp(exceed, "kernel") == 0;
 	pop(c, l);
 	return 0;
+}
+
+int
+ncd_meter_from_words(const char *spec, struct ncd_meter_conf *mc, char *err, size_t len)
+{
+	struct ctx c = { .path = "meter", .err = err, .errlen = len };
+	json_t *o = json_object();
+	char buf[512], *save = NULL;
+	int ret;
+
+	memset(mc, 0, sizeof(*mc));
+	if ((size_t)snprintf(buf, sizeof(buf), "%s", spec) >= sizeof(buf)) {
+		json_decref(o);
+		snprintf(err, len, "too long");
+		return -1;
+	}
+	for (char *kv = strtok_r(buf, ",", &save); kv != NULL; kv = strtok_r(NULL, ",", &save)) {
+		char *eq = strchr(kv, '='), *end;
+		long long n;
+
+		if (eq == NULL || eq == kv) {
+			json_decref(o);
+			snprintf(err, len, "'%s': expected KEY=VALUE", kv);
+			return -1;
+		}
+		*eq++ = '\0';
+		errno = 0;
+		n = strtoll(eq, &end, 10);
+		/* mode and exceed are words; the rest are numbers. */
+		json_object_set_new(o, kv, *eq != '\0' && *end == '\0' && errno == 0 ?
+				    json_integer(n) : json_string(eq));
+	}
+	ret = load_meter(&c, o, mc);
+	json_decref(o);
+	/* Its path: "meter: " leads the error; the key at fault follows it. */
+	return ret;
 }
 
 /* channels[i]: into cc, its rule checked against the earlier ones' (in t). @return 0 or -1. */

@@ -268,4 +268,12 @@ void ncd_config_free(struct ncd_config *cfg);
  */
 int ncd_host_conf_load(const char *path, const json_t *h, struct ncd_host_conf *hc);
 
+/**
+ * A channel's meter from the CLI's one word: the config's keys as
+ * KEY=VALUE, comma-separated ("pps=1000,burst=100,exceed=kernel"), checked
+ * as channels[].meter is.
+ * @return 0, or -1 with the reason in err ("meter.burst: ...")
+ */
+int ncd_meter_from_words(const char *spec, struct ncd_meter_conf *mc, char *err, size_t len);
+
 #endif
