@@ -497,8 +497,13 @@ class Isolated(T.DaemonCase):
                            capture_output=True, text=True, timeout=60)
         self.assertIn(f"refused after 14 {errno.EBUSY} ", r.stdout, r.stdout + r.stderr)
         self.assertIn("channel sh is shared by 16 consumers, the most it may be", r.stdout)
-        # b leaves: a gets every flow.
+        # b leaves: a gets every flow, once the daemon has seen b (and the crowd) go.
         self.finish(b)           # its stdin closes: it lets go and exits
+
+        def attached():
+            sh = json.loads(c.cli("show channel sh", CLI_F_JSON)[1])
+            return len(sh["consumers"]["attached"])
+        T.wait_until(lambda: attached() == 1, timeout=10, what="a, the one consumer left")
         self.assertEqual(self.take(a, 4000), set(sports))
         # Destroyed under its consumer: ESTALE.
         self.assertEqual(c.cli("channel destroy sh", CLI_F_JSON)[0], 0)
