@@ -20,10 +20,11 @@ import sys
 import tempfile
 import time
 
+from bench_testbed import nsexec, start_daemon, stop_daemon
+
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.path.join(TOP, "build")
 TESTBED = os.path.join(TOP, "scripts/testbed.sh")
-DAEMON = os.path.join(BUILD, "app/netchanneld/netchanneld")
 ECHO = os.path.join(BUILD, "app/examples/nc-echo")
 NAME = "ncdidle"
 
@@ -54,10 +55,6 @@ print(json.dumps(rtts))
 """
 
 
-def nsexec(ns, *cmd):
-    return ["ip", "netns", "exec", ns] + list(cmd)
-
-
 def worker_cpu(pid):
     """CPU seconds (user + system) of the daemon's worker thread (EAL names it rte-worker-N)."""
     for tid in os.listdir(f"/proc/{pid}/task"):
@@ -77,25 +74,9 @@ def p99(xs):
 
 def one_mode(env, work, prefix, mode, a):
     sock = os.path.join(work, "ncd.sock")
-    cfg = {"eal": ["-l", "0-1", "--no-pci", "--log-level", "lib.eal:error", "--no-telemetry"],
-           "mempool": {"mbufs": 8191, "cache": 64},
-           "ports": [{"name": "wire0", "device": "net_af_xdp0,iface=veth0"}],
-           "workers": [{"lcore": 1, "idle": mode}],
-           "control": {"socket": sock}}
-    with open(os.path.join(work, "config.json"), "w") as f:
-        json.dump(cfg, f)
-    log = open(os.path.join(work, "daemon.log"), "w")
-    d = subprocess.Popen(nsexec(env["TB_HOST_NS"], DAEMON, "-c",
-                                os.path.join(work, "config.json"), "--", "--file-prefix",
-                                prefix), stdout=log, stderr=subprocess.STDOUT)
+    d = start_daemon(env, work, prefix, sock, idle=mode)
     echo = None
     try:
-        for _ in range(200):
-            if "netchanneld: running" in open(log.name).read() or d.poll() is not None:
-                break
-            time.sleep(0.1)
-        if d.poll() is not None:
-            raise RuntimeError(open(log.name).read())
         subprocess.run([TESTBED, "host", NAME], check=True, capture_output=True)
         echo = subprocess.Popen(nsexec(env["TB_HOST_NS"], ECHO, "-s", sock, "--dport", "7",
                                        "--ip"), stdout=subprocess.PIPE, text=True)
@@ -119,9 +100,7 @@ def one_mode(env, work, prefix, mode, a):
         if echo is not None:
             echo.terminate()
             echo.wait(10)
-        d.terminate()
-        d.wait(30)
-        log.close()
+        stop_daemon(d)
 
 
 def main():
