@@ -41,8 +41,9 @@ extern "C" {
  * - 4: one HELLO version; an isolated client's region in one part (layout 1).
  * - 5: HELLO carries each side's range and build; the region in two parts,
  *   the daemon's read-only (layout 2).
+ * - 6: meters: CHANNEL_METER, and CHANNEL_CREATE's NC_CREATE_F_METER.
  */
-#define NC_CONTROL_PROTOCOL_VERSION 5
+#define NC_CONTROL_PROTOCOL_VERSION 6
 /** The oldest control protocol this build speaks. */
 #define NC_CONTROL_PROTOCOL_MIN 4
 #define NC_CTL_MAX_MSG 65536          /**< largest message either side sends */
@@ -53,7 +54,7 @@ extern "C" {
 /** Request types. */
 enum nc_ctl_type {
 	NC_CTL_HELLO = 1,          /**< struct nc_ctl_hello -> struct nc_ctl_hello_reply */
-	NC_CTL_CHANNEL_CREATE = 2, /**< struct nc_ctl_create [+ nc_ctl_nat] -> struct nc_ctl_channel */
+	NC_CTL_CHANNEL_CREATE = 2, /**< struct nc_ctl_create [+ nc_ctl_nat] [+ nc_ctl_meter] -> struct nc_ctl_channel */
 	NC_CTL_CHANNEL_ATTACH = 3, /**< struct nc_ctl_name -> struct nc_ctl_channel */
 	NC_CTL_CHANNEL_DESTROY = 4,/**< struct nc_ctl_id -> nothing */
 	NC_CTL_CHANNEL_LIST = 5,   /**< nothing -> JSON text: every channel */
@@ -62,6 +63,7 @@ enum nc_ctl_type {
 	NC_CTL_CHANNEL_STATS = 8,  /**< struct nc_ctl_id -> struct nc_channel_stats */
 	NC_CTL_CHANNEL_EVENTFD = 9,/**< struct nc_ctl_id -> nothing + the channel's eventfd */
 	NC_CTL_CLIENT_EVENTFD = 10,/**< nothing -> nothing + the eventfd of a NC_HELLO_F_ONE_RING region's ring */
+	NC_CTL_CHANNEL_METER = 11, /**< struct nc_ctl_meter -> nothing (from version 6) */
 	NC_CTL_TYPE_MAX
 };
 
@@ -164,6 +166,31 @@ struct nc_ctl_create {
 
 /** nc_ctl_create flags. */
 #define NC_CREATE_F_TX 0x1         /**< give the channel a transmit ring */
+/** A struct nc_ctl_meter (id 0) ends the body: the channel's meter (from version 6). */
+#define NC_CREATE_F_METER 0x2
+
+/**
+ * A channel's meter: CHANNEL_METER's body (for channel id), and the tail of
+ * a CHANNEL_CREATE with NC_CREATE_F_METER (id 0). The units are the config's
+ * (docs/config.md, channels[].meter): packets, or with NC_METER_F_BITS bits a
+ * second and bytes. A peak rate makes it RFC 2698's trTCM; NC_METER_F_RFC4115
+ * makes peak_rate RFC 4115's excess rate. CHANNEL_METER with every field 0
+ * takes the meter off.
+ */
+struct nc_ctl_meter {
+	uint32_t id;               /**< CHANNEL_METER: the channel; in CHANNEL_CREATE: 0 */
+	uint32_t flags;            /**< NC_METER_F_* */
+	uint64_t rate;             /**< committed rate (CIR) */
+	uint64_t burst;            /**< committed burst (CBS) */
+	uint64_t excess_burst;     /**< srTCM's or RFC 4115's excess burst (EBS); 0: none */
+	uint64_t peak_rate;        /**< trTCM's peak rate (PIR), or RFC 4115's excess rate (EIR) */
+	uint64_t peak_burst;       /**< trTCM's peak burst (PBS) */
+};
+
+/** nc_ctl_meter flags. */
+#define NC_METER_F_BITS 0x1        /**< rates in bits a second, bursts in bytes */
+#define NC_METER_F_EXCEED_KERNEL 0x2 /**< a red packet goes to the kernel, not dropped */
+#define NC_METER_F_RFC4115 0x4     /**< RFC 4115's trTCM: peak_rate is the EIR */
 
 /**
  * What a NAT channel writes. It follows struct nc_ctl_create in the same
@@ -253,6 +280,7 @@ _Static_assert(sizeof(struct nc_ctl_rule) == 52, "nc_ctl_rule layout is part of 
 _Static_assert(sizeof(struct nc_ctl_create) == 112, "nc_ctl_create layout is part of the protocol");
 _Static_assert(sizeof(struct nc_ctl_nat) == 52, "nc_ctl_nat layout is part of the protocol");
 _Static_assert(sizeof(struct nc_ctl_channel) == 128, "nc_ctl_channel layout is part of the protocol");
+_Static_assert(sizeof(struct nc_ctl_meter) == 48, "nc_ctl_meter layout is part of the protocol");
 
 #ifdef __cplusplus
 }

@@ -213,6 +213,29 @@ struct nc_nat_opts {
 	uint8_t via[6];             /**< the next hop's MAC */
 };
 
+/** nc_meter_opts.flags. */
+#define NC_METER_OPT_BITS 0x1          /**< rates in bits a second, bursts in bytes (else packets) */
+#define NC_METER_OPT_EXCEED_KERNEL 0x2 /**< a red packet goes to the kernel (else it is dropped) */
+#define NC_METER_OPT_RFC4115 0x4       /**< RFC 4115's trTCM: peak_rate is its excess rate (EIR) */
+
+/**
+ * A channel's meter (nc_channel_opts.meter, nc_channel_set_meter()), as the
+ * config's channels[].meter (docs/config.md): srTCM (RFC 2697) by default;
+ * with a peak rate, RFC 2698's trTCM; with NC_METER_OPT_RFC4115, RFC 4115's.
+ * Colour-blind. Green and yellow packets are delivered; red ones are dropped
+ * (the channel's drop_meter) or go to the kernel. A bit rate counts the
+ * frame's bytes as received, Ethernet header included, no FCS.
+ */
+struct nc_meter_opts {
+	uint32_t size;              /**< sizeof(struct nc_meter_opts): see "Structs that grow" */
+	uint32_t flags;             /**< NC_METER_OPT_* */
+	uint64_t rate;              /**< committed rate: packets, or bits, a second */
+	uint64_t burst;             /**< committed burst: packets, or bytes */
+	uint64_t excess_burst;      /**< srTCM's or RFC 4115's excess burst; 0: none */
+	uint64_t peak_rate;         /**< trTCM's peak rate, or RFC 4115's excess rate; 0: none */
+	uint64_t peak_burst;        /**< trTCM's peak burst */
+};
+
 /**
  * A channel's counters (nc_channel_stats()): after its size, the fields
  * NC_CHANNEL_STATS lists (nc_common.h), with what each counts, in that
@@ -248,6 +271,11 @@ struct nc_channel_opts {
 	 * daemon's uid.
 	 */
 	const struct nc_nat_opts *nat;
+	/**
+	 * Non-NULL: the channel's meter (a daemon of control protocol 6 or
+	 * later; an older one: EOPNOTSUPP). nc_channel_set_meter() changes it.
+	 */
+	const struct nc_meter_opts *meter;
 };
 
 /**
@@ -260,7 +288,7 @@ struct nc_channel_opts {
  * @param flags
  *   NC_CONNECT_*.
  * HELLO agrees on the newest control protocol both sides speak (this
- * library: versions 4 and 5, docs/protocol.md); with a
+ * library: versions 4 to 6, docs/protocol.md); with a
  * daemon that refuses this library's HELLO as a version 4 daemon does, it
  * says HELLO again as version 4. nc_client_info() says what was agreed.
  *
@@ -312,6 +340,24 @@ void nc_disconnect(struct nc_client *c);
 struct nc_channel *nc_channel_create(struct nc_client *c, const char *name,
 				     const struct nc_rule *rule,
 				     const struct nc_channel_opts *opts);
+
+/**
+ * Put a meter on a channel this client created, change it, or take it off,
+ * while its traffic flows: the daemon swaps the meter in place (the new one
+ * starts with full buckets), and the channel keeps its packets, rings and
+ * counters. A static channel's meter is the operator's (channel meter, the
+ * config). nc_reconnect() creates the channel again with the last meter set.
+ *
+ * @param ch
+ *   A channel of nc_channel_create().
+ * @param meter
+ *   The meter (its size set), or NULL to take it off.
+ * @return
+ *   0, or -errno: EINVAL (a meter the config would refuse: nc_last_reason()
+ *   says why), EPERM (not this client's channel), EOPNOTSUPP (a daemon older
+ *   than control protocol 6, or fields this library does not know), EPIPE.
+ */
+int nc_channel_set_meter(struct nc_channel *ch, const struct nc_meter_opts *meter);
 
 /**
  * Attach to a static channel of the daemon's config (or one an operator
@@ -717,7 +763,7 @@ int nc_rule_flow(struct nc_rule *r, const char *proto, const char *dst, long dpo
 
 /**
  * The library's version: the release and the git describe of its build, as
- * "0.4.0 (v0.4.0-12-g1234abc)". Every tool's --version prints it.
+ * "0.5.0 (v0.5.0-12-g1234abc)". Every tool's --version prints it.
  */
 const char *nc_version(void);
 

@@ -10,13 +10,14 @@ import socket
 import struct
 
 MAGIC = 0x6e63                          # NC_CTL_MAGIC
-CONTROL_PROTOCOL_VERSION = 5            # NC_CONTROL_PROTOCOL_VERSION: the newest
+CONTROL_PROTOCOL_VERSION = 6            # NC_CONTROL_PROTOCOL_VERSION: the newest
 CONTROL_PROTOCOL_MIN = 4                # NC_CONTROL_PROTOCOL_MIN: the oldest the daemon speaks
 BUILD_SIZE = 128                        # NC_BUILD_SIZE
 (HELLO, CREATE, ATTACH, DESTROY, LIST, STATS, CLI, CHAN_STATS,
- EVENTFD) = range(1, 10)                # enum nc_ctl_type
+ EVENTFD, CLIENT_EVENTFD, METER) = range(1, 12)  # enum nc_ctl_type
 DELIVER, DROP, NAT = 0, 1, 2            # enum nc_dir_action
-CREATE_F_TX = 0x1                       # NC_CREATE_F_TX
+CREATE_F_TX, CREATE_F_METER = 0x1, 0x2  # NC_CREATE_F_*
+METER_F_BITS, METER_F_EXCEED_KERNEL, METER_F_RFC4115 = 0x1, 0x2, 0x4  # NC_METER_F_*
 HELLO_F_ZEROCOPY, HELLO_F_CONTROL, HELLO_F_ONE_RING = 0x1, 0x2, 0x4  # NC_HELLO_F_*
 CHANNEL_F_REGION, CHANNEL_F_TX = 0x1, 0x2     # NC_CHANNEL_F_*
 CLI_F_JSON = 0x1                        # NC_CLI_F_JSON
@@ -39,6 +40,7 @@ NAT_BODY = struct.Struct("<IB6sBHHHH16s16s")   # struct nc_ctl_nat
 CHANNEL = struct.Struct("<IIQ32s32s32sII6sH")  # struct nc_ctl_channel
 NAME = struct.Struct("<32s")                   # struct nc_ctl_name
 ID = struct.Struct("<I")                       # struct nc_ctl_id
+METER_BODY = struct.Struct("<IIQQQQQ")          # struct nc_ctl_meter
 CLI_HEAD = struct.Struct("<I")                 # struct nc_ctl_cli: flags, then the line
 # struct nc_ctl_channel_stats: NC_CHANNEL_STATS (nc_common.h), in its order
 CHANNEL_STATS_FIELDS = ("hits", "delivered", "bytes", "drop_ring_full", "drop_queue_bytes",

@@ -57,6 +57,10 @@ const struct nc_cli_cmd nc_cli_cmds[NC_CLI_NCMDS] = {
 	  "via MAC (next hop), reverse (map replies back)" },
 	{ NC_CLI_CHANNEL_DESTROY, "channel destroy <channel>",
 	  "remove a channel created here or in the config; <channel>: id or name" },
+	{ NC_CLI_CHANNEL_METER, "channel meter <channel> <meter>",
+	  "put a meter on a channel, change it or take it off, while its traffic flows; <meter>: "
+	  "off, or the config's keys as KEY=VALUE,... (pps=N,burst=N or bps=N,burst_bytes=N; "
+	  "excess_burst, peak_pps, peak_burst, mode, eir, exceed drop|kernel)" },
 	{ NC_CLI_SET_LOG_LEVEL, "set log level <type> <level>",
 	  "a log type's level (a pattern: netchanneld.*, lib.eal...); level: emerg..debug or 1..8" },
 	{ NC_CLI_CAPTURE, "capture port|channel <name> [options...]",

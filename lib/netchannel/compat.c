@@ -74,7 +74,7 @@ nc_channel_create_v01(struct nc_client *c, const char *name, const struct nc_rul
 			.memory_limit_order = opts->memory_limit_order, .tx = opts->tx,
 			.port = opts->port,
 		};
-	return nc__channel_create(c, name, &r, opts != NULL ? &o : NULL, NULL);
+	return nc__channel_create(c, name, &r, opts != NULL ? &o : NULL, NULL, NULL);
 }
 NC_SYMVER(nc_channel_create_v01, nc_channel_create, "NETCHANNEL_0.1");
 

@@ -93,9 +93,10 @@ struct nc_channel {
 	struct nc_channel *next, *prev;
 	char name[NC_NAME_SIZE];
 	struct nc_rule rule;
-	struct nc_channel_opts opts; /* its nat pointer NULL: has_nat, nat */
+	struct nc_channel_opts opts; /* its nat and meter pointers NULL: has_nat, nat, has_meter, meter */
 	struct nc_nat_opts nat;
-	int has_opts, has_nat;
+	struct nc_meter_opts meter;  /* the last meter set (nc_channel_set_meter() too) */
+	int has_opts, has_nat, has_meter;
 	int lost;                  /* 0, or why nc_reconnect() could not make it again (errno) */
 };
 
@@ -126,7 +127,8 @@ struct nc_zc_ops {
  */
 struct nc_channel *nc__channel_create(struct nc_client *c, const char *name,
 				      const struct nc_rule *r, const struct nc_channel_opts *opts,
-				      const struct nc_nat_opts *nat);
+				      const struct nc_nat_opts *nat,
+				      const struct nc_meter_opts *meter);
 int nc__channel_stats(const struct nc_channel *ch, struct nc_channel_stats *st);
 int nc__rule_flow(struct nc_rule *r, const char *proto, const char *dst, long dport);
 

@@ -669,18 +669,46 @@ rule_to_wire(const struct nc_rule *r, struct nc_ctl_rule *w)
 	memcpy(w->src, r->src, 16);
 }
 
+/* A meter as the wire has it (id 0). */
+static void
+meter_to_wire(const struct nc_meter_opts *o, uint32_t id, struct nc_ctl_meter *w)
+{
+	*w = (struct nc_ctl_meter){
+		.id = id, .rate = o->rate, .burst = o->burst, .excess_burst = o->excess_burst,
+		.peak_rate = o->peak_rate, .peak_burst = o->peak_burst,
+		/* Unknown flags go on as they are, for the daemon to refuse with its reason. */
+		.flags = o->flags,
+	};
+	_Static_assert(NC_METER_OPT_BITS == NC_METER_F_BITS &&
+		       NC_METER_OPT_EXCEED_KERNEL == NC_METER_F_EXCEED_KERNEL &&
+		       NC_METER_OPT_RFC4115 == NC_METER_F_RFC4115,
+		       "nc_meter_opts flags are the wire's");
+}
+
+/* Meters are control protocol 6's: an older daemon is told nothing it would misread. */
+static int
+meters_spoken(const struct nc_client *c)
+{
+	if (c->hello.version >= 6)
+		return 0;
+	nc__reason("meters need control protocol 6; the daemon speaks %u", c->hello.version);
+	return -EOPNOTSUPP;
+}
+
 /* CHANNEL_CREATE: the daemon's reply in *info. 0 or -errno. */
 static int
 create_request(struct nc_client *c, const char *name, const struct nc_rule *r,
 	       const struct nc_channel_opts *opts, const struct nc_nat_opts *nat,
-	       struct nc_ctl_channel *info)
+	       const struct nc_meter_opts *meter, struct nc_ctl_channel *info)
 {
 	struct nc_ctl_create m;
-	uint8_t body[sizeof(m) + sizeof(struct nc_ctl_nat)];
+	uint8_t body[sizeof(m) + sizeof(struct nc_ctl_nat) + sizeof(struct nc_ctl_meter)];
 	size_t len = sizeof(m);
 
 	if (c == NULL || name == NULL || r == NULL || strlen(name) >= sizeof(m.name))
 		return -EINVAL;
+	if (meter != NULL && meters_spoken(c) != 0)
+		return -EOPNOTSUPP;
 	memset(&m, 0, sizeof(m));
 	strcpy(m.name, name);
 	rule_to_wire(r, &m.rule);
@@ -700,17 +728,26 @@ create_request(struct nc_client *c, const char *name, const struct nc_rule *r,
 		memcpy(body + sizeof(m), &n, sizeof(n));
 		len += sizeof(n);
 	}
+	if (meter != NULL) {
+		struct nc_ctl_meter w;
+
+		meter_to_wire(meter, 0, &w);
+		m.flags |= NC_CREATE_F_METER;
+		memcpy(body + len, &w, sizeof(w));
+		len += sizeof(w);
+	}
 	memcpy(body, &m, sizeof(m));
 	return call(c, NC_CTL_CHANNEL_CREATE, body, len, info, sizeof(*info));
 }
 
 struct nc_channel *
 nc__channel_create(struct nc_client *c, const char *name, const struct nc_rule *r,
-		   const struct nc_channel_opts *opts, const struct nc_nat_opts *nat)
+		   const struct nc_channel_opts *opts, const struct nc_nat_opts *nat,
+		   const struct nc_meter_opts *meter)
 {
 	struct nc_ctl_channel info;
 	struct nc_channel *ch;
-	int ret = create_request(c, name, r, opts, nat, &info);
+	int ret = create_request(c, name, r, opts, nat, meter, &info);
 
 	if (ret != 0) {
 		errno = -ret;
@@ -726,9 +763,13 @@ nc__channel_create(struct nc_client *c, const char *name, const struct nc_rule *
 	if (opts != NULL)
 		ch->opts = *opts;
 	ch->opts.nat = NULL;
+	ch->opts.meter = NULL;
 	ch->has_nat = nat != NULL;
 	if (nat != NULL)
 		ch->nat = *nat;
+	ch->has_meter = meter != NULL;
+	if (meter != NULL)
+		ch->meter = *meter;
 	return ch;
 }
 
@@ -738,6 +779,7 @@ nc_channel_create_v04(struct nc_client *c, const char *name, const struct nc_rul
 		      const struct nc_channel_opts *opts)
 {
 	struct nc_channel_opts o;
+	struct nc_meter_opts mt;
 	struct nc_nat_opts n;
 	struct nc_rule r;
 	int ret;
@@ -752,12 +794,15 @@ nc_channel_create_v04(struct nc_client *c, const char *name, const struct nc_rul
 		ret = nc__sized_in(opts, sizeof(o), &o, "nc_channel_opts");
 	if (ret == 0 && opts != NULL && o.nat != NULL)
 		ret = nc__sized_in(o.nat, sizeof(n), &n, "nc_nat_opts");
+	if (ret == 0 && opts != NULL && o.meter != NULL)
+		ret = nc__sized_in(o.meter, sizeof(mt), &mt, "nc_meter_opts");
 	if (ret != 0) {
 		errno = -ret;
 		return NULL;
 	}
 	return nc__channel_create(c, name, &r, opts != NULL ? &o : NULL,
-				  opts != NULL && o.nat != NULL ? &n : NULL);
+				  opts != NULL && o.nat != NULL ? &n : NULL,
+				  opts != NULL && o.meter != NULL ? &mt : NULL);
 }
 NC_SYMVER_DEFAULT(nc_channel_create_v04, nc_channel_create, "NETCHANNEL_0.4");
 
@@ -792,6 +837,40 @@ nc_channel_attach(struct nc_client *c, const char *name)
 	if (ch != NULL)
 		snprintf(ch->name, sizeof(ch->name), "%s", name);
 	return ch;
+}
+
+NC_EXPORT int
+nc_channel_set_meter(struct nc_channel *ch, const struct nc_meter_opts *meter)
+{
+	struct nc_ctl_meter w = { 0 };
+	struct nc_meter_opts mt;
+	int ret;
+
+	last_reason[0] = '\0';
+	if (ch == NULL)
+		return -EINVAL;
+	if (ch->lost)
+		return -ch->lost;
+	if (!ch->owned) {
+		nc__reason("channel %s is not this client's: a static channel's meter is the "
+			   "operator's", ch->name);
+		return -EPERM;
+	}
+	ret = meters_spoken(ch->client);
+	if (ret == 0 && meter != NULL)
+		ret = nc__sized_in(meter, sizeof(mt), &mt, "nc_meter_opts");
+	if (ret != 0)
+		return ret;
+	if (meter != NULL)
+		meter_to_wire(&mt, ch->id, &w);
+	w.id = ch->id;
+	ret = call(ch->client, NC_CTL_CHANNEL_METER, &w, sizeof(w), NULL, 0);
+	if (ret == 0) {
+		ch->has_meter = meter != NULL;
+		if (meter != NULL)
+			ch->meter = mt;
+	}
+	return ret;
 }
 
 NC_EXPORT int
@@ -1498,7 +1577,8 @@ channels_again(struct nc_client *c)
 		struct nc_ctl_channel info;
 		int ret = ch->owned ?
 			create_request(c, ch->name, &ch->rule, ch->has_opts ? &ch->opts : NULL,
-				       ch->has_nat ? &ch->nat : NULL, &info) :
+				       ch->has_nat ? &ch->nat : NULL,
+				       ch->has_meter ? &ch->meter : NULL, &info) :
 			attach_request(c, ch->name, &info);
 
 		if (ret == 0 && channel_fill(c, ch, &info) != 0)

@@ -59,13 +59,65 @@ class _Rule(_Sized):
                 ("priority", ctypes.c_uint32)]
 
 
+class _Meter(_Sized):
+    """struct nc_meter_opts (netchannel.h)."""
+    _fields_ = [("size", ctypes.c_uint32), ("flags", ctypes.c_uint32),
+                ("rate", ctypes.c_uint64), ("burst", ctypes.c_uint64),
+                ("excess_burst", ctypes.c_uint64), ("peak_rate", ctypes.c_uint64),
+                ("peak_burst", ctypes.c_uint64)]
+
+
+_METER_BITS, _METER_EXCEED_KERNEL, _METER_RFC4115 = 0x1, 0x2, 0x4
+# The config's keys (docs/config.md, channels[].meter): in packets, or in bits and bytes.
+_METER_KEYS = {
+    "pps": ("rate", False), "burst": ("burst", False), "excess_burst": ("excess_burst", False),
+    "peak_pps": ("peak_rate", False), "peak_burst": ("peak_burst", False),
+    "bps": ("rate", True), "burst_bytes": ("burst", True),
+    "excess_burst_bytes": ("excess_burst", True), "peak_bps": ("peak_rate", True),
+    "peak_burst_bytes": ("peak_burst", True)}
+
+
+def _meter(spec):
+    """A meter dict with the config's keys as struct nc_meter_opts: ValueError for a key it
+    does not have, or for both units at once. The daemon checks the rest, as the config's."""
+    if not isinstance(spec, dict):
+        raise TypeError(f"meter: a dict of the config's keys, not {type(spec).__name__}")
+    m, units = _Meter(), set()
+    for k, v in spec.items():
+        if k == "mode":
+            if v not in ("rfc2697", "rfc2698", "rfc4115"):
+                raise ValueError(f"meter: mode {v!r}: expected rfc2697, rfc2698 or rfc4115")
+            if v == "rfc4115":
+                m.flags |= _METER_RFC4115
+        elif k == "exceed":
+            if v not in ("drop", "kernel"):
+                raise ValueError(f"meter: exceed {v!r}: expected drop or kernel")
+            if v == "kernel":
+                m.flags |= _METER_EXCEED_KERNEL
+        elif k == "eir":
+            m.peak_rate = int(v)
+        elif k in _METER_KEYS:
+            field, bits = _METER_KEYS[k]
+            units.add(bits)
+            setattr(m, field, int(v))
+        else:
+            raise ValueError(f"meter: unknown key {k!r} (expected {', '.join(_METER_KEYS)}, "
+                             "mode, eir, exceed)")
+    if len(units) > 1:
+        raise ValueError("meter: give it in packets (pps, burst...) or in bits and bytes "
+                         "(bps, burst_bytes...), not both")
+    if True in units:
+        m.flags |= _METER_BITS
+    return m
+
+
 class _Opts(_Sized):
     """struct nc_channel_opts (netchannel.h)."""
     _fields_ = [("size", ctypes.c_uint32), ("drop", ctypes.c_int),
                 ("ring_size", ctypes.c_uint32), ("memory_limit_order", ctypes.c_uint32),
                 ("queue_bytes", ctypes.c_uint64), ("tx", ctypes.c_int),
                 ("port", ctypes.c_uint16), ("reserved", ctypes.c_uint16),
-                ("nat", ctypes.c_void_p)]
+                ("nat", ctypes.c_void_p), ("meter", ctypes.POINTER(_Meter))]
 
 
 class _Stats(_Sized):
@@ -98,6 +150,7 @@ def _load():
                                       ctypes.POINTER(_Opts)]),
             ("nc_channel_attach", p, [p, ctypes.c_char_p]),
             ("nc_channel_destroy", i, [p]),
+            ("nc_channel_set_meter", i, [p, ctypes.POINTER(_Meter)]),
             ("nc_recv", ctypes.c_ssize_t, [p, p, sz, i]),
             ("nc_send", ctypes.c_ssize_t, [p, p, sz]),
             ("nc_send_ip", ctypes.c_ssize_t, [p, p, sz]),
@@ -212,6 +265,16 @@ class Channel:
         return {n: getattr(st, n) for n in _Stats.COUNTERS
                 if getattr(_Stats, n).offset + getattr(_Stats, n).size <= st.size}
 
+    def set_meter(self, meter):
+        """Put a meter on this created channel, change it, or take it off (None), while
+        its traffic flows: a dict of the config's channels[].meter keys, such as
+        {"pps": 10000, "burst": 100} or {"bps": 10**8, "burst_bytes": 65536,
+        "exceed": "kernel"}."""
+        m = _meter(meter) if meter is not None else None
+        _check(_lib.nc_channel_set_meter(self._handle(),
+                                         ctypes.byref(m) if m is not None else None),
+               f"meter of {self.name}")
+
     def close(self):
         """Destroy a created channel, or let go of an attached one."""
         if self._h is not None:
@@ -311,13 +374,17 @@ class Client:
         """A one_ring client asks to be woken: False when armed, True when packets wait."""
         return _check(_lib.nc_client_arm(self._h), "arm the client") == 1
 
-    def create(self, name, dport, proto="udp", dst=None, tx=False, ring_size=0):
+    def create(self, name, dport, proto="udp", dst=None, tx=False, ring_size=0, meter=None):
         """A channel of this client's own for proto (tcp, udp, udplite, sctp or a number)
-        to dst (an address or prefix, or None for any) port dport; tx lets it send."""
+        to dst (an address or prefix, or None for any) port dport; tx lets it send; meter
+        (a dict of the config's channels[].meter keys) meters it (Channel.set_meter())."""
         rule = _Rule()
         _check(_lib.nc_rule_flow(ctypes.byref(rule), proto.encode(),
                                  dst.encode() if dst else None, dport), f"rule of {name}")
         opts = _Opts(tx=1 if tx else 0, ring_size=ring_size)
+        if meter is not None:
+            m = _meter(meter)
+            opts.meter = ctypes.pointer(m)
         h = _lib.nc_channel_create(self._h, name.encode(), ctypes.byref(rule),
                                    ctypes.byref(opts))
         if not h:

@@ -57,7 +57,21 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			FUZZ_ASSERT(cc.ring_size >= 1 && cc.ring_size <= (1u << 20));
 			FUZZ_ASSERT(cc.queue_bytes >= 4096 && cc.queue_bytes <= (UINT64_C(1) << 31));
 			FUZZ_ASSERT(!cc.tx || (cc.port < 2 && cc.action == NC_ACTION_DELIVER));
+			FUZZ_ASSERT(cc.meter.kind == NCD_METER_NONE || cc.meter.rate > 0);
 		}
+		break;
+	}
+	case NC_CTL_CHANNEL_METER: {
+		struct ncd_meter_conf mc;
+		char err[200];
+
+		/* Accepted: a meter rte_meter takes, or none; refused: a reason. */
+		r = ncd_ctl_decode_meter(body, &mc, err, sizeof(err));
+		FUZZ_ASSERT(r == 0 || r == -EINVAL || r == -ENOMEM);
+		if (r == 0 && mc.kind != NCD_METER_NONE)
+			FUZZ_ASSERT(mc.rate > 0 && mc.burst > 0);
+		else if (r != 0)
+			FUZZ_ASSERT(strncmp(err, "meter", 5) == 0);
 		break;
 	}
 	case NC_CTL_CHANNEL_ATTACH:

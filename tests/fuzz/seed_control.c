@@ -52,6 +52,33 @@ create(const char *name, uint8_t family, uint8_t proto, uint8_t dlen, uint8_t dk
 	put(NC_CTL_CHANNEL_CREATE, &c, sizeof(c));
 }
 
+/* CHANNEL_METER. */
+static void
+meter(const struct nc_ctl_meter *m)
+{
+	put(NC_CTL_CHANNEL_METER, m, sizeof(*m));
+}
+
+/* A channel with a meter: the create body, then the meter. */
+static void
+create_metered(const struct nc_ctl_meter *m)
+{
+	uint8_t body[sizeof(struct nc_ctl_create) + sizeof(*m)];
+	struct nc_ctl_create c;
+
+	memset(&c, 0, sizeof(c));
+	snprintf(c.name, sizeof(c.name), "metered");
+	c.rule.family = 4;
+	c.rule.proto = 17;
+	c.rule.proto_mask = 0xff;
+	c.rule.dport_kind = 1;
+	c.rule.dport_lo = c.rule.dport_hi = 53;
+	c.flags = NC_CREATE_F_METER;
+	memcpy(body, &c, sizeof(c));
+	memcpy(body + sizeof(c), m, sizeof(*m));
+	put(NC_CTL_CHANNEL_CREATE, body, sizeof(body));
+}
+
 /* A NAT channel: the create body, then what it writes. */
 static void
 create_nat(uint32_t flags, uint16_t dport)
@@ -130,6 +157,14 @@ main(int argc, char **argv)
 	put(NC_CTL_CHANNEL_STATS, &id, sizeof(id));
 	put(NC_CTL_CHANNEL_EVENTFD, &id, sizeof(id));
 	put(NC_CTL_CLIENT_EVENTFD, NULL, 0);
+	meter(&(struct nc_ctl_meter){ .id = 1, .rate = 1000, .burst = 100, .excess_burst = 50 });
+	meter(&(struct nc_ctl_meter){ .id = 1, .flags = NC_METER_F_BITS | NC_METER_F_EXCEED_KERNEL,
+				       .rate = 100000000, .burst = 65536, .peak_rate = 200000000,
+				       .peak_burst = 131072 });
+	meter(&(struct nc_ctl_meter){ .id = 1, .flags = NC_METER_F_RFC4115, .rate = 1000,
+				       .burst = 100, .excess_burst = 100, .peak_rate = 500 });
+	meter(&(struct nc_ctl_meter){ .id = 1 });
+	create_metered(&(struct nc_ctl_meter){ .rate = 1000, .burst = 100 });
 	for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++)
 		cli(lines[i]);
 	return 0;

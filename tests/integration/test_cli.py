@@ -129,9 +129,10 @@ class Cli(T.DaemonCase):
         self.assertIn("capacity: 65536", self.ncctl("show nat").stdout)
         help_ = self.ncctl("help").stdout
         for cmd in ("show port info|stats|xstats <port>", "channel create <name> [options...]",
-                    "set log level <type> <level>", "show nat", "action nat", "quit"):
+                    "set log level <type> <level>", "show nat", "action nat", "quit",
+                    "channel meter <channel> <meter>"):
             self.assertIn(cmd, help_)
-        self.assertEqual(len(self.js("help")), 19)
+        self.assertEqual(len(self.js("help")), 20)
         self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
 
     def test_monitor_and_workers(self):

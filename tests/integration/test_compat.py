@@ -94,7 +94,15 @@ with netchannel.Client(sys.argv[1]) as c:
     ch = c.create("c", 5000, tx=True)
     f = ch.recv(timeout=5)
     ch.send(b"reply:" + f)
-    print(json.dumps({"info": info, "frame": f.hex(), "stats": ch.stats()}), flush=True)
+    meter = []
+    for call in (lambda: c.create("m", 5001, meter={"pps": 10, "burst": 1}),
+                 lambda: ch.set_meter({"pps": 10, "burst": 1})):
+        try:
+            call()
+        except netchannel.NetchannelError as e:
+            meter.append([e.errno, e.reason])
+    print(json.dumps({"info": info, "frame": f.hex(), "stats": ch.stats(), "meter": meter}),
+          flush=True)
 """
 
 
@@ -254,14 +262,15 @@ class Compat(T.DaemonCase):
                            capture_output=True, text=True, timeout=30, env=T.package_env())
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(json.loads(r.stdout), {
-            "control_protocol": 5, "daemon_min_protocol": 4, "daemon_max_protocol": 5,
+            "control_protocol": 6, "daemon_min_protocol": 4, "daemon_max_protocol": 6,
             "region_layout": 2, "daemon_build": build})
         self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
 
     def test_this_library_on_old_daemon(self):
         """This libnetchannel on a daemon of control protocol 4 (the stand-in): its HELLO is
         refused (-EINVAL, as that daemon's length check has it), it says version 4's, maps
-        the region of one part, receives, transmits, and reads the counters. Zero-copy is
+        the region of one part, receives, transmits, and reads the counters; meters it
+        refuses itself (EOPNOTSUPP, with the reason). Zero-copy is
         refused at once, saying why: that daemon cannot say its build."""
         frame = bytes(range(64))
         stats = list(range(1, 15)) + [3, 4, 99]
@@ -278,6 +287,9 @@ class Compat(T.DaemonCase):
                                        "daemon_build": ""})
         self.assertEqual(out["frame"], frame.hex())
         self.assertEqual(out["stats"], dict(zip(W.CHANNEL_STATS_FIELDS, stats)))
+        # Meters are version 6's: refused here, and that daemon is asked nothing.
+        self.assertEqual(out["meter"], [[errno.EOPNOTSUPP, "meters need control protocol 6; "
+                                         "the daemon speaks 4"]] * 2)
         self.assertEqual(old.hellos, [W.HELLO_BODY.size, V.HELLO_BODY.size])
         T.wait_until(lambda: old.sent, what="the frame on the stand-in's tx ring")
         self.assertEqual(old.sent, [b"reply:" + frame])

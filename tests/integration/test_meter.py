@@ -4,8 +4,11 @@
 red ones get, and the rate a meter lets by, read from the daemon's counters. The input is
 net_pcap: a burst read from a file as fast as the worker takes it (buckets against their
 sizes), or the same file replayed for ever (a rate far over the meter's)."""
+import errno
 import json
 import os
+import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -16,21 +19,51 @@ from scapy.all import Ether, IP, UDP, Raw
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ncd_test as T  # noqa: E402
 from test_datapath import EAL  # noqa: E402
-
-FRAME = bytes(Ether(dst=T.PCAP_MAC, src="02:00:00:00:00:01") /
-              IP(src="198.51.100.1", dst="192.0.2.1") / UDP(sport=4000, dport=5000) /
-              Raw(b"m" * 18))
+from test_isolated import NOBODY  # noqa: E402
+import nc_wire as W  # noqa: E402
 
 
-class Meter(T.DaemonCase):
-    def start(self, meter, frames, infinite=False, exc="net_null1"):
-        T.write_pcap(os.path.join(self.w, "in.pcap"), [FRAME] * frames)
+
+def frame_to(dport):
+    """A 64-byte UDP frame to port dport."""
+    return bytes(Ether(dst=T.PCAP_MAC, src="02:00:00:00:00:01") /
+                 IP(src="198.51.100.1", dst="192.0.2.1") / UDP(sport=4000, dport=dport) /
+                 Raw(b"m" * 18))
+
+
+FRAME = frame_to(5000)
+
+# uid 65534 with the Python package: a channel of its own on udp port 5001 with a meter, then
+# the meters stdin names, one a line (JSON; null takes it off), each answered "set".
+METERED_CLIENT = """
+import json, netchannel, sys
+with netchannel.Client(sys.argv[1]) as c:
+    ch = c.create("own", 5001, meter=json.loads(sys.argv[2]))
+    print("created", ch.id, flush=True)
+    for line in sys.stdin:
+        try:
+            ch.set_meter(json.loads(line))
+            print("set", flush=True)
+        except (netchannel.NetchannelError, ValueError) as e:
+            print("refused", getattr(e, "errno", None), e, flush=True)
+"""
+
+
+class MeterCase(T.DaemonCase):
+    """A daemon whose channel m (udp port 5000) may have a meter, read through ncctl."""
+
+    def start(self, meter, frames, infinite=False, exc="net_null1", control=None, dports=(5000,)):
+        T.write_pcap(os.path.join(self.w, "in.pcap"),
+                     [FRAME] * frames if dports == (5000,) else
+                     [frame_to(d) for d in dports] * frames)
         dev = f"net_pcap0,rx_pcap={self.w}/in.pcap" + (",infinite_rx=1" if infinite else "")
         cfg = {"eal": EAL, "mempool": {"mbufs": 8191, "cache": 64},
                "ports": [{"name": "wire0", "device": dev, "exception": {"device": exc}}],
-               "workers": [{"lcore": 1}], "control": {"socket": f"{self.w}/ncd.sock"},
-               "channels": [{"name": "m", "match": {"proto": "udp", "dport": 5000},
-                             "meter": meter}]}
+               "workers": [{"lcore": 1}],
+               "control": dict({"socket": f"{self.w}/ncd.sock"}, **(control or {})),
+               "channels": [{"name": "m", "match": {"proto": "udp", "dport": 5000}}]}
+        if meter is not None:
+            cfg["channels"][0]["meter"] = meter
         self.daemon = T.Daemon(cfg, self.w, self.prefix)
         self.daemon.start()
 
@@ -52,6 +85,8 @@ class Meter(T.DaemonCase):
         self.assertEqual(c["meter_green"] + c["meter_yellow"] + c["meter_red"], frames, c)
         return c
 
+
+class Meter(MeterCase):
     def test_srtcm_burst_and_excess_burst(self):
         """srTCM (RFC 2697) in packets: 3,000 frames at once against a committed burst of
         1,000 and an excess burst of 500 at 100 packets a second: 1,000 green, 500 yellow,
@@ -140,6 +175,184 @@ class Meter(T.DaemonCase):
                       lambda c: (c["meter_green"] + c["meter_yellow"]) * len(FRAME) * 8)
         print(f"meter at 100 Mbit/s let by {r / 1e6:.1f} Mbit/s", file=sys.stderr)
         self.assertAlmostEqual(r / 100e6, 1, delta=0.03)
+
+
+class LiveMeter(MeterCase):
+    """Meters set and changed while the channel's traffic flows: by its client (the library,
+    the Python package), by the operator (channel meter, reload), and what a client of
+    another user may not do."""
+
+    def setUp(self):
+        super().setUp()
+        os.chmod(self.w, 0o755)
+        self.sock = os.path.join(self.w, "ncd.sock")
+        # uid 65534 cannot be relied on to reach the build tree: its copies go here.
+        shutil.copy(os.path.join(T.BUILD, "lib/netchannel/libnetchannel.so.0"), self.w)
+        shutil.copytree(os.path.join(T.SRC, "python/netchannel"),
+                        os.path.join(self.w, "py", "netchannel"))
+
+    def start_live(self, meter=None, dports=(5000, 5001)):
+        self.start(meter, 1, infinite=True, dports=dports,
+                   control={"group": "nogroup", "mode": "0660",
+                            "allow": [{"uid": 0}, {"uid": 65534, "dport": "5001"}]})
+
+    def client(self, meter):
+        lib = os.path.join(self.w, "libnetchannel.so.0")
+        env = T.python_env(dict(os.environ, PYTHONPATH=os.path.join(self.w, "py"),
+                                NETCHANNEL_LIB=lib), lib)
+        p = subprocess.Popen(NOBODY + ["/usr/bin/python3", "-c", METERED_CLIENT, self.sock,
+                                       json.dumps(meter)],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True, env=env)
+        self.procs.append(p)
+        return p
+
+    def ask(self, p, meter):
+        p.stdin.write(json.dumps(meter) + "\n")
+        p.stdin.flush()
+        return p.stdout.readline().strip()
+
+    def green_rate(self, name, secs=2.0):
+        """What the meter of channel name passes a second (green and yellow), over secs."""
+        def passed():
+            c = self.ncctl(f"show channel {name}")["counters"]
+            return c["meter_green"] + c["meter_yellow"], time.time()
+        T.wait_until(lambda: self.ncctl(f"show channel {name}")["counters"]["meter_red"] > 0,
+                     timeout=10, what=f"{name} over its rate")
+        g0, t0 = passed()
+        T.wait_until(lambda: time.time() - t0 >= secs, timeout=secs + 5, what=f"{secs} s")
+        g1, t1 = passed()
+        return (g1 - g0) / (t1 - t0)
+
+    def misses(self):
+        return self.ncctl("show port stats wire0")[0]["miss"]
+
+    def assert_never_missed(self, since=0):
+        """Every frame matched a channel all along: none went to the kernel as a miss."""
+        self.assertEqual(self.misses(), since)
+
+    def test_client_sets_and_changes_its_meter_while_traffic_flows(self):
+        """uid 65534 creates a metered channel with the Python package, raises its meter to
+        5,000 packets a second and takes it off, all under a flood: each rate holds (±5%
+        over 2 s), the channel keeps its id and its counters (hits only grow), and no frame
+        ever misses it. A meter the config would refuse is refused with the config's
+        reason, and the meter in place stays."""
+        self.start_live()
+        p = self.client({"pps": 1000, "burst": 100})
+        cid = int(self.wait_line(p, "created").split()[1])
+        missed = self.misses()
+        ch = self.ncctl("show channel own")
+        self.assertEqual((ch["id"], ch["meter"]["pps"], ch["meter"]["burst"]), (cid, 1000, 100))
+        r = self.green_rate("own")
+        self.assertAlmostEqual(r / 1000, 1, delta=0.05, msg=f"{r:.0f} a second")
+        hits = self.ncctl("show channel own")["counters"]["hits"]
+        self.assertEqual(self.ask(p, {"pps": 5000, "burst": 500}), "set")
+        ch = self.ncctl("show channel own")
+        self.assertEqual((ch["id"], ch["meter"]["pps"]), (cid, 5000))
+        self.assertGreaterEqual(ch["counters"]["hits"], hits, "the same channel, counting on")
+        r = self.green_rate("own")
+        self.assertAlmostEqual(r / 5000, 1, delta=0.05, msg=f"{r:.0f} a second")
+        line = self.ask(p, {"pps": 5000})
+        self.assertTrue(line.startswith(f"refused {errno.EINVAL} "), line)
+        self.assertIn("meter: missing: burst", line)
+        self.assertEqual(self.ncctl("show channel own")["meter"]["pps"], 5000)
+        line = self.ask(p, {"pps": 5000, "burst": 500, "burst_bytes": 9})
+        self.assertIn("not both", line)
+        self.assertEqual(self.ask(p, None), "set")
+        ch = self.ncctl("show channel own")
+        self.assertNotIn("meter", ch)
+        red = ch["counters"]["meter_red"]
+        T.wait_until(lambda: self.ncctl("show channel own")["counters"]["hits"] >
+                     ch["counters"]["hits"] + 10000, timeout=10, what="traffic, unmetered")
+        self.assertEqual(self.ncctl("show channel own")["counters"]["meter_red"], red)
+        self.assert_never_missed(since=missed)
+        self.finish(p)
+        self.assertEqual(p.returncode, 0)
+
+    def test_operator_changes_a_meter_in_place(self):
+        """channel meter NAME SPEC|off on a static channel under a flood, then a reload that
+        changes only its meter: the channel keeps its id and no frame misses it; the reload
+        says it changed. Only root or the daemon's user may (uid 65534: EPERM)."""
+        self.start_live({"pps": 2000, "burst": 200}, dports=(5000,))
+        cid = self.ncctl("show channel m")["id"]
+        r = self.green_rate("m")
+        self.assertAlmostEqual(r / 2000, 1, delta=0.05, msg=f"{r:.0f} a second")
+        ch = self.ncctl("channel meter m pps=4000,burst=400,exceed=kernel")
+        self.assertEqual((ch["id"], ch["meter"]["pps"], ch["meter"]["exceed"]),
+                         (cid, 4000, "kernel"))
+        r = self.green_rate("m")
+        self.assertAlmostEqual(r / 4000, 1, delta=0.05, msg=f"{r:.0f} a second")
+        bad = subprocess.run([T.NCCTL, "-s", self.sock, "-c", "channel meter m pps=10"],
+                             capture_output=True, text=True, timeout=30)
+        self.assertNotEqual(bad.returncode, 0)
+        self.assertIn("meter: missing: burst", bad.stdout + bad.stderr)
+        nobody = subprocess.run(NOBODY + [T.NCCTL, "-s", self.sock, "-c",
+                                          "channel meter m off"],
+                                capture_output=True, text=True, timeout=30)
+        self.assertNotEqual(nobody.returncode, 0)
+        self.assertIn("root or the daemon's user only", nobody.stdout + nobody.stderr)
+        self.assertEqual(self.ncctl("show channel m")["meter"]["pps"], 4000)
+        self.assertNotIn("meter", self.ncctl("channel meter m off"))
+        # The config's meter, changed and reloaded: in place.
+        with open(self.daemon.config) as f:
+            cfg = json.load(f)
+        cfg["channels"][0]["meter"] = {"pps": 3000, "burst": 300}
+        with open(self.daemon.config, "w") as f:
+            json.dump(cfg, f)
+        hits = self.ncctl("show channel m")["counters"]["hits"]
+        out = self.ncctl("reload")
+        self.assertEqual(out["last_channels"]["changed"], ["m"], out)
+        ch = self.ncctl("show channel m")
+        self.assertEqual((ch["id"], ch["meter"]["pps"]), (cid, 3000))
+        self.assertGreaterEqual(ch["counters"]["hits"], hits, "the same channel, counting on")
+        r = self.green_rate("m")
+        self.assertAlmostEqual(r / 3000, 1, delta=0.05, msg=f"{r:.0f} a second")
+        self.assert_never_missed()
+
+    def test_another_users_channel_is_not_its_to_meter(self):
+        """uid 65534, on the wire: CHANNEL_METER of a static channel it may attach to is
+        EPERM, with the reason; of root's client's channel, or one it cannot see, ENOENT (no
+        channel); unknown flags on its own are EINVAL. The meters stay as they were."""
+        self.start_live({"pps": 2000, "burst": 200})
+        root = W.Ctl(self.sock)
+        self.assertEqual(root.hello()[0], 0)
+        st, (root_id, _) = root.create("roots", W.rule(dport=5002))
+        self.assertEqual(st, 0)
+        self.ncctl("channel create att proto udp dport 5003 attach uid:65534")
+        att = self.ncctl("show channel att")["id"]
+        static = self.ncctl("show channel m")["id"]
+        script = ("import json, sys\n"
+                  f"sys.path.insert(0, {os.path.join(T.SRC, 'scripts')!r})\n"
+                  "import nc_wire as W\n"
+                  "c = W.Ctl(sys.argv[1])\n"
+                  "assert c.hello()[0] == 0\n"
+                  "st, (own, _) = c.create('mine', W.rule(dport=5001))\n"
+                  "out = {}\n"
+                  "for name, cid, flags in (('att', int(sys.argv[2]), 0), "
+                  "('static', int(sys.argv[3]), 0), ('roots', int(sys.argv[4]), 0), "
+                  "('none', 4000, 0), ('own_bad', own, 0x80), ('own', own, 0)):\n"
+                  "    st, body = c.call(W.METER, W.METER_BODY.pack(cid, flags, 1000, 100, 0, 0, 0))\n"
+                  "    out[name] = [st, body.decode(errors='replace')]\n"
+                  "print(json.dumps(out))\n")
+        scripts = os.path.join(self.w, "scripts")
+        shutil.copytree(os.path.join(T.SRC, "scripts"), scripts)
+        script = script.replace(repr(os.path.join(T.SRC, "scripts")), repr(scripts))
+        r = subprocess.run(NOBODY + ["/usr/bin/python3", "-c", script, self.sock, str(att),
+                                     str(static), str(root_id)],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        out = json.loads(r.stdout)
+        self.assertEqual(out["att"][0], -errno.EPERM, out)
+        self.assertIn("channel att is not this connection's", out["att"][1])
+        self.assertEqual([out[k][0] for k in ("static", "roots", "none")],
+                         [-errno.ENOENT] * 3, out)
+        self.assertEqual(out["own_bad"][0], -errno.EINVAL, out)
+        self.assertIn("unknown flags", out["own_bad"][1])
+        self.assertEqual(out["own"][0], 0, out)
+        self.assertEqual(self.ncctl("show channel m")["meter"]["pps"], 2000)
+        self.assertNotIn("meter", self.ncctl("show channel att"))
+        self.assertNotIn("meter", self.ncctl("show channel roots"))
+        root.close()
 
 
 if __name__ == "__main__":

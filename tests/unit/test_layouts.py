@@ -55,6 +55,7 @@ class Layouts(unittest.TestCase):
                              (nc_wire.HELLO_REPLY, "nc_ctl_hello_reply"),
                              (nc_wire.RULE, "nc_ctl_rule"), (nc_wire.CREATE_BODY, "nc_ctl_create"),
                              (nc_wire.NAT_BODY, "nc_ctl_nat"), (nc_wire.CHANNEL, "nc_ctl_channel"),
+                             (nc_wire.METER_BODY, "nc_ctl_meter"),
                              (nc_wire.NAME, "nc_ctl_name"), (nc_wire.ID, "nc_ctl_id"),
                              (nc_wire.CLI_HEAD, "nc_ctl_cli"),
                              (nc_wire.CHANNEL_STATS, "nc_ctl_channel_stats")):
@@ -84,6 +85,7 @@ class Layouts(unittest.TestCase):
 
     def test_api_sized_structs(self):
         for cls, struct in ((netchannel._Opts, "nc_channel_opts"), (netchannel._Rule, "nc_rule"),
+                            (netchannel._Meter, "nc_meter_opts"),
                             (netchannel._Port, "nc_port"),
                             (netchannel._ClientInfo, "nc_client_info")):
             with self.subTest(struct=struct):
@@ -91,7 +93,7 @@ class Layouts(unittest.TestCase):
                 self.assertEqual(ctypes.sizeof(cls), C["sizes"][struct])
         # Each starts as netchannel.h says: its size, set to its own.
         for cls in (netchannel._Opts, netchannel._Rule, netchannel._Stats,
-                    netchannel._ClientInfo):
+                    netchannel._ClientInfo, netchannel._Meter):
             self.assertEqual(cls().size, ctypes.sizeof(cls))
 
 

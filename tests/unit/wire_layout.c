@@ -29,6 +29,7 @@ main(void)
 	SIZE(nc_ctl_rule, ", ");
 	SIZE(nc_ctl_create, ", ");
 	SIZE(nc_ctl_nat, ", ");
+	SIZE(nc_ctl_meter, ", ");
 	SIZE(nc_ctl_channel, ", ");
 	SIZE(nc_ctl_name, ", ");
 	SIZE(nc_ctl_id, ", ");
@@ -36,6 +37,7 @@ main(void)
 	SIZE(nc_ctl_channel_stats, ", ");
 	SIZE(nc_channel_stats, ", ");
 	SIZE(nc_channel_opts, ", ");
+	SIZE(nc_meter_opts, ", ");
 	SIZE(nc_rule, ", ");
 	SIZE(nc_port, ", ");
 	SIZE(nc_client_info, ", ");
@@ -74,6 +76,20 @@ main(void)
 		FIELD(nc_channel_opts, port)
 		FIELD(nc_channel_opts, reserved)
 		FIELD(nc_channel_opts, nat)
+		FIELD(nc_channel_opts, meter)
+		printf("]");
+	}
+	{
+		int first = 1;
+
+		fields("nc_meter_opts", ", ");
+		FIELD(nc_meter_opts, size)
+		FIELD(nc_meter_opts, flags)
+		FIELD(nc_meter_opts, rate)
+		FIELD(nc_meter_opts, burst)
+		FIELD(nc_meter_opts, excess_burst)
+		FIELD(nc_meter_opts, peak_rate)
+		FIELD(nc_meter_opts, peak_burst)
 		printf("]");
 	}
 	{

@@ -406,6 +406,31 @@ meter_new(const struct ncd_meter_conf *mc, unsigned int nw, const char *name)
 	return mt;
 }
 
+int
+ncd_channel_set_meter(struct ncd *d, uint32_t id, const struct ncd_meter_conf *mc)
+{
+	struct ncd_channel *ch = id < d->cfg.max_channels ? d->channels[id] : NULL;
+	struct ncd_meter *mt, *old;
+
+	if (ch == NULL)
+		return -ENOENT;
+	mt = meter_new(mc, d->cfg.nworkers, ch->name);
+	if (mt == NULL && mc->kind != NCD_METER_NONE)
+		return -ENOMEM;
+	/*
+	 * Release: a worker that sees the new meter sees its profile and full
+	 * buckets. Its packets go on as they were meanwhile: a burst meters
+	 * under the old meter or the new one, never none.
+	 */
+	old = ch->meter;
+	__atomic_store_n(&ch->meter, mt, __ATOMIC_RELEASE);
+	rte_rcu_qsbr_synchronize(d->qsbr, RTE_QSBR_THRID_INVALID);
+	rte_free(old);
+	NCD_LOG(NOTICE, "channel %s: meter %s", ch->name, mt == NULL ? "off" :
+		old == NULL ? "on" : "changed");
+	return 0;
+}
+
 /* A channel as its conf says, not yet anywhere. NULL: out of memory, or its meter refused. */
 static struct ncd_channel *
 channel_new(struct ncd *d, const struct ncd_channel_conf *cc, int owner, uint32_t ns)

@@ -270,6 +270,15 @@ ncd_channel_consumers(const struct ncd_channel *ch)
 uint32_t ncd_channel_rx_count(const struct ncd_channel *ch);
 
 /**
+ * Put a meter on channel id, change it, or take it off (kind
+ * NCD_METER_NONE), while its traffic flows: each worker meters a burst under
+ * the old meter or the new one, which starts with full buckets. Control
+ * thread; returns once no worker holds the old one.
+ * @return 0, -ENOENT (no channel) or -ENOMEM (rte_meter refused it, logged)
+ */
+int ncd_channel_set_meter(struct ncd *d, uint32_t id, const struct ncd_meter_conf *mc);
+
+/**
  * The id of the channel named name in NCD_NS_ROOT's namespace (the
  * config's, the operator's, root's clients'); control thread.
  * @return it, or -1 for none.

@@ -516,6 +516,26 @@ cmd_channel_destroy(struct cmd_ctx *x, char **argv, json_t **res)
 	return 0;
 }
 
+/* channel meter <channel> off|KEY=VALUE,...: any channel's, a client's too, in place. */
+static int
+cmd_channel_meter(struct cmd_ctx *x, char **argv, json_t **res)
+{
+	struct ncd_meter_conf mc = { .kind = NCD_METER_NONE };
+	char err[200];
+	int32_t id;
+	int ret = channel_of(x, argv[2], false, &id);
+
+	if (ret != 0)
+		return ret;
+	if (strcmp(argv[3], "off") != 0 && ncd_meter_from_words(argv[3], &mc, err, sizeof(err)) != 0)
+		return fail(x, -EINVAL, "%s", err);
+	ret = ncd_channel_set_meter(x->d, (uint32_t)id, &mc);
+	if (ret != 0)
+		return fail(x, ret, "channel meter: %s", strerror(-ret));
+	*res = ncd_view_channel(x->d, (uint32_t)id);
+	return 0;
+}
+
 /* A number option's value, in [lo, hi]. */
 static int
 capture_num(struct cmd_ctx *x, char **argv, int argc, int i, uint64_t lo, uint64_t hi,
@@ -672,6 +692,7 @@ ncd_cli_exec(struct ncd *d, const char *line, bool json, bool priv, const struct
 	case NC_CLI_CLEAR_PORT:
 	case NC_CLI_CHANNEL_CREATE:
 	case NC_CLI_CHANNEL_DESTROY:
+	case NC_CLI_CHANNEL_METER:
 	case NC_CLI_SET_LOG_LEVEL:
 	case NC_CLI_CAPTURE:
 	case NC_CLI_RELOAD:
@@ -700,6 +721,7 @@ ncd_cli_exec(struct ncd *d, const char *line, bool json, bool priv, const struct
 	case NC_CLI_SHOW_WORKERS: res = ncd_view_workers(d); break;
 	case NC_CLI_CHANNEL_CREATE: ret = cmd_channel_create(&x, argv, argc, &res); break;
 	case NC_CLI_CHANNEL_DESTROY: ret = cmd_channel_destroy(&x, argv, &res); break;
+	case NC_CLI_CHANNEL_METER: ret = cmd_channel_meter(&x, argv, &res); break;
 	case NC_CLI_SET_LOG_LEVEL: ret = cmd_set_log(&x, argv, &res); break;
 	case NC_CLI_CAPTURE: ret = cmd_capture(&x, argv, argc, &res); break;
 	case NC_CLI_SHOW_CAPTURE: res = ncd_capture_view(); break;

@@ -8,6 +8,8 @@
 #include "core/nat_conf.h"
 #include "core/spec.h"
 
+#include <jansson.h>
+
 /* Body sizes: exact for fixed requests; HELLO's and CLI's are bounded instead. */
 static const uint32_t body_size[NC_CTL_TYPE_MAX] = {
 	[NC_CTL_CHANNEL_CREATE] = sizeof(struct nc_ctl_create),
@@ -18,7 +20,18 @@ static const uint32_t body_size[NC_CTL_TYPE_MAX] = {
 	[NC_CTL_CHANNEL_STATS] = sizeof(struct nc_ctl_id),
 	[NC_CTL_CHANNEL_EVENTFD] = sizeof(struct nc_ctl_id),
 	[NC_CTL_CLIENT_EVENTFD] = 0,
+	[NC_CTL_CHANNEL_METER] = sizeof(struct nc_ctl_meter),
 };
+
+/* A CHANNEL_CREATE's body: the request, a NAT channel's translation, a meter. */
+static bool
+create_len_ok(uint32_t len)
+{
+	const uint32_t c = sizeof(struct nc_ctl_create), n = sizeof(struct nc_ctl_nat),
+		       m = sizeof(struct nc_ctl_meter);
+
+	return len == c || len == c + n || len == c + m || len == c + n + m;
+}
 
 int
 ncd_ctl_check(const uint8_t *msg, size_t n, bool truncated, uint32_t *body_len)
@@ -40,9 +53,7 @@ ncd_ctl_check(const uint8_t *msg, size_t n, bool truncated, uint32_t *body_len)
 				       req.len < sizeof(struct nc_ctl_hello) :
 	    req.type == NC_CTL_CLI ? req.len < sizeof(struct nc_ctl_cli) ||
 				     req.len >= sizeof(struct nc_ctl_cli) + NC_CLI_MAX_LINE :
-	    req.type == NC_CTL_CHANNEL_CREATE ?
-		    req.len != sizeof(struct nc_ctl_create) &&
-		    req.len != sizeof(struct nc_ctl_create) + sizeof(struct nc_ctl_nat) :
+	    req.type == NC_CTL_CHANNEL_CREATE ? !create_len_ok(req.len) :
 		    req.len != body_size[req.type])
 		return -EINVAL;
 	*body_len = req.len;
@@ -58,10 +69,13 @@ ncd_ctl_decode_create(const struct nc_ctl_create *m, size_t len, unsigned int np
 	const char *field;
 	char err[160];
 
-	if (len != sizeof(*m) + (nat ? sizeof(struct nc_ctl_nat) : 0))
+	bool metered = m->flags & NC_CREATE_F_METER;
+
+	if (len != sizeof(*m) + (nat ? sizeof(struct nc_ctl_nat) : 0) +
+		   (metered ? sizeof(struct nc_ctl_meter) : 0))
 		return -EINVAL;
 	/* The framing: what the wire reserves, and what it cannot say twice. */
-	if ((m->flags & ~NC_CREATE_F_TX) || m->reserved != 0 || m->action > NC_ACTION_NAT ||
+	if ((m->flags & ~(NC_CREATE_F_TX | NC_CREATE_F_METER)) || m->reserved != 0 || m->action > NC_ACTION_NAT ||
 	    (m->queue_bytes != 0 && m->memory_limit_order != 0) ||
 	    (m->memory_limit_order != 0 &&
 	     (m->memory_limit_order < ncd_chan_limits[NCD_OPT_MEMORY_LIMIT_ORDER].lo ||
@@ -91,6 +105,14 @@ ncd_ctl_decode_create(const struct nc_ctl_create *m, size_t len, unsigned int np
 		if (ncd_nat_from_wire(&n, &cc->nat) != 0)
 			return -EINVAL;
 	}
+	if (metered) {
+		struct nc_ctl_meter w;
+
+		memcpy(&w, (const uint8_t *)m + len - sizeof(w), sizeof(w));
+		if (w.id != 0 || ncd_ctl_decode_meter(&w, &cc->meter, err, sizeof(err)) != 0 ||
+		    cc->meter.kind == NCD_METER_NONE)
+			return -EINVAL;
+	}
 	cc->tx = m->flags & NC_CREATE_F_TX;
 	cc->port = m->port;
 	/* 0: the default. */
@@ -114,4 +136,51 @@ ncd_ctl_decode_cli(const struct nc_ctl_cli *m, size_t len, char *line, bool *jso
 	line[n] = '\0';
 	*json = m->flags & NC_CLI_F_JSON;
 	return 0;
+}
+
+/* A number of the meter's, under its config key, if given. */
+static void
+meter_key(json_t *o, const char *key, uint64_t v)
+{
+	if (v != 0)
+		json_object_set_new(o, key, json_integer(v > INT64_MAX ? INT64_MAX : (json_int_t)v));
+}
+
+int
+ncd_ctl_decode_meter(const struct nc_ctl_meter *w, struct ncd_meter_conf *mc, char *err,
+		     size_t len)
+{
+	const bool bits = w->flags & NC_METER_F_BITS, r4115 = w->flags & NC_METER_F_RFC4115;
+	json_t *o;
+	int ret;
+
+	memset(mc, 0, sizeof(*mc));
+	if (w->flags & ~(NC_METER_F_BITS | NC_METER_F_EXCEED_KERNEL | NC_METER_F_RFC4115)) {
+		snprintf(err, len, "meter: unknown flags 0x%x", w->flags);
+		return -EINVAL;
+	}
+	if (w->flags == 0 && w->rate == 0 && w->burst == 0 && w->excess_burst == 0 &&
+	    w->peak_rate == 0 && w->peak_burst == 0)
+		return 0;                  /* no meter */
+	/* The config's keys, so that the wire is checked as the config is, word for word. */
+	o = json_object();
+	if (o == NULL) {
+		snprintf(err, len, "meter: out of memory");
+		return -ENOMEM;
+	}
+	meter_key(o, bits ? "bps" : "pps", w->rate);
+	meter_key(o, bits ? "burst_bytes" : "burst", w->burst);
+	meter_key(o, bits ? "excess_burst_bytes" : "excess_burst", w->excess_burst);
+	if (r4115) {
+		json_object_set_new(o, "mode", json_string("rfc4115"));
+		meter_key(o, "eir", w->peak_rate);
+	} else {
+		meter_key(o, bits ? "peak_bps" : "peak_pps", w->peak_rate);
+	}
+	meter_key(o, bits ? "peak_burst_bytes" : "peak_burst", w->peak_burst);
+	if (w->flags & NC_METER_F_EXCEED_KERNEL)
+		json_object_set_new(o, "exceed", json_string("kernel"));
+	ret = ncd_meter_from_json(o, mc, err, len);
+	json_decref(o);
+	return ret == 0 ? 0 : -EINVAL;
 }

@@ -40,6 +40,19 @@ int ncd_ctl_decode_create(const struct nc_ctl_create *m, size_t len, unsigned in
 			  struct ncd_channel_conf *cc);
 
 /**
+ * Decode a meter (CHANNEL_METER's body, or CHANNEL_CREATE's tail) into a
+ * channel's meter, checked as the config's channels[].meter is.
+ *
+ * @param w    the meter as the wire has it
+ * @param mc   filled in; kind NCD_METER_NONE when every field is 0 (no meter)
+ * @param err  the reason, when it is refused
+ * @param len  err's size
+ * @return 0, -EINVAL or -ENOMEM
+ */
+int ncd_ctl_decode_meter(const struct nc_ctl_meter *w, struct ncd_meter_conf *mc, char *err,
+			 size_t len);
+
+/**
  * Decode a CLI body into a NUL-terminated line.
  *
  * @param m     the body (ncd_ctl_check() passed it)

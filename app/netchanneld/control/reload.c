@@ -105,6 +105,19 @@ same_channel(const struct ncd_channel_conf *a, const struct ncd_channel_conf *b)
 	return a != NULL && b != NULL && memcmp(a, b, sizeof(*a)) == 0;
 }
 
+/* The same channel but for its meter, which changes in place (ncd_channel_set_meter()). */
+static bool
+same_but_meter(const struct ncd_channel_conf *a, const struct ncd_channel_conf *b)
+{
+	struct ncd_channel_conf x;
+
+	if (a == NULL || b == NULL)
+		return false;
+	x = *b;
+	x.meter = a->meter;
+	return memcmp(a, &x, sizeof(x)) == 0;
+}
+
 static int __attribute__((format(printf, 3, 4)))
 failed(char *why, size_t len, const char *fmt, ...)
 {
@@ -147,6 +160,12 @@ ncd_reload(struct ncd *d, char *why, size_t len)
 
 		if (same_channel(old, now) || id < 0 || d->channels[id]->owner != NCD_OWNER_CONFIG)
 			continue;
+		/* Only its meter: changed where it is, its traffic and its clients undisturbed. */
+		if (same_but_meter(old, now) && ncd_channel_set_meter(d, (uint32_t)id, &now->meter) == 0) {
+			changed++;
+			result_name("changed", old->name, NULL);
+			continue;
+		}
 		ncd_channel_del(d, (uint32_t)id);
 		if (now != NULL) {
 			changed++;
@@ -161,7 +180,8 @@ ncd_reload(struct ncd *d, char *why, size_t len)
 		const struct ncd_channel_conf *old = conf_channel(&d->cfg, now->name);
 		int id;
 
-		if (same_channel(old, now) && ncd_channel_find(d, now->name) >= 0)
+		if ((same_channel(old, now) || same_but_meter(old, now)) &&
+		    ncd_channel_find(d, now->name) >= 0)
 			continue;
 		id = ncd_channel_add(d, now, NCD_OWNER_CONFIG, NCD_NS_ROOT, NULL);
 		if (id < 0) {

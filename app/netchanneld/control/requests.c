@@ -97,8 +97,18 @@ do_create(struct ncd *d, struct ncd_conn *c, const struct nc_ctl_req *req, const
 	char why[160];
 	int id, ret;
 
-	if (ncd_ctl_decode_create(m, len, d->cfg.nports, &cc) != 0)
+	if (ncd_ctl_decode_create(m, len, d->cfg.nports, &cc) != 0) {
+		struct nc_ctl_meter mw;
+		struct ncd_meter_conf mc;
+
+		/* A meter the config would refuse: its reason, as the config gives it. */
+		if ((m->flags & NC_CREATE_F_METER) && len >= sizeof(*m) + sizeof(mw)) {
+			memcpy(&mw, (const uint8_t *)body + len - sizeof(mw), sizeof(mw));
+			if (ncd_ctl_decode_meter(&mw, &mc, why, sizeof(why)) != 0)
+				return ctl_reply(c, req, -EINVAL, why, strlen(why));
+		}
 		return ctl_reply(c, req, -EINVAL, NULL, 0);
+	}
 	/*
 	 * A control connection has no region and reads no ring: a deliver
 	 * channel of its own would hold every mbuf its flows bring until the
@@ -201,6 +211,45 @@ do_destroy(struct ncd *d, struct ncd_conn *c, const struct nc_ctl_req *req, cons
 	 */
 	return ctl_reply(c, req, m->id < d->cfg.max_channels && d->channels[m->id] != NULL &&
 		     ncd_conn_sees(d, c, d->channels[m->id]) ? -EPERM : -ENOENT, NULL, 0);
+}
+
+/*
+ * CHANNEL_METER: a meter on one of the connection's own channels, changed or
+ * taken off while its traffic flows. Static channels are the operator's
+ * (channel meter, reload), and others' are no channel at all.
+ */
+static int
+do_meter(struct ncd *d, struct ncd_conn *c, const struct nc_ctl_req *req, const void *body,
+	 uint32_t len __rte_unused)
+{
+	struct nc_ctl_meter m;
+	struct ncd_meter_conf mc;
+	char why[200];
+	int ret;
+
+	/* The body may not be aligned for it. */
+	memcpy(&m, body, sizeof(m));
+	for (unsigned int i = 0; i < c->nchannels; i++) {
+		if (c->channels[i] != m.id)
+			continue;
+		ret = ncd_ctl_decode_meter(&m, &mc, why, sizeof(why));
+		if (ret != 0)
+			return ctl_reply(c, req, ret, why, strlen(why));
+		ret = ncd_channel_set_meter(d, m.id, &mc);
+		if (ret == 0)
+			NCD_LOG_USER(INFO, c->cred.uid, "control: pid %d set the meter of channel %s",
+				     (int)c->cred.pid, d->channels[m.id]->name);
+		return ctl_reply(c, req, ret, NULL, 0);
+	}
+	if (m.id < d->cfg.max_channels && d->channels[m.id] != NULL &&
+	    ncd_conn_sees(d, c, d->channels[m.id])) {
+		int n = snprintf(why, sizeof(why), "channel %s is not this connection's: its meter "
+				 "is its owner's (the operator's: channel meter)",
+				 d->channels[m.id]->name);
+
+		return ctl_reply(c, req, -EPERM, why, (size_t)n);
+	}
+	return ctl_reply(c, req, -ENOENT, NULL, 0);
 }
 
 /*
@@ -563,7 +612,8 @@ ncd_requests_register(void)
 	    ncd_control_register(NC_CTL_CHANNEL_DESTROY, do_destroy) != 0 ||
 	    ncd_control_register(NC_CTL_CHANNEL_STATS, do_chan_stats) != 0 ||
 	    ncd_control_register(NC_CTL_CHANNEL_EVENTFD, do_eventfd) != 0 ||
-	    ncd_control_register(NC_CTL_CLIENT_EVENTFD, do_client_eventfd) != 0)
+	    ncd_control_register(NC_CTL_CLIENT_EVENTFD, do_client_eventfd) != 0 ||
+	    ncd_control_register(NC_CTL_CHANNEL_METER, do_meter) != 0)
 		return -1;
 	return 0;
 }

@@ -1490,7 +1490,6 @@ load_meter(struct ctx *c, const json_t *m, struct ncd_meter_conf *mc)
 int
 ncd_meter_from_words(const char *spec, struct ncd_meter_conf *mc, char *err, size_t len)
 {
-	struct ctx c = { .path = "meter", .err = err, .errlen = len };
 	json_t *o = json_object();
 	char buf[512], *save = NULL;
 	int ret;
@@ -1517,10 +1516,19 @@ ncd_meter_from_words(const char *spec, struct ncd_meter_conf *mc, char *err, siz
 		json_object_set_new(o, kv, *eq != '\0' && *end == '\0' && errno == 0 ?
 				    json_integer(n) : json_string(eq));
 	}
-	ret = load_meter(&c, o, mc);
+	ret = ncd_meter_from_json(o, mc, err, len);
 	json_decref(o);
-	/* Its path: "meter: " leads the error; the key at fault follows it. */
 	return ret;
+}
+
+int
+ncd_meter_from_json(const json_t *o, struct ncd_meter_conf *mc, char *err, size_t len)
+{
+	struct ctx c = { .path = "meter", .err = err, .errlen = len };
+
+	memset(mc, 0, sizeof(*mc));
+	/* Its path: "meter: " leads the error; the key at fault follows it. */
+	return load_meter(&c, o, mc);
 }
 
 /* channels[i]: into cc, its rule checked against the earlier ones' (in t). @return 0 or -1. */

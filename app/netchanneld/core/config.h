@@ -276,4 +276,11 @@ int ncd_host_conf_load(const char *path, const json_t *h, struct ncd_host_conf *
  */
 int ncd_meter_from_words(const char *spec, struct ncd_meter_conf *mc, char *err, size_t len);
 
+/**
+ * A channel's meter from an object of channels[].meter's schema, checked as
+ * the config's is (the control protocol's CHANNEL_METER comes this way).
+ * @return 0, or -1 with the reason in err ("meter.burst: ...")
+ */
+int ncd_meter_from_json(const json_t *o, struct ncd_meter_conf *mc, char *err, size_t len);
+
 #endif

@@ -288,10 +288,9 @@ kernel_collect(const struct burst *b, struct rte_mbuf **pkts, uint32_t max_frame
  * clock read a burst, in *now), counted. @return whether it is red.
  */
 static inline bool
-meter_red(struct ncd_worker *w, const struct ncd_channel *ch, const struct rte_mbuf *m,
-	  uint64_t *now)
+meter_red(struct ncd_worker *w, const struct ncd_channel *ch, struct ncd_meter *mt,
+	  const struct rte_mbuf *m, uint64_t *now)
 {
-	struct ncd_meter *mt = ch->meter;
 	struct ncd_meter_state *st = &mt->st[w->index];
 	uint32_t len = mt->bytes ? m->pkt_len : 1;
 	struct ncd_chan_stats *cs = &w->cstats[ch->id];
@@ -346,13 +345,19 @@ dispatch_burst(struct ncd *d, struct ncd_worker *w, unsigned int pi, struct rte_
 
 		if (m == NULL || (ch == NULL && b->rev[i] == NULL))
 			continue;              /* a fragment held by reassembly, or the kernel's */
-		if (unlikely(ch != NULL && ch->meter != NULL && b->rev[i] == NULL) &&
-		    meter_red(w, ch, m, &b->now)) {
+		/*
+		 * Acquire, once: a meter changed at run time (ncd_channel_set_meter())
+		 * is freed only after this burst, but may be gone from the channel.
+		 */
+		struct ncd_meter *mt = ch != NULL ? __atomic_load_n(&ch->meter, __ATOMIC_ACQUIRE) :
+				       NULL;
+
+		if (unlikely(mt != NULL && b->rev[i] == NULL) && meter_red(w, ch, mt, m, &b->now)) {
 			count_hit(w, ch, b->by_mark[i], p->port_id, m);
 			/* Red: to the kernel as a miss would go, or dropped. */
-			if (ch->meter->exceed_kernel && m->pkt_len <= p->exc_max_frame) {
+			if (mt->exceed_kernel && m->pkt_len <= p->exc_max_frame) {
 				exc[nexc++] = m;
-			} else if (ch->meter->exceed_kernel) {
+			} else if (mt->exceed_kernel) {
 				ps->drop_too_big++;
 				drop[ndrop++] = m;
 			} else {
