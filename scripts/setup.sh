@@ -15,14 +15,15 @@ shift || true
 # libxdp and libbpf (net_af_xdp's messages through the daemon's log). Tests and benchmarks:
 # scapy (traffic generator), prometheus (its promtool checks nc-exporter's output),
 # gnuplot (charts), iproute2 (namespaces); the test bed's peer: ping, iperf3 (a
-# bounded TCP throughput run), ethtool (its veth computes its own checksums).
+# bounded TCP throughput run), ethtool (its veth computes its own checksums), hping3
+# (floods of UDP, ICMP and TCP SYNs at the exception path's policer).
 # Fuzzing: clang and its libFuzzer runtime (scripts/fuzz.sh, build-fuzz). The ABI check
 # (scripts/check_abi.py): abigail-tools (abidw, abidiff).
 packages=(
 	libdpdk-dev dpdk dpdk-dev meson ninja-build pkg-config gcc libc6-dev libmnl-dev
 	libjansson-dev check libnuma-dev libpcap-dev libmicrohttpd-dev libxdp-dev libbpf-dev
 	python3 python3-scapy gnuplot-nox iproute2 gawk
-	iputils-ping iperf3 ethtool prometheus
+	iputils-ping iperf3 ethtool prometheus hping3
 	clang libclang-rt-14-dev abigail-tools
 )
 

@@ -140,9 +140,24 @@ is_gauge(const char *key)
 }
 
 /*
+ * The objects of a port's whose keys are a label's values: its reasons, and
+ * its policer's buckets (netchannel_port_police_dropped_total{bucket="arp"}).
+ */
+static const char *
+label_of(const char *by, const char *label, const char *key)
+{
+	if (by != NULL && strcmp(key, by) == 0)
+		return label;
+	if (by != NULL && strcmp(by, "reasons") == 0 &&
+	    (strcmp(key, "police_passed") == 0 || strcmp(key, "police_dropped") == 0))
+		return "bucket";
+	return NULL;
+}
+
+/*
  * The numbers of an object as samples of families prefix_<key>[_total]:
- * nested objects add their key to the name, except `by`, whose keys become
- * the label `label` (a port's reasons).
+ * nested objects add their key to the name, except `by` (and a port's
+ * policer's), whose keys become the label `label` (a port's reasons).
  */
 static void
 numbers(struct scrape *sc, const char *prefix, const json_t *o, const char *labels,
@@ -155,17 +170,21 @@ numbers(struct scrape *sc, const char *prefix, const json_t *o, const char *labe
 		char name[256], help[256], lab[512], esc[128];
 
 		if (json_is_object(v)) {
-			if (by != NULL && strcmp(k, by) == 0) {
+			const char *lb = label_of(by, label, k);
+
+			if (lb != NULL) {
 				const char *r;
 				json_t *x;
 
-				snprintf(name, sizeof(name), "%s_%s_total", prefix, label);
-				snprintf(help, sizeof(help), "%s, by %s (docs/counters.md)", what, label);
+				/* reasons: netchannel_port_reason_total; else the key's own name. */
+				snprintf(name, sizeof(name), "%s_%s_total", prefix,
+					 strcmp(k, by) == 0 ? label : k);
+				snprintf(help, sizeof(help), "%s, by %s (docs/counters.md)", what, lb);
 				json_object_foreach(v, r, x) {
 					if (!json_is_integer(x))
 						continue;
 					escape(esc, sizeof(esc), r);
-					snprintf(lab, sizeof(lab), "%s,%s=\"%s\"", labels, label, esc);
+					snprintf(lab, sizeof(lab), "%s,%s=\"%s\"", labels, lb, esc);
 					sample(sc, name, true, help, lab, (double)json_integer_value(x));
 				}
 				continue;

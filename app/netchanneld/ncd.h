@@ -57,6 +57,7 @@ ncd_now_ms(void)
 #define NCD_MEMPOOL_OPS "lf_stack"     /* the mbuf pool's handler: see main.c */
 
 struct ncd_worker;
+struct ncd_police;
 struct ncd_port;
 struct ncd_nat_table;
 struct ncd_channel;
@@ -81,6 +82,7 @@ struct ncd {
 	struct rte_hash *names;        /* channel name (NC_NAME_SIZE bytes, zero padded) -> id */
 	struct ncd_chan_stats *ctl_cstats; /* [cfg.max_channels]: what the control thread counts */
 	struct ncd_port_stats ctl_pstats[NCD_MAX_PORTS]; /* and per port (NAT's unresolved next hops) */
+	struct ncd_police *police[NCD_MAX_PORTS]; /* each port's exception.police, or NULL */
 	struct ncd_nat_table *nat;     /* NAT's reverse mappings: the nat module's table */
 	uint32_t nat_reverse;          /* NAT channels with reverse mappings: workers look replies up */
 	struct rte_ring *nh_req;       /* workers -> control thread: IP packets to resolve */

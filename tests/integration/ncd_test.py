@@ -132,7 +132,7 @@ def accounting_ok(port):
                 "drop_no_exception", "drop_too_big",
                 "drop_nat_invalid", "drop_nat_no_route", "drop_nat_no_neigh",
                 "drop_nat_table_full", "drop_nat_conflict", "drop_nat_tx", "frag_in",
-                "drop_meter")
+                "drop_meter", "drop_exc_police")
     # A datagram reassembled from fragments is one more packet to classify.
     return port["rx"] + port["frag_datagrams"] == sum(port[k] for k in outcomes)
 

@@ -91,6 +91,47 @@ view_meter(const struct ncd_meter_conf *mc, unsigned int nworkers)
 	return o;
 }
 
+/* exception.police as the config writes it: each bucket's rate, and a protect entry's match. */
+static json_t *
+view_police(const struct ncd_police_conf *pc)
+{
+	json_t *o = json_object(), *prot = json_array();
+
+	for (unsigned int b = 0; b < NCD_POLICE_PROTECT + pc->nprotect; b++) {
+		const struct ncd_police_rate *r = &pc->b[b];
+		json_t *x = json_object();
+
+		json_object_set_new(x, r->bytes ? "bps" : "pps", U64(r->bytes ? r->rate * 8 : r->rate));
+		json_object_set_new(x, r->bytes ? "burst_bytes" : "burst", U64(r->burst));
+		if (b < NCD_POLICE_PROTECT) {
+			json_object_set_new(o, pc->name[b], x);
+			continue;
+		}
+		char rule[160];
+
+		nc_trie_rule_format(&pc->protect[b - NCD_POLICE_PROTECT], rule, sizeof(rule));
+		json_object_set_new(x, "name", json_string(pc->name[b]));
+		json_object_set_new(x, "match", json_string(rule));
+		json_array_append_new(prot, x);
+	}
+	json_object_set_new(o, "protect", prot);
+	return o;
+}
+
+/* A port's policer's counters, by bucket name: {"passed": {...}, "dropped": {...}}. */
+static void
+police_stats(const struct ncd_police_conf *pc, const struct ncd_port_stats *s, json_t *o)
+{
+	json_t *pass = json_object(), *drop = json_object();
+
+	for (unsigned int b = 0; b < NCD_POLICE_PROTECT + pc->nprotect; b++) {
+		json_object_set_new(pass, pc->name[b], U64(s->police_pass[b]));
+		json_object_set_new(drop, pc->name[b], U64(s->police_drop[b]));
+	}
+	json_object_set_new(o, "police_passed", pass);
+	json_object_set_new(o, "police_dropped", drop);
+}
+
 json_t *
 ncd_view_port_stats(const struct ncd *d, unsigned int pi)
 {
@@ -107,6 +148,8 @@ ncd_view_port_stats(const struct ncd *d, unsigned int pi)
 	for (unsigned int v = 1; v < NCD_PKT_NVERDICTS; v++)
 		json_object_set_new(r, ncd_verdict_names[v], U64(s.verdict[v]));
 	json_object_set_new(o, "reasons", r);
+	if (d->cfg.ports[pi].police.on)
+		police_stats(&d->cfg.ports[pi].police, &s, o);
 	if (rte_eth_stats_get(d->ports[pi].port_id, &e) == 0) {
 		json_object_set_new(nic, "ipackets", U64(e.ipackets));
 		json_object_set_new(nic, "opackets", U64(e.opackets));
@@ -217,6 +260,8 @@ ncd_view_port_info(const struct ncd *d, unsigned int pi)
 							p->xdp_generic ? "generic" : "native",
 							"ifindex", p->xdp_ifindex, "took_over",
 							p->xdp_took_over));
+	if (pc->police.on)
+		json_object_set_new(o, "police", view_police(&pc->police));
 	json_object_set_new(o, "flow_offload", json_string(offload_mode_name(pc)));
 	json_object_set_new(o, "marks", json_string(p->mock != NULL ? "mock" :
 						    !p->marks ? "refused by the PMD" :

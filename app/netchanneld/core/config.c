@@ -421,11 +421,132 @@ load_exception_xdp(struct ctx *c, const json_t *e, struct ncd_port_conf *p, cons
 	return p->xdp_prog == NULL ? fail(c, "out of memory") : 0;
 }
 
+static int load_match(struct ctx *c, const json_t *m, struct nc_trie_rule *r);
+
+/*
+ * The buckets' defaults, in packets a second: a third of what the TAP takes
+ * on the reference machine (0.315 Mpps of 64-byte frames, scripts/bench.sh
+ * datapath's tap-exception) for the rest, so that the kernel keeps room for
+ * what is protected; ARP, ND and ICMP far over what a host needs and far
+ * under a flood. Their bursts are a tenth of a second's.
+ */
+static const struct {
+	const char *name;
+	uint64_t pps;
+} police_default[NCD_POLICE_PROTECT] = {
+	[NCD_POLICE_ARP] = { "arp", 1000 },
+	[NCD_POLICE_ND] = { "nd", 1000 },
+	[NCD_POLICE_ICMP] = { "icmp", 5000 },
+	[NCD_POLICE_OTHER] = { "other", 100000 },
+};
+
+/* One bucket: {pps, burst} or {bps, burst_bytes} (keys: the object's own besides). */
+static int
+load_police_rate(struct ctx *c, const json_t *o, const char *const *keys,
+		 struct ncd_police_rate *r)
+{
+	const int64_t rmax = INT64_C(400000000000), bmax = INT64_C(1) << 32;
+	int64_t pps, burst, bps, bb;
+
+	if (want_type(c, o, JSON_OBJECT, "an object") || check_keys(c, o, keys) ||
+	    get_int(c, o, "pps", 1, rmax, 0, &pps) || get_int(c, o, "burst", 1, bmax, 0, &burst) ||
+	    get_int(c, o, "bps", 8, rmax, 0, &bps) ||
+	    get_int(c, o, "burst_bytes", 1, bmax, 0, &bb))
+		return -1;
+	if ((pps != 0) == (bps != 0))
+		return fail(c, "give a rate: pps (packets a second) or bps (bits a second)");
+	r->bytes = bps != 0;
+	if (r->bytes ? burst != 0 : bb != 0)
+		return fail(c, "%s: give its burst in %s", r->bytes ? "bps" : "pps",
+			    r->bytes ? "bytes (burst_bytes)" : "packets (burst)");
+	r->rate = r->bytes ? (uint64_t)bps / 8 : (uint64_t)pps;
+	r->burst = (uint64_t)(r->bytes ? bb : burst);
+	if (r->burst == 0)
+		return fail(c, "missing: %s", r->bytes ? "burst_bytes" : "burst");
+	return 0;
+}
+
+/* exception.police: the kernel's path in buckets (docs/config.md). @return 0 or -1. */
+static int
+load_police(struct ctx *c, const json_t *o, struct ncd_port_conf *p)
+{
+	static const char *const keys[] = { "arp", "nd", "icmp", "other", "protect", NULL };
+	static const char *const rate_keys[] = { "pps", "burst", "bps", "burst_bytes", NULL };
+	static const char *const protect_keys[] = { "name", "match", "pps", "burst", "bps",
+						    "burst_bytes", NULL };
+	struct ncd_police_conf *pc = &p->police;
+	const json_t *prot;
+	size_t l;
+
+	if (o == NULL)
+		return 0;
+	l = push(c, "police", 0);
+	if (want_type(c, o, JSON_OBJECT, "an object") || check_keys(c, o, keys))
+		return -1;
+	pc->on = true;
+	for (unsigned int b = 0; b < NCD_POLICE_PROTECT; b++) {
+		const json_t *r = json_object_get(o, police_default[b].name);
+		size_t l2;
+
+		snprintf(pc->name[b], sizeof(pc->name[b]), "%s", police_default[b].name);
+		pc->b[b] = (struct ncd_police_rate){ .rate = police_default[b].pps,
+						     .burst = police_default[b].pps / 10 };
+		if (r == NULL)
+			continue;
+		l2 = push(c, police_default[b].name, 0);
+		if (load_police_rate(c, r, rate_keys, &pc->b[b]))
+			return -1;
+		pop(c, l2);
+	}
+	prot = json_object_get(o, "protect");
+	if (prot != NULL) {
+		size_t l2 = push(c, "protect", 0), i;
+		const json_t *e;
+
+		if (want_type(c, prot, JSON_ARRAY, "an array"))
+			return -1;
+		if (json_array_size(prot) > NCD_POLICE_PROTECT_MAX)
+			return fail(c, "%zu entries: at most %d", json_array_size(prot),
+				    NCD_POLICE_PROTECT_MAX);
+		json_array_foreach(prot, i, e) {
+			unsigned int b = NCD_POLICE_PROTECT + (unsigned int)i;
+			size_t l3 = push(c, NULL, (int)i);
+			const char *name;
+
+			if (want_type(c, e, JSON_OBJECT, "an object") ||
+			    load_police_rate(c, e, protect_keys, &pc->b[b]) ||
+			    get_str(c, e, "name", false, &name) ||
+			    load_match(c, json_object_get(e, "match"), &pc->protect[i]))
+				return -1;
+			if (name != NULL && !ncd_valid_name(name, NCD_POLICE_NAME_MAX, true)) {
+				push(c, "name", 0);
+				return fail(c, "'%s': 1-%d letters, digits, '_', '-' or '.'", name,
+					    NCD_POLICE_NAME_MAX - 1);
+			}
+			snprintf(pc->name[b], sizeof(pc->name[b]), "%s",
+				 name != NULL ? name : "");
+			if (name == NULL)
+				snprintf(pc->name[b], sizeof(pc->name[b]), "protect%u", (unsigned int)i & 7);
+			for (unsigned int k = 0; k < b; k++)
+				if (strcmp(pc->name[k], pc->name[b]) == 0) {
+					push(c, "name", 0);
+					return fail(c, "'%s': another bucket has that name",
+						    pc->name[b]);
+				}
+			pop(c, l3);
+		}
+		pc->nprotect = (unsigned int)json_array_size(prot);
+		pop(c, l2);
+	}
+	pop(c, l);
+	return 0;
+}
+
 static int
 load_exception(struct ctx *c, const json_t *e, struct ncd_port_conf *p)
 {
 	static const char *const keys[] = { "device", "mac", "mode", "host", "program", "attach",
-					    NULL };
+					    "police", NULL };
 	const char *dev, *mac, *mode, *prog, *attach;
 	char dflt[64];
 	size_t l;
@@ -464,6 +585,11 @@ load_exception(struct ctx *c, const json_t *e, struct ncd_port_conf *p)
 			push(c, "mode", 0);
 			return fail(c, "bifurcated needs flow rules, but flow_offload is off");
 		}
+		if (json_object_get(e, "police") != NULL) {
+			push(c, "police", 0);
+			return fail(c, "mode bifurcated has no exception device to police: the "
+				    "kernel takes its packets from the NIC");
+		}
 		p->bifurcated = true;
 		p->exc_device = NULL;
 		pop(c, l);
@@ -477,6 +603,12 @@ load_exception(struct ctx *c, const json_t *e, struct ncd_port_conf *p)
 		p->exc_device = NULL;
 	else
 		p->exc_device = strdup(dev ? dev : dflt);
+	if (p->exc_device == NULL && json_object_get(e, "police") != NULL) {
+		push(c, "police", 0);
+		return fail(c, "the exception device is none: nothing goes to the kernel to police");
+	}
+	if (load_police(c, json_object_get(e, "police"), p))
+		return -1;
 	if (mac != NULL && strcmp(mac, "port") != 0) {
 		size_t l2 = push(c, "mac", 0);
 

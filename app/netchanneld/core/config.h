@@ -9,6 +9,7 @@
 
 #include <jansson.h>
 
+#include "core/stats.h"
 #include "nc_proto.h"
 #include "nc_trie.h"
 
@@ -79,6 +80,26 @@ struct ncd_host_conf {
 	uint16_t mtu;                /* 0: the kernel's */
 };
 
+/*
+ * exception.police (docs/config.md): what goes to the exception device is
+ * metered in buckets by kind, each a single-rate token bucket (srTCM without
+ * an excess burst): ARP, ND, ICMP, each protect entry, and the rest.
+ */
+#define NCD_POLICE_NAME_MAX 24   /* a bucket's name (enum ncd_police_bucket: core/stats.h) */
+
+struct ncd_police_rate {
+	bool bytes;                  /* rate in bytes a second and burst in bytes; else packets */
+	uint64_t rate, burst;
+};
+
+struct ncd_police_conf {
+	bool on;                     /* exception.police given */
+	unsigned int nprotect;
+	struct ncd_police_rate b[NCD_POLICE_MAX];
+	char name[NCD_POLICE_MAX][NCD_POLICE_NAME_MAX]; /* "arp", ..., each protect entry's */
+	struct nc_trie_rule protect[NCD_POLICE_PROTECT_MAX];
+};
+
 struct ncd_port_conf {
 	char name[NCD_PORT_NAME_MAX];
 	char *device;
@@ -96,6 +117,7 @@ struct ncd_port_conf {
 	bool has_host;               /* exception.host given */
 	bool host_manager;           /* exception.host "manager": the TAP's host config is not kept */
 	struct ncd_host_conf host;
+	struct ncd_police_conf police;
 };
 
 struct ncd_rxq_conf {

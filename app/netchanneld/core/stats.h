@@ -69,6 +69,7 @@ extern const char *const ncd_verdict_names[NCD_PKT_NVERDICTS];
 	X(drop_nat_tx)           /* NAT: the out port did not take it */ \
 	X(frag_in)               /* a fragment, taken by IP reassembly */ \
 	X(drop_meter)            /* over its channel's meter (red), and the channel drops those */ \
+	X(drop_exc_police)       /* over its exception.police bucket, on the way to the kernel */ \
 	/* Why packets went to the kernel (not outcomes: they also count above); verdict[] too. */ \
 	X(miss)                  /* parsed, matched no channel */ \
 	/* The other direction: what the kernel sent, out of the port. */ \
@@ -131,9 +132,23 @@ extern const char *const ncd_verdict_names[NCD_PKT_NVERDICTS];
 
 #define NCD_STATS_FIELD(name) uint64_t name;
 
+/* The exception path's policer's buckets (exception.police), which its counters are by. */
+enum ncd_police_bucket {
+	NCD_POLICE_ARP,
+	NCD_POLICE_ND,
+	NCD_POLICE_ICMP,
+	NCD_POLICE_OTHER,
+	NCD_POLICE_PROTECT,          /* the first protect entry's; the others follow */
+};
+#define NCD_POLICE_PROTECT_MAX 8
+#define NCD_POLICE_MAX (NCD_POLICE_PROTECT + NCD_POLICE_PROTECT_MAX)
+
 struct ncd_port_stats {
 	PORT_FIELDS(NCD_STATS_FIELD)
 	uint64_t verdict[NCD_PKT_NVERDICTS]; /* why each packet that went to the kernel went */
+	/* The policer's, by bucket (not outcomes: to_kernel and drop_exc_police count them). */
+	uint64_t police_pass[NCD_POLICE_MAX];
+	uint64_t police_drop[NCD_POLICE_MAX];
 } __rte_cache_aligned;
 
 struct ncd_chan_stats {

@@ -29,6 +29,7 @@
 #include "datapath/dp.h"
 #include "datapath/frag.h"
 #include "datapath/idle.h"
+#include "datapath/police.h"
 #include "datapath/nat.h"
 #include "ncd.h"
 #include "nexthop/nexthop.h"
@@ -253,6 +254,14 @@ classify_burst(const struct ncd *d, struct ncd_port_stats *ps, struct burst *b,
 	b->taken += hits;
 }
 
+/* A kernel-bound packet's policer bucket, from what the parser found. */
+static inline uint8_t
+police_class(const struct ncd_police *pc, const struct burst *b, uint16_t i,
+	     const struct rte_mbuf *m)
+{
+	return ncd_police_class(pc, b->ok[i] ? &b->parsed[i] : NULL, m);
+}
+
 /*
  * What goes to the kernel: exc, or whole (a reassembled datagram), or drop
  * when too big for the exception device; returns how many in exc. A
@@ -261,8 +270,9 @@ classify_burst(const struct ncd *d, struct ncd_port_stats *ps, struct burst *b,
  */
 static __rte_noinline uint16_t
 kernel_collect(const struct burst *b, struct rte_mbuf **pkts, uint32_t max_frame,
-	       struct rte_mbuf **exc, struct rte_mbuf **drop, uint16_t *ndrop,
-	       struct rte_mbuf **whole, uint16_t *nwhole)
+	       const struct ncd_police *pc, struct rte_mbuf **exc, uint8_t *cls,
+	       struct rte_mbuf **drop, uint16_t *ndrop, struct rte_mbuf **whole, uint8_t *wcls,
+	       uint16_t *nwhole)
 {
 	unsigned int ne = 0, nd = 0, nw = 0;
 
@@ -271,12 +281,17 @@ kernel_collect(const struct burst *b, struct rte_mbuf **pkts, uint32_t max_frame
 
 		if (m == NULL || b->ch[i] != NULL || b->rev[i] != NULL)
 			continue;
-		if (unlikely(b->whole[i]))
+		if (unlikely(b->whole[i])) {
+			if (pc != NULL)
+				wcls[nw] = police_class(pc, b, i, m);
 			whole[nw++] = m;
-		else if (unlikely(m->pkt_len > max_frame))
+		} else if (unlikely(m->pkt_len > max_frame)) {
 			drop[nd++] = m;
-		else
+		} else {
+			if (pc != NULL)
+				cls[ne] = police_class(pc, b, i, m);
 			exc[ne++] = m;
+		}
 	}
 	*ndrop = (uint16_t)nd;
 	*nwhole = (uint16_t)nw;
@@ -319,23 +334,35 @@ dispatch_burst(struct ncd *d, struct ncd_worker *w, unsigned int pi, struct rte_
 {
 	const struct ncd_port *p = &d->ports[pi];
 	struct ncd_port_stats *ps = &w->pstats[pi];
+	struct ncd_police *pc = d->police[pi];
 	struct rte_mbuf *exc[NCD_BURST], *drop[NCD_BURST], *whole[NCD_BURST];
+	uint8_t cls[NCD_BURST], wcls[NCD_BURST];
 	struct ncd_batch batches[NCD_BURST];
 	struct ncd_nat_burst nat;
 	struct ncd_iso_burst iso;
 	const uint16_t n = b->n;
 	uint16_t nexc = 0, ndrop = 0, nb = 0, nwhole = 0;
 
-	/* The kernel's burst as it came: nothing to sort. */
+	/* The kernel's burst as it came: nothing to sort, but its policer's buckets. */
 	if (b->taken == 0 && !b->odd) {
-		ncd_dp_to_kernel(p, w->exc_txq[pi], ps, pkts, n);
+		uint16_t k = n;
+
+		if (pc != NULL) {
+			for (uint16_t i = 0; i < n; i++)
+				cls[i] = police_class(pc, b, i, pkts[i]);
+			if (b->now == 0)
+				b->now = rte_get_tsc_cycles();
+			k = ncd_police_burst(pc, w->index, ps, pkts, cls, n, b->now);
+		}
+		ncd_dp_to_kernel(p, w->exc_txq[pi], ps, pkts, k);
 		return;
 	}
 	nat.n = 0;
 	iso.n = 0;
 	iso.nrun = 0;
 	if (b->taken < n) {
-		nexc = kernel_collect(b, pkts, p->exc_max_frame, exc, drop, &ndrop, whole, &nwhole);
+		nexc = kernel_collect(b, pkts, p->exc_max_frame, pc, exc, cls, drop, &ndrop, whole,
+				      wcls, &nwhole);
 		ps->drop_too_big += ndrop;
 	}
 	for (uint16_t i = 0; i < n && b->taken > 0; i++) {
@@ -356,6 +383,8 @@ dispatch_burst(struct ncd *d, struct ncd_worker *w, unsigned int pi, struct rte_
 			count_hit(w, ch, b->by_mark[i], p->port_id, m);
 			/* Red: to the kernel as a miss would go, or dropped. */
 			if (mt->exceed_kernel && m->pkt_len <= p->exc_max_frame) {
+				if (pc != NULL)
+					cls[nexc] = police_class(pc, b, i, m);
 				exc[nexc++] = m;
 			} else if (mt->exceed_kernel) {
 				ps->drop_too_big++;
@@ -426,6 +455,12 @@ dispatch_burst(struct ncd *d, struct ncd_worker *w, unsigned int pi, struct rte_
 	ncd_dp_deliver(w, ps, batches, nb, &iso);
 	if (nat.n > 0)
 		ncd_nat_process(d, w, pi, &nat, b->now, drop, &ndrop);
+	if (pc != NULL && nexc + nwhole > 0) {
+		if (b->now == 0)
+			b->now = rte_get_tsc_cycles();
+		nexc = ncd_police_burst(pc, w->index, ps, exc, cls, nexc, b->now);
+		nwhole = ncd_police_burst(pc, w->index, ps, whole, wcls, nwhole, b->now);
+	}
 	ncd_dp_to_kernel(p, w->exc_txq[pi], ps, exc, nexc);
 	for (uint16_t i = 0; i < nwhole; i++)
 		ncd_dp_to_kernel_whole(d, p, w->exc_txq[pi], ps, whole[i]);
@@ -493,13 +528,16 @@ ncd_workers_init(struct ncd *d)
 	}
 	d->ctl_cstats = rte_zmalloc("ncd_ctl_cstats", d->cfg.max_channels * sizeof(*d->ctl_cstats),
 				    RTE_CACHE_LINE_SIZE);
-	return d->ctl_cstats == NULL ? -1 : ncd_frag_init(d);
+	if (d->ctl_cstats == NULL || ncd_police_init(d) != 0)
+		return -1;
+	return ncd_frag_init(d);
 }
 
 void
 ncd_workers_free(struct ncd *d)
 {
 	ncd_frag_free(d);
+	ncd_police_free(d);
 	for (unsigned int i = 0; d->workers != NULL && i < d->cfg.nworkers; i++) {
 		rte_free(d->workers[i].cstats);
 		rte_free(d->workers[i].txch);
