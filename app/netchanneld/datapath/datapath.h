@@ -40,6 +40,12 @@ struct ncd_worker {
 	uint32_t ntx;
 	struct rte_ring *nh_done;        /* control thread -> worker: IP packets, next hop resolved (ncd_nh_done()) */
 	uint32_t stats_gen;              /* the last ncd.stats_gen this worker acted on */
+	/*
+	 * Odd while it counts a received burst, even between: a reader that sees
+	 * the same even value before and after its copy has counters that add up
+	 * (rx against the outcomes), not a burst half counted (stats.c).
+	 */
+	uint32_t burst_seq;
 	uint64_t slots;             /* the client slots whose free and alloc rings it serves */
 	/* Its IP reassembly (frag.c): the table, what it gave up, whether it ever held one. */
 	struct rte_ip_frag_tbl *frag_tbl;

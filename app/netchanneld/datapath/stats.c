@@ -19,20 +19,43 @@
 #include "port/port.h"
 
 /*
+ * Tries at a copy taken between two bursts (ncd_worker.burst_seq) before
+ * taking one that may be a burst apart: a worker under a flood is rarely
+ * between bursts, but a reader must not wait on it for long.
+ */
+#define SNAPSHOT_TRIES 4096
+
+/*
  * Add up one block of 64-bit counters over the workers: the block that
  * block() returns for each worker, size bytes.
- * Relaxed loads: the workers keep counting meanwhile; 64-bit loads do not tear.
+ * Each worker's copy is taken between its bursts, so that what it received
+ * equals what it did with it (a seqcount read); relaxed loads, since 64-bit
+ * loads do not tear.
  */
 static void
 sum_counters(const struct ncd *d, uint64_t *out, size_t size,
 	     const uint64_t *(*block)(const struct ncd_worker *, uint32_t), uint32_t id)
 {
+	size_t nf = size / sizeof(uint64_t);
+	uint64_t copy[nf];
+
 	memset(out, 0, size);
 	for (unsigned int w = 0; w < d->cfg.nworkers; w++) {
-		const uint64_t *src = block(&d->workers[w], id);
+		const struct ncd_worker *wk = &d->workers[w];
+		const uint64_t *src = block(wk, id);
 
-		for (size_t f = 0; f < size / sizeof(uint64_t); f++)
-			out[f] += __atomic_load_n(&src[f], __ATOMIC_RELAXED);
+		for (unsigned int t = 0; t < SNAPSHOT_TRIES; t++) {
+			uint32_t s0 = __atomic_load_n(&wk->burst_seq, __ATOMIC_ACQUIRE);
+
+			for (size_t f = 0; f < nf; f++)
+				copy[f] = __atomic_load_n(&src[f], __ATOMIC_RELAXED);
+			__atomic_thread_fence(__ATOMIC_ACQUIRE);
+			if ((s0 & 1) == 0 && __atomic_load_n(&wk->burst_seq, __ATOMIC_RELAXED) == s0)
+				break;
+			rte_pause();
+		}
+		for (size_t f = 0; f < nf; f++)
+			out[f] += copy[f];
 	}
 }
 

@@ -595,8 +595,12 @@ ncd_worker_main(void *arg)
 			uint16_t n = rte_eth_rx_burst(d->ports[q->port].port_id, q->queue, pkts,
 						      NCD_BURST);
 
-			if (n > 0)
+			if (n > 0) {
+				__atomic_store_n(&w->burst_seq, w->burst_seq + 1, __ATOMIC_RELAXED);
+				__atomic_thread_fence(__ATOMIC_RELEASE);
 				process_burst(d, w, q->port, pkts, n);
+				__atomic_store_n(&w->burst_seq, w->burst_seq + 1, __ATOMIC_RELEASE);
+			}
 			got += n;
 		}
 		/* One writer: plain stores the control thread reads whole. */
