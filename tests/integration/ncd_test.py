@@ -240,6 +240,19 @@ def python_env(env, lib):
     return env
 
 
+def nobody_package(w):
+    """Copies of this build's libnetchannel and Python package in w (made readable to all),
+    which uid 65534 cannot be relied on to reach in the build tree; returns the env for
+    /usr/bin/python3 to import them."""
+    os.chmod(w, 0o755)
+    lib = os.path.join(w, "libnetchannel.so.0")
+    if not os.path.exists(lib):
+        shutil.copy(os.path.join(BUILD, "lib/netchannel/libnetchannel.so.0"), lib)
+    if not os.path.exists(os.path.join(w, "py", "netchannel")):
+        shutil.copytree(os.path.join(SRC, "python/netchannel"), os.path.join(w, "py", "netchannel"))
+    return python_env(dict(os.environ, PYTHONPATH=os.path.join(w, "py"), NETCHANNEL_LIB=lib), lib)
+
+
 def package_env():
     """env for /usr/bin/python3 to import this build's netchannel package (python/), which
     loads the build's libnetchannel."""

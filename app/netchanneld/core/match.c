@@ -173,6 +173,18 @@ ncd_parse_lcores(const char *s, uint64_t *bits)
 		}
 		for (unsigned long i = lo; i <= hi; i++)
 			*bits |= UINT64_C(1) << i;
+		/* --lcores' "@CPUS": where they run (a CPU, a range, or a list in parentheses). */
+		if (*p == '@') {
+			p++;
+			if (*p == '(') {
+				p = strchr(p, ')');
+				if (p == NULL)
+					return -1;
+				p++;
+			} else {
+				p += strspn(p, "0123456789-");
+			}
+		}
 		if (*p == ',')
 			p++;
 		else if (*p != '\0')

@@ -41,7 +41,9 @@ int ncd_parse_mac(const char *s, uint8_t mac[6]);
 bool ncd_valid_name(const char *s, size_t max, bool dots);
 
 /**
- * Parse an lcore list as EAL's -l takes it ("0-1,3") into a bitmap.
+ * Parse an lcore list as EAL's -l takes it ("0-1,3"), or --lcores with
+ * where each runs ("0@0,1@1,2@1": lcores 0, 1 and 2), into a bitmap of the
+ * lcores. Not --lcores' groups of lcores in parentheses.
  * @return 0 or -1.
  */
 int ncd_parse_lcores(const char *s, uint64_t *bits);
