@@ -65,6 +65,7 @@ struct nc_dir;
 struct nc_trie;
 struct rte_hash;
 struct ncd_region;
+struct ncd_txm;
 struct rte_memzone;
 struct rte_rcu_qsbr;
 struct rte_ring;
@@ -98,6 +99,12 @@ struct ncd {
 	uint64_t slot_active;          /* bit per slot: workers serve its free and alloc rings */
 	/* Isolated clients' regions, by slot (NULL: none); its worker serves it while active. */
 	struct ncd_region *regions[NC_MAX_CLIENTS];
+	/*
+	 * Each slot's user's transmit meter (control.limits' tx_pps, tx_bps), shared
+	 * by the user's connections; NULL: none. Set before its rings are served,
+	 * released after they no longer are.
+	 */
+	struct ncd_txm *slot_txm[NC_MAX_CLIENTS];
 	uint64_t mbufs_reclaimed;      /* freed for dead clients */
 	uint64_t cache_flushed;        /* taken back from dead clients' mempool caches */
 	char file_prefix[64];          /* EAL's, for clients */

@@ -117,6 +117,45 @@ udp4_frame(uint8_t *f, const char *src, uint16_t sport, uint8_t proto)
 	return 14 + 20 + 8 + payload;
 }
 
+/*
+ * A zero-copy client sending as fast as it can for secs seconds on static
+ * channel name (udp port sport, with tx): bursts of 32 mbufs; what
+ * nc_tx_burst() does not take is refused and freed. Prints "sent N refused M".
+ */
+static int
+flood(struct nc_client *c, const char *name, uint16_t sport, double secs)
+{
+	struct nc_channel *ch = nc_channel_attach(c, name);
+	uint64_t sent = 0, refused = 0;
+	struct rte_mbuf *m[32];
+	struct timespec t0, t;
+
+	if (ch == NULL) {
+		printf("attach %s: %s\n", name, nc_strerror(errno));
+		return 2;
+	}
+	nc_channel_tx_mac(ch, smac);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		unsigned int k = 0, taken;
+
+		while (k < 32 && (m[k] = nc_mbuf_alloc(c)) != NULL) {
+			size_t n = udp4_frame(rte_pktmbuf_mtod(m[k], uint8_t *), "192.0.2.1", sport,
+					      IPPROTO_UDP);
+
+			rte_pktmbuf_append(m[k++], (uint16_t)n);
+		}
+		taken = nc_tx_burst(ch, m, (uint16_t)k);
+		sent += taken;
+		refused += k - taken;
+		nc_mbuf_free_bulk(c, m + taken, k - taken);
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	} while ((double)(t.tv_sec - t0.tv_sec) + (double)(t.tv_nsec - t0.tv_nsec) / 1e9 < secs);
+	printf("sent %" PRIu64 " refused %" PRIu64 "\n", sent, refused);
+	fflush(stdout);
+	return 0;
+}
+
 /* nc_send() or nc_send_ip(), waiting for room on the (small) transmit ring. */
 static int
 send_one(struct nc_channel *ch, const uint8_t *f, size_t n, int ip)
@@ -524,6 +563,7 @@ main(int argc, char **argv)
 	    (argc == 5 && strcmp(argv[2], "drain-iso") == 0) ||
 	    (argc == 7 && strcmp(argv[2], "nat") == 0) ||
 	    (argc == 5 && strcmp(argv[2], "spoof") == 0) ||
+	    (argc == 6 && strcmp(argv[2], "flood") == 0) ||
 	    (argc == 3 && strcmp(argv[2], "lock") == 0)) {
 		int ret;
 
@@ -543,6 +583,8 @@ main(int argc, char **argv)
 			ret = nat(c, argv[3], atoi(argv[4]), argv[5], atoi(argv[6]));
 		else if (strcmp(argv[2], "lock") == 0)
 			ret = hold_memory_lock();
+		else if (strcmp(argv[2], "flood") == 0)
+			ret = flood(c, argv[3], (uint16_t)atoi(argv[4]), atof(argv[5]));
 		else
 			ret = spoof(c, argv[3], atoi(argv[4]));
 		nc_disconnect(c);
@@ -555,8 +597,9 @@ main(int argc, char **argv)
 				"       %s SOCKET latency NAME DPORT COUNT\n"
 				"       %s SOCKET drain|drain-iso PREFIX N\n"
 				"       %s SOCKET nat NAME DPORT TARGET TPORT\n"
-				"       %s SOCKET lock\n",
-			argv[0], argv[0], argv[0], argv[0], argv[0], argv[0], argv[0]);
+				"       %s SOCKET lock\n"
+				"       %s SOCKET flood NAME SPORT SECONDS\n",
+			argv[0], argv[0], argv[0], argv[0], argv[0], argv[0], argv[0], argv[0]);
 		return 2;
 	}
 	dport = atoi(argv[4]);

@@ -406,6 +406,95 @@ meter_new(const struct ncd_meter_conf *mc, unsigned int nw, const char *name)
 	return mt;
 }
 
+struct ncd_txm *
+ncd_txm_new(const struct ncd_meter_conf *mc, unsigned int n, const char *what)
+{
+	struct ncd_txm *t = rte_zmalloc("ncd_txm", sizeof(*t), RTE_CACHE_LINE_SIZE);
+
+	if (t == NULL)
+		return NULL;
+	rte_spinlock_init(&t->lock);
+	t->refs = 1;
+	for (t->n = 0; t->n < n && t->n < NCD_TXM_MAX; t->n++) {
+		t->m[t->n] = meter_new(&mc[t->n], 1, what);
+		if (t->m[t->n] == NULL) {
+			ncd_txm_put(t);
+			return NULL;
+		}
+	}
+	return t;
+}
+
+void
+ncd_txm_put(struct ncd_txm *t)
+{
+	if (t == NULL || --t->refs > 0)
+		return;
+	for (unsigned int k = 0; k < t->n; k++)
+		rte_free(t->m[k]);
+	rte_free(t);
+}
+
+/* A meter's colour for len bytes (or one packet) now. */
+static enum rte_color
+txm_colour(struct ncd_meter *mt, uint32_t len, uint64_t now)
+{
+	struct ncd_meter_state *st = &mt->st[0];
+	uint32_t n = mt->bytes ? len : 1;
+
+	return mt->kind == NCD_METER_SRTCM ?
+		rte_meter_srtcm_color_blind_check(&st->m.sr, &mt->prof.sr, now, n) :
+	       mt->kind == NCD_METER_TRTCM ?
+		rte_meter_trtcm_color_blind_check(&st->m.tr, &mt->prof.tr, now, n) :
+		rte_meter_trtcm_rfc4115_color_blind_check(&st->m.r4, &mt->prof.r4, now, n);
+}
+
+bool
+ncd_txm_pass(struct ncd_txm *ch, struct ncd_txm *user, uint32_t len, uint64_t now,
+	     enum rte_color *colour)
+{
+	struct ncd_txm *t[2] = { ch, user };
+	struct ncd_meter_state saved[2][NCD_TXM_MAX];
+	enum rte_color worst = RTE_COLOR_GREEN;
+	unsigned int k, j;
+
+	/* Always the channel's lock before the user's: two workers never wait on each other. */
+	for (k = 0; k < 2; k++) {
+		if (t[k] == NULL)
+			continue;
+		rte_spinlock_lock(&t[k]->lock);
+		for (j = 0; j < t[k]->n; j++) {
+			enum rte_color c;
+
+			saved[k][j] = t[k]->m[j]->st[0];
+			c = txm_colour(t[k]->m[j], len, now);
+			if (c == RTE_COLOR_RED)
+				goto red;
+			if (c > worst)
+				worst = c;
+		}
+	}
+	for (k = 0; k < 2; k++)
+		if (t[k] != NULL)
+			rte_spinlock_unlock(&t[k]->lock);
+	*colour = worst;
+	return true;
+red:
+	/* Held: every bucket as it was, as though this packet had not been asked about. */
+	for (;;) {
+		while (j-- > 0)
+			t[k]->m[j]->st[0] = saved[k][j];
+		rte_spinlock_unlock(&t[k]->lock);
+		do {
+			if (k-- == 0) {
+				*colour = RTE_COLOR_RED;
+				return false;
+			}
+		} while (t[k] == NULL);
+		j = t[k]->n;
+	}
+}
+
 int
 ncd_channel_set_meter(struct ncd *d, uint32_t id, const struct ncd_meter_conf *mc)
 {
@@ -443,6 +532,14 @@ channel_new(struct ncd *d, const struct ncd_channel_conf *cc, int owner, uint32_
 	if (ch->meter == NULL && cc->meter.kind != NCD_METER_NONE) {
 		rte_free(ch);
 		return NULL;
+	}
+	if (cc->tx_meter.kind != NCD_METER_NONE) {
+		ch->tx_meter = ncd_txm_new(&cc->tx_meter, 1, cc->name);
+		if (ch->tx_meter == NULL) {
+			rte_free(ch->meter);
+			rte_free(ch);
+			return NULL;
+		}
 	}
 	snprintf(ch->name, sizeof(ch->name), "%s", cc->name);
 	ch->action = cc->action;
@@ -626,6 +723,7 @@ out_free:
 	if (ch->efd >= 0)
 		close(ch->efd);
 	rte_free(ch->meter);
+	ncd_txm_put(ch->tx_meter);
 	rte_free(ch);
 	return ret;
 }
@@ -721,6 +819,7 @@ ncd_channel_del(struct ncd *d, uint32_t id)
 		close(ch->efd);
 	}
 	rte_free(ch->meter);
+	ncd_txm_put(ch->tx_meter);
 	rte_free(ch);
 	hooks_gone(d, &gone);
 }

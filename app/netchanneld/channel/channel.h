@@ -9,9 +9,11 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <rte_common.h>
 #include <rte_meter.h>
+#include <rte_spinlock.h>
 
 #include "core/config.h"
 #include "nc_proto.h"
@@ -87,6 +89,44 @@ struct ncd_meter {
 	} __rte_cache_aligned st[];
 };
 
+/* Most meters one transmit meter checks: a user's packets and bits a second. */
+#define NCD_TXM_MAX 2
+
+/*
+ * A transmit meter (channels[].tx_meter, or a user's control.limits.tx_pps
+ * and tx_bps): one bucket, whichever workers drain its clients' rings, so
+ * taken under its lock. A user's is shared by the user's connections:
+ * refs counts them (control thread only).
+ */
+struct ncd_txm {
+	rte_spinlock_t lock;
+	uint32_t refs;
+	uid_t uid;                     /* a user's: whose */
+	unsigned int n;
+	struct ncd_meter *m[NCD_TXM_MAX]; /* each with one bucket state: m[k]->st[0] */
+};
+
+/**
+ * A transmit meter of n meters as mc[] say (a packet passes when all pass
+ * it), with one reference. Control thread.
+ * @param what  what it meters, for the log
+ * @return it, or NULL (out of memory, or rte_meter refused it: logged)
+ */
+struct ncd_txm *ncd_txm_new(const struct ncd_meter_conf *mc, unsigned int n, const char *what);
+
+/** Drop a reference to t (NULL: none), freeing it with the last. Control thread, after the
+ *  workers are done with it (a grace period). */
+void ncd_txm_put(struct ncd_txm *t);
+
+/**
+ * Whether a client's packet of len bytes may be sent now, under its
+ * channel's transmit meter and its user's (either NULL: none): if every
+ * meter passes it, each takes it, and *colour is the worst of their colours
+ * (green or yellow); if one does not, none does (red). Workers.
+ */
+bool ncd_txm_pass(struct ncd_txm *ch, struct ncd_txm *user, uint32_t len, uint64_t now,
+		  enum rte_color *colour);
+
 struct ncd_channel {
 	/*
 	 * What a worker reads of every packet it delivers, on the first cache
@@ -126,6 +166,7 @@ struct ncd_channel {
 	struct ncd_attach_conf attach[NCD_ATTACH_MAX];
 	struct ncd_nat_conf nat;       /* a NAT channel's translation (action NC_ACTION_NAT) */
 	struct ncd_meter *meter;       /* its meter (channels[].meter), or NULL */
+	struct ncd_txm *tx_meter;      /* its clients' transmit meter (channels[].tx_meter), or NULL */
 	/* Per port: the mark its flow rule sets, 0 for none. Workers trust only this one. */
 	uint32_t mark[NCD_MAX_PORTS];
 	struct ncd_chan_offload off[NCD_MAX_PORTS];

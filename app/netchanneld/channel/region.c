@@ -260,6 +260,7 @@ ncd_region_create(const struct ncd *d, unsigned int slot, bool one_ring, uint32_
 	rg->layout = layout;
 	rg->one_ring = one_ring;
 	rg->worker = slot % d->cfg.nworkers;
+	rg->slot = slot;
 	rg->nrx = nrx;
 	const uint32_t buf_size = RTE_ALIGN_CEIL(RTE_MAX(frame, 2048u), RTE_CACHE_LINE_SIZE);
 

@@ -61,6 +61,7 @@ struct ncd_region {
 	bool one_ring;                 /* NC_HELLO_F_ONE_RING: rx ring 0 is every channel's */
 	int efd;                       /* one_ring: the eventfd that wakes the client, or -1 */
 	unsigned int worker;           /* the worker that serves its tx and free rings */
+	unsigned int slot;             /* its connection's client slot */
 	struct ncd_region_stats st;
 };
 

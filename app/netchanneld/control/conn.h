@@ -121,6 +121,14 @@ bool ctl_may_preempt(const struct ncd *d, const struct ucred *cr);
 /** control.allow: may this peer be a zero-copy client, a process inside the daemon's memory? */
 bool ctl_zero_copy_allowed(const struct ncd *d, const struct ucred *cr);
 
+/**
+ * The transmit meter of the peer's user (its limits' tx_pps and tx_bps), for
+ * the client slot it is given: the one its other connections have, with one
+ * more reference, or a new one. NULL: none (the operator, no such limit, or
+ * out of memory: logged). Control thread.
+ */
+struct ncd_txm *ctl_user_txm(struct ncd *d, const struct ucred *cr);
+
 /** Whether the user of c made channel ch (a static channel is the operator's). */
 bool ctl_same_user(const struct ncd_conn *c, const struct ncd_channel *ch);
 

@@ -92,6 +92,46 @@ user_limits(const struct ncd *d, const struct ucred *cr)
 	return a != NULL ? &a->limits : &d->cfg.limits;
 }
 
+/*
+ * A user's transmit limit as meters: srTCM, a burst of a tenth of a
+ * second's (at least a packet, or a 9,216-byte frame), no excess burst.
+ */
+struct ncd_txm *
+ctl_user_txm(struct ncd *d, const struct ucred *cr)
+{
+	const struct ncd_limits *l = user_limits(d, cr);
+	struct ncd_meter_conf mc[NCD_TXM_MAX];
+	char what[48];
+	unsigned int n = 0;
+	struct ncd_txm *t;
+
+	if (l == NULL || (l->tx_pps == 0 && l->tx_bps == 0))
+		return NULL;
+	for (unsigned int s = 0; s < NCD_MAX_CLIENTS; s++) {
+		t = d->slot_txm[s];
+		if (t != NULL && t->uid == cr->uid) {
+			t->refs++;
+			return t;
+		}
+	}
+	memset(mc, 0, sizeof(mc));
+	if (l->tx_pps != 0)
+		mc[n++] = (struct ncd_meter_conf){ .kind = NCD_METER_SRTCM, .rate = l->tx_pps,
+						   .burst = RTE_MAX(l->tx_pps / 10, UINT64_C(1)) };
+	if (l->tx_bps != 0)
+		mc[n++] = (struct ncd_meter_conf){ .kind = NCD_METER_SRTCM, .bytes = true,
+						   .rate = l->tx_bps / 8,
+						   .burst = RTE_MAX(l->tx_bps / 80, UINT64_C(9216)) };
+	snprintf(what, sizeof(what), "uid %u's transmit limit", cr->uid);
+	t = ncd_txm_new(mc, n, what);
+	if (t == NULL) {
+		NCD_LOG(ERR, "control: %s: out of memory", what);
+		return NULL;
+	}
+	t->uid = cr->uid;
+	return t;
+}
+
 static uint64_t
 limit_value(const struct ncd_limits *l, int k)
 {

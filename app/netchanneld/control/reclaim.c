@@ -176,6 +176,9 @@ ctl_slot_free(struct ncd *d, struct ncd_conn *c)
 	c->nheld = 0;
 	if (c->slot >= 0) {
 		slot_rings_stop(d, (unsigned int)c->slot);
+		/* No worker serves the slot, nor has a channel of it: its user's meter is unused. */
+		ncd_txm_put(d->slot_txm[c->slot]);
+		d->slot_txm[c->slot] = NULL;
 		memset(&d->clients[c->slot], 0, sizeof(d->clients[0]));
 		ncd_ctl.slot_conn[c->slot] = NULL;
 	}

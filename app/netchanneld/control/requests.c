@@ -562,6 +562,8 @@ ctl_do_hello(struct ncd *d, struct ncd_conn *c, const struct nc_ctl_req *req, co
 	}
 	c->slot = (int)slot;
 	ncd_ctl.slot_conn[slot] = c;
+	/* Before its rings are served: a client is held to its user's transmit limit from the first. */
+	d->slot_txm[slot] = h.flags & NC_HELLO_F_CONTROL ? NULL : ctl_user_txm(d, &c->cred);
 	/* Each client's EAL gets an lcore id of its own, above the daemon's. */
 	c->lcore_id = RTE_MAX_LCORE / 2 + slot;
 	c->hello = true;

@@ -63,7 +63,8 @@ xdp_stats(const struct ncd_port *p)
 
 /*
  * A channel's meter as the config writes it (rates in its unit: packets, or
- * bits a second), its RFC, what red packets get, and each worker's share.
+ * bits a second), its RFC, what red packets get, and each worker's share
+ * (nworkers 0: a transmit meter, one bucket, whose red packets wait).
  */
 static json_t *
 view_meter(const struct ncd_meter_conf *mc, unsigned int nworkers)
@@ -86,6 +87,8 @@ view_meter(const struct ncd_meter_conf *mc, unsigned int nworkers)
 	}
 	if (mc->kind == NCD_METER_RFC4115)
 		json_object_set_new(o, "eir", U64(mc->peak_rate * k));
+	if (nworkers == 0)
+		return o;
 	json_object_set_new(o, "exceed", json_string(mc->exceed_kernel ? "kernel" : "drop"));
 	json_object_set_new(o, "workers", U64(nworkers));
 	return o;
@@ -404,6 +407,8 @@ ncd_view_channel(const struct ncd *d, uint32_t id)
 		json_object_set_new(o, "nat", view_nat(d, &ch->nat));
 	if (ch->meter != NULL)
 		json_object_set_new(o, "meter", view_meter(&ch->meter->conf, d->cfg.nworkers));
+	if (ch->tx_meter != NULL)
+		json_object_set_new(o, "tx_meter", view_meter(&ch->tx_meter->m[0]->conf, 0));
 	/* A shared channel: how many consumers, each with its share of the flows and its ring. */
 	if (ch->shared) {
 		json_t *k = json_array();

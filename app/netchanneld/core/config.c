@@ -1019,9 +1019,10 @@ static int
 load_limits(struct ctx *c, const json_t *obj, struct ncd_limits *lim)
 {
 	static const char *const keys[] = { "connections", "channels", "memory_mb", "eventfds",
-					    "mbufs", NULL };
+					    "mbufs", "tx_pps", "tx_bps", NULL };
+	const int64_t rmax = INT64_C(400000000000);
 	const json_t *o = json_object_get(obj, "limits");
-	int64_t conns, chans, mb, efds, mbufs;
+	int64_t conns, chans, mb, efds, mbufs, txp, txb;
 	size_t l = strlen(c->where);
 
 	if (o == NULL)
@@ -1032,11 +1033,14 @@ load_limits(struct ctx *c, const json_t *obj, struct ncd_limits *lim)
 	    get_int(c, o, "channels", 0, 1 << 20, lim->channels, &chans) ||
 	    get_int(c, o, "memory_mb", 0, 1 << 20, (int64_t)(lim->memory >> 20), &mb) ||
 	    get_int(c, o, "eventfds", 0, 1 << 20, lim->eventfds, &efds) ||
-	    get_int(c, o, "mbufs", 0, c->cfg->mbufs, lim->mbufs, &mbufs))
+	    get_int(c, o, "mbufs", 0, c->cfg->mbufs, lim->mbufs, &mbufs) ||
+	    get_int(c, o, "tx_pps", 0, rmax, (int64_t)lim->tx_pps, &txp) ||
+	    get_int(c, o, "tx_bps", 0, rmax, (int64_t)lim->tx_bps, &txb))
 		return -1;
 	*lim = (struct ncd_limits){ .connections = (uint32_t)conns, .channels = (uint32_t)chans,
 				    .memory = (uint64_t)mb << 20, .eventfds = (uint32_t)efds,
-				    .mbufs = (uint32_t)mbufs };
+				    .mbufs = (uint32_t)mbufs, .tx_pps = (uint64_t)txp,
+				    .tx_bps = (uint64_t)txb };
 	pop(c, l);
 	return 0;
 }
@@ -1527,7 +1531,7 @@ meter_int(struct ctx *c, const json_t *m, const char *key, int64_t lo, int64_t h
  * meter's unit) and the excess burst. @return 0 or -1.
  */
 static int
-load_meter(struct ctx *c, const json_t *m, struct ncd_meter_conf *mc)
+load_meter_as(struct ctx *c, const char *key, const json_t *m, struct ncd_meter_conf *mc)
 {
 	static const char *const keys[] = { "pps", "burst", "excess_burst", "bps", "burst_bytes",
 					    "excess_burst_bytes", "peak_pps", "peak_burst",
@@ -1541,7 +1545,7 @@ load_meter(struct ctx *c, const json_t *m, struct ncd_meter_conf *mc)
 
 	if (m == NULL)
 		return 0;
-	l = push(c, "meter", 0);
+	l = push(c, key, 0);
 	if (want_type(c, m, JSON_OBJECT, "an object") || check_keys(c, m, keys) ||
 	    meter_int(c, m, "pps", 1, rmax, &pps) || meter_int(c, m, "burst", 1, bmax, &burst) ||
 	    meter_int(c, m, "excess_burst", 0, bmax, &ebs) ||
@@ -1619,6 +1623,38 @@ load_meter(struct ctx *c, const json_t *m, struct ncd_meter_conf *mc)
 	return 0;
 }
 
+/* channels[].meter. */
+static int
+load_meter(struct ctx *c, const json_t *m, struct ncd_meter_conf *mc)
+{
+	return load_meter_as(c, "meter", m, mc);
+}
+
+/*
+ * channels[].tx_meter: a meter's shape, for what the channel's clients send.
+ * Over it, their packets wait on their ring: there is nothing to exceed to.
+ */
+static int
+load_tx_meter(struct ctx *c, const json_t *m, struct ncd_channel_conf *cc)
+{
+	size_t l;
+
+	if (m == NULL)
+		return 0;
+	if (load_meter_as(c, "tx_meter", m, &cc->tx_meter))
+		return -1;
+	l = push(c, "tx_meter", 0);
+	if (json_object_get(m, "exceed") != NULL) {
+		push(c, "exceed", 0);
+		return fail(c, "a transmit meter holds the client's packets on its ring, to be "
+			    "sent when the rate allows: nothing exceeds");
+	}
+	if (!cc->tx)
+		return fail(c, "the channel does not transmit: give it \"tx\": true");
+	pop(c, l);
+	return 0;
+}
+
 int
 ncd_meter_from_words(const char *spec, struct ncd_meter_conf *mc, char *err, size_t len)
 {
@@ -1670,7 +1706,7 @@ load_channel(struct ctx *c, const json_t *ch, size_t i, json_t *seen, struct nc_
 {
 	static const char *const keys[] = { "name", "match", "priority", "action", "ring_size",
 					    "queue_bytes", "memory_limit_order", "tx", "port", "queue",
-					    "consumers", "attach", "meter", NULL };
+					    "consumers", "attach", "meter", "tx_meter", NULL };
 	const struct ncd_chan_limit *lim = ncd_chan_limits;
 	const char *name, *port = NULL, *field, *consumers = NULL;
 	int64_t prio, ring, qb, order, queue;
@@ -1703,7 +1739,8 @@ load_channel(struct ctx *c, const json_t *ch, size_t i, json_t *seen, struct nc_
 		return -1;
 	cc->rule.priority = (uint32_t)prio;
 	if (load_action(c, json_object_get(ch, "action"), cc) ||
-	    load_meter(c, json_object_get(ch, "meter"), &cc->meter))
+	    load_meter(c, json_object_get(ch, "meter"), &cc->meter) ||
+	    load_tx_meter(c, json_object_get(ch, "tx_meter"), cc))
 		return -1;
 	pop(c, l2);
 	push(c, NULL, (int)i);

@@ -176,6 +176,7 @@ struct ncd_channel_conf {
 	uint16_t queue;
 	struct ncd_nat_conf nat;     /* action NC_ACTION_NAT */
 	struct ncd_meter_conf meter; /* kind NCD_METER_NONE: no meter */
+	struct ncd_meter_conf tx_meter; /* what its clients send, held to it; NONE: not held */
 };
 
 /* Connections at once, with or without HELLO; 64 of them (NC_MAX_CLIENTS) may be clients. */
@@ -188,6 +189,7 @@ struct ncd_limits {
 	uint64_t memory;             /* bytes: its regions and its channels' rings */
 	uint32_t eventfds;           /* eventfds the daemon made for its channels */
 	uint32_t mbufs;              /* mbufs its zero-copy clients may make the daemon hold */
+	uint64_t tx_pps, tx_bps;     /* what its clients may send a second, together; 0: no limit */
 };
 
 struct ncd_allow_conf {

@@ -128,7 +128,10 @@ extern const char *const ncd_verdict_names[NCD_PKT_NVERDICTS];
 	X(nat_reverse) X(nat_reverse_bytes) X(nat_reverse_drop_tx) \
 	X(nat_flows)               /* reverse mappings it created */ \
 	/* Its meter: each hit gets one colour; red ones are dropped, or go to the kernel. */ \
-	X(meter_green) X(meter_yellow) X(meter_red) X(drop_meter)
+	X(meter_green) X(meter_yellow) X(meter_red) X(drop_meter) \
+	/* Its clients' transmit meters (its own, its user's): each packet sent is green or \
+	 * yellow; a red one is held on its ring, and each time one is, tx_held counts. */ \
+	X(tx_meter_green) X(tx_meter_yellow) X(tx_held)
 
 #define NCD_STATS_FIELD(name) uint64_t name;
 

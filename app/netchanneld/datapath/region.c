@@ -387,11 +387,50 @@ tx_take(struct ncd *d, struct ncd_region *rg, const struct nc_desc *dsc, struct 
 	return m;
 }
 
+/* Whether the descriptor names a channel with a transmit meter (not yet whether it may). */
+static inline bool
+tx_metered(const struct ncd *d, const struct nc_desc *dsc)
+{
+	const struct ncd_channel *ch = dsc->channel < d->cfg.max_channels ?
+		__atomic_load_n(&d->channels[dsc->channel], __ATOMIC_ACQUIRE) : NULL;
+
+	return ch != NULL && ch->tx_meter != NULL;
+}
+
+/*
+ * Whether the descriptor's frame must wait for its channel's transmit meter
+ * or its user's (ut), counted. Only for a descriptor that holds up: one that
+ * names another's channel must not take from its meter. The frame counts as
+ * it will leave, with the Ethernet header an IP packet gets.
+ */
+static bool
+tx_held(struct ncd *d, struct ncd_worker *w, struct ncd_region *rg, struct ncd_txm *ut,
+	const struct nc_desc *dsc, uint64_t now)
+{
+	struct ncd_channel *ch = dsc->channel < d->cfg.max_channels ?
+		__atomic_load_n(&d->channels[dsc->channel], __ATOMIC_ACQUIRE) : NULL;
+	struct ncd_chan_stats *cs;
+	enum rte_color c;
+
+	if (ch == NULL || !delivers_into(ch, rg) || !ch->can_tx || !ncd_rc_tx_desc_ok(&rg->g, dsc))
+		return false;
+	cs = &w->cstats[ch->id];
+	if (!ncd_txm_pass(ch->tx_meter, ut, dsc->length +
+			  (dsc->flags & NC_DESC_F_IP ? RTE_ETHER_HDR_LEN : 0), now, &c)) {
+		cs->tx_held++;
+		return true;
+	}
+	cs->tx_meter_green += c == RTE_COLOR_GREEN;
+	cs->tx_meter_yellow += c == RTE_COLOR_YELLOW;
+	return false;
+}
+
 /* The client's frames, a burst at most: each checked, copied and sent by its channel. */
 static void
 serve_tx(struct ncd *d, struct ncd_worker *w, struct ncd_region *rg, uint64_t now)
 {
 	struct ncd_region_ring *q = &rg->tx;
+	struct ncd_txm *ut = d->slot_txm[rg->slot];
 	struct rte_mbuf *m[NCD_BURST];
 	struct ncd_channel *cur = NULL;
 	uint32_t n, k = 0;
@@ -406,6 +445,11 @@ serve_tx(struct ncd *d, struct ncd_worker *w, struct ncd_region *rg, uint64_t no
 
 		/* One read of the descriptor: the client may change it under us. */
 		memcpy(&dsc, &q->r->desc[(q->own + i) & q->mask], sizeof(dsc));
+		/* Over a transmit meter: it and what follows wait on the ring, which fills. */
+		if (unlikely(ut != NULL || tx_metered(d, &dsc)) && tx_held(d, w, rg, ut, &dsc, now)) {
+			n = i;
+			break;
+		}
 		x = tx_take(d, rg, &dsc, &ch);
 		if (x != NULL && w->txq[ch->port] == NCD_NO_TXQ) {
 			/* A static channel on a port this worker has no queue on. */

@@ -178,11 +178,46 @@ ncd_dp_tx_send(struct ncd *d, struct ncd_worker *w, const struct ncd_channel *ch
 		rte_pktmbuf_free_bulk(bad, nbad);
 }
 
+/*
+ * A zero-copy client's channel under a transmit meter (its own, its user's):
+ * what the meters pass, taken off the ring; the first they do not, and what
+ * follows it, stay there (the ring is single-consumer: peeked, then only
+ * that much taken).
+ */
+static uint16_t
+tx_dequeue_metered(struct ncd_worker *w, const struct ncd_channel *ch,
+		   struct ncd_txm *ut, struct rte_mbuf **m, uint64_t now)
+{
+	struct ncd_chan_stats *cs = &w->cstats[ch->id];
+	uint16_t n = (uint16_t)rte_ring_dequeue_burst_start(ch->tx, (void **)m, NCD_BURST, NULL);
+	uint16_t i;
+
+	for (i = 0; i < n; i++) {
+		bool ip = !(m[i]->packet_type & RTE_PTYPE_L2_MASK);
+		enum rte_color c;
+
+		if (!ncd_txm_pass(ch->tx_meter, ut, m[i]->pkt_len + (ip ? RTE_ETHER_HDR_LEN : 0),
+				  now, &c)) {
+			cs->tx_held++;
+			break;
+		}
+		cs->tx_meter_green += c == RTE_COLOR_GREEN;
+		cs->tx_meter_yellow += c == RTE_COLOR_YELLOW;
+	}
+	rte_ring_dequeue_finish(ch->tx, i);
+	return i;
+}
+
 void
 ncd_dp_tx_channel(struct ncd *d, struct ncd_worker *w, const struct ncd_channel *ch, uint64_t now)
 {
+	/* Its client's slot: the creator's, or a static channel's one attached consumer's. */
+	int slot = ch->owner >= 0 ? ch->owner : ch->consumer - 1;
+	struct ncd_txm *ut = slot >= 0 ? d->slot_txm[slot] : NULL;
 	struct rte_mbuf *m[NCD_BURST];
-	uint16_t n = (uint16_t)rte_ring_sc_dequeue_burst(ch->tx, (void **)m, NCD_BURST, NULL);
+	uint16_t n = unlikely(ut != NULL || ch->tx_meter != NULL) ?
+		tx_dequeue_metered(w, ch, ut, m, now) :
+		(uint16_t)rte_ring_sc_dequeue_burst(ch->tx, (void **)m, NCD_BURST, NULL);
 
 	/* The client's until now (it transmits them marked): the daemon's from here on. */
 	for (uint16_t i = 0; i < n; i++)
