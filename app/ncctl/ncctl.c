@@ -522,10 +522,11 @@ monitor_text(const json_t *snap, double every, bool tty)
 		printf("\nchannels: too many to show here (show channel NAME shows one)\n");
 		return;
 	}
-	printf("\n%-24s %12s %12s %12s %12s\n", "channel", "hits/s", "delivered/s", "drops/s",
-	       "in ring");
+	printf("\n%-24s %12s %12s %12s %12s %12s %12s\n", "channel", "hits/s", "delivered/s",
+	       "drops/s", "meter red/s", "tx/s", "in ring");
 	json_array_foreach(chs, i, x) {
-		static const char *const keys[] = { "hits_pps", "delivered_pps", "drop_pps", NULL };
+		static const char *const keys[] = { "hits_pps", "delivered_pps", "drop_pps",
+						    "meter_red_pps", "tx_pps", NULL };
 
 		printf("%-24s", json_string_value(json_object_get(x, "name")));
 		rate_cols(json_object_get(x, "rates"), keys);

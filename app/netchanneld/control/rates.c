@@ -28,7 +28,7 @@ struct worker_sample {
 /* A channel's, and which channel it was (an id is reused). */
 struct chan_sample {
 	uint64_t gen;                  /* its directory entry's generation + 1; 0: none */
-	uint64_t hits, delivered, bytes, drops, tx, tx_bytes;
+	uint64_t hits, delivered, bytes, drops, tx, tx_bytes, meter_red, tx_held;
 };
 
 static struct {
@@ -120,7 +120,8 @@ ncd_rates_tick(struct ncd *d)
 			.gen = ch->dir->generation + 1, .hits = s.hits, .delivered = s.delivered,
 			.bytes = s.bytes,
 			.drops = ncd_chan_drops(&s),
-			.tx = s.tx, .tx_bytes = s.tx_bytes,
+			.tx = s.tx, .tx_bytes = s.tx_bytes, .meter_red = s.meter_red,
+			.tx_held = s.tx_held,
 		};
 	}
 }
@@ -192,10 +193,12 @@ ncd_rates_channel(const struct ncd *d, uint32_t id)
 	if (a->gen == 0 || a->gen != b->gen || b->gen != d->channels[id]->dir->generation + 1)
 		return json_null();
 	t = interval_s();
-	return json_pack("{s:f, s:o, s:o, s:o, s:o, s:o, s:o}", "interval_s", t,
+	return json_pack("{s:f, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "interval_s", t,
 			 "hits_pps", per_s(a->hits, b->hits, t, 1), "delivered_pps",
 			 per_s(a->delivered, b->delivered, t, 1), "delivered_bps",
 			 per_s(a->bytes, b->bytes, t, 8), "drop_pps", per_s(a->drops, b->drops, t, 1),
 			 "tx_pps", per_s(a->tx, b->tx, t, 1), "tx_bps",
-			 per_s(a->tx_bytes, b->tx_bytes, t, 8));
+			 per_s(a->tx_bytes, b->tx_bytes, t, 8), "meter_red_pps",
+			 per_s(a->meter_red, b->meter_red, t, 1), "tx_held_per_s",
+			 per_s(a->tx_held, b->tx_held, t, 1));
 }
