@@ -8,10 +8,12 @@ import errno
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import time
 import unittest
+import urllib.request
 
 from scapy.all import Ether, IP, UDP, Raw
 
@@ -52,7 +54,7 @@ class MeterCase(T.DaemonCase):
     """A daemon whose channel m (udp port 5000) may have a meter, read through ncctl."""
 
     def start(self, meter, frames, infinite=False, exc="net_null1", control=None, dports=(5000,),
-              workers=1):
+              workers=1, eal=EAL):
         T.write_pcap(os.path.join(self.w, "in.pcap"),
                      [FRAME] * frames if dports == (5000,) else
                      [frame_to(d) for d in dports] * frames)
@@ -60,8 +62,8 @@ class MeterCase(T.DaemonCase):
         # besides the main lcore's, each an lcore of its own (EAL's --lcores).
         dev = "net_pcap0" + f",rx_pcap={self.w}/in.pcap" * workers + \
             (",infinite_rx=1" if infinite else "")
-        eal = EAL if workers == 1 else \
-            [a for a in EAL if a not in ("-l", "0-1")] + \
+        eal = eal if workers == 1 else \
+            [a for a in eal if a not in ("-l", "0-1")] + \
             ["--lcores", "0@0," + ",".join(f"{i}@1" for i in range(1, workers + 1))]
         cfg = {"eal": eal, "mempool": {"mbufs": 8191, "cache": 64},
                "ports": [{"name": "wire0", "device": dev, "exception": {"device": exc},
@@ -208,6 +210,53 @@ class Meter(MeterCase):
                       lambda c: (c["meter_green"] + c["meter_yellow"]) * len(FRAME) * 8)
         print(f"meter at 100 Mbit/s let by {r / 1e6:.1f} Mbit/s", file=sys.stderr)
         self.assertAlmostEqual(r / 100e6, 1, delta=0.03)
+
+
+    def test_meters_where_an_operator_looks(self):
+        """A channel over its meter, under a flood: show channel (text) shows the meter and
+        its colours; the monitor its red packets a second (JSON and a text column); telemetry
+        (dpdk-telemetry.py) and the exporter its colour counters, as show channel has them."""
+        self.start({"pps": 1000, "burst": 100}, 1, infinite=True,
+                   eal=[a for a in EAL if a != "--no-telemetry"])
+        T.wait_until(lambda: self.counters()["meter_red"] > 0, timeout=10, what="red packets")
+        r = subprocess.run([T.NCCTL, "-s", f"{self.w}/ncd.sock", "-c", "show channel m"],
+                           capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        for want in ("pps: 1000", "burst: 100", "meter_green: ", "meter_red: "):
+            self.assertIn(want, r.stdout)
+        r = subprocess.run([T.NCCTL, "-s", f"{self.w}/ncd.sock", "--json", "monitor", "-i",
+                            "0.6", "-n", "4"], capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        rates = json.loads(r.stdout.splitlines()[-1])["channels"][0]["rates"]
+        self.assertGreater(rates["meter_red_pps"], 100000, rates)
+        r = subprocess.run([T.NCCTL, "-s", f"{self.w}/ncd.sock", "monitor", "-n", "1"],
+                           capture_output=True, text=True, timeout=30)
+        self.assertIn("meter red/s", r.stdout)
+        tel = subprocess.run(["/usr/bin/python3", "/usr/bin/dpdk-telemetry.py", "-f",
+                              self.prefix], input="/netchannel/channel,0\n",
+                             capture_output=True, text=True, timeout=30)
+        self.assertEqual(tel.returncode, 0, tel.stderr)
+        ch = json.loads([ln for ln in tel.stdout.splitlines()
+                         if ln.startswith("{")][-1])["/netchannel/channel"]
+        self.assertEqual((ch["meter/pps"], ch["meter/burst"]), (1000, 100))
+        self.assertGreater(ch["counters/meter_red"], 0)
+        with socket.socket() as so:
+            so.bind(("127.0.0.1", 0))
+            port = so.getsockname()[1]
+        exe = os.path.join(T.BUILD, "app/exporter/nc-exporter")
+        p = subprocess.Popen([exe, "-s", f"{self.w}/ncd.sock", "-l", f"127.0.0.1:{port}"],
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.procs.append(p)
+        self.assertIn("serving", p.stdout.readline())
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as resp:
+            text = resp.read().decode()
+        lab = '{channel="m",id="0",action="deliver",owner="config"}'
+        got = {k: float(v) for k, v in (ln.rsplit(" ", 1) for ln in text.splitlines()
+                                         if ln.startswith("netchannel_channel_meter_"))}
+        self.assertGreater(got["netchannel_channel_meter_red_total" + lab], 0, got)
+        self.assertGreater(got["netchannel_channel_meter_green_total" + lab], 0, got)
+        p.terminate()
+        self.assertEqual(p.wait(10), 0)
 
 
 class LiveMeter(MeterCase):
