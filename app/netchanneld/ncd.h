@@ -105,6 +105,7 @@ struct ncd {
 	 * released after they no longer are.
 	 */
 	struct ncd_txm *slot_txm[NC_MAX_CLIENTS];
+	uint32_t nmeters;              /* channels with a meter: none, and workers skip a look */
 	uint64_t mbufs_reclaimed;      /* freed for dead clients */
 	uint64_t cache_flushed;        /* taken back from dead clients' mempool caches */
 	char file_prefix[64];          /* EAL's, for clients */

@@ -363,6 +363,13 @@ ncd_channel_find(const struct ncd *d, const char *name)
 	return ncd_channel_find_ns(d, NCD_NS_ROOT, name);
 }
 
+/* Channels with a meter, which workers look at once a burst (ncd.nmeters): by delta. */
+static void
+meters_count(struct ncd *d, int delta)
+{
+	__atomic_store_n(&d->nmeters, d->nmeters + (uint32_t)delta, __ATOMIC_RELAXED);
+}
+
 /*
  * A meter as its conf says, each of nw workers metering at its share of the
  * rates (the bursts whole). NULL: none asked, or rte_meter refused it (logged).
@@ -512,6 +519,7 @@ ncd_channel_set_meter(struct ncd *d, uint32_t id, const struct ncd_meter_conf *m
 	 * under the old meter or the new one, never none.
 	 */
 	old = ch->meter;
+	meters_count(d, (mt != NULL) - (old != NULL));
 	__atomic_store_n(&ch->meter, mt, __ATOMIC_RELEASE);
 	rte_rcu_qsbr_synchronize(d->qsbr, RTE_QSBR_THRID_INVALID);
 	rte_free(old);
@@ -541,6 +549,7 @@ channel_new(struct ncd *d, const struct ncd_channel_conf *cc, int owner, uint32_
 			return NULL;
 		}
 	}
+	meters_count(d, ch->meter != NULL);
 	snprintf(ch->name, sizeof(ch->name), "%s", cc->name);
 	ch->action = cc->action;
 	ch->rule = cc->rule;
@@ -722,6 +731,7 @@ out_free:
 	hooks_gone(d, &cc->rule);
 	if (ch->efd >= 0)
 		close(ch->efd);
+	meters_count(d, -(ch->meter != NULL));
 	rte_free(ch->meter);
 	ncd_txm_put(ch->tx_meter);
 	rte_free(ch);
@@ -818,6 +828,7 @@ ncd_channel_del(struct ncd *d, uint32_t id)
 		eventfd_write(ch->efd, 1);
 		close(ch->efd);
 	}
+	meters_count(d, -(ch->meter != NULL));
 	rte_free(ch->meter);
 	ncd_txm_put(ch->tx_meter);
 	rte_free(ch);

@@ -14,10 +14,10 @@
 #include <rte_meter.h>
 
 #include "core/config.h"
+#include "packet/parse.h"
 
 struct ncd;
 struct ncd_port_stats;
-struct ncd_parsed;
 struct rte_mbuf;
 
 /*
@@ -55,8 +55,22 @@ void ncd_police_free(struct ncd *d);
  * @param m   the packet
  * @return its bucket (enum ncd_police_bucket, or a protect entry's)
  */
-uint8_t ncd_police_class(const struct ncd_police *pc, const struct ncd_parsed *pp,
-			 const struct rte_mbuf *m);
+static inline uint8_t ncd_police_class(const struct ncd_police *pc,
+					const struct ncd_parsed *pp, const struct rte_mbuf *m);
+
+/** ncd_police_class() for what is not plainly other: protect entries, ICMP, not IP. */
+uint8_t ncd_police_class_slow(const struct ncd_police *pc, const struct ncd_parsed *pp,
+			      const struct rte_mbuf *m);
+
+/* Inline for a flood's packets (IP, not ICMP, no protect entry): other, at once. */
+static inline uint8_t
+ncd_police_class(const struct ncd_police *pc, const struct ncd_parsed *pp,
+		 const struct rte_mbuf *m)
+{
+	if (likely(pp != NULL && pc->nprotect == 0 && pp->key.proto != 1 && pp->key.proto != 58))
+		return NCD_POLICE_OTHER;
+	return ncd_police_class_slow(pc, pp, m);
+}
 
 /**
  * Police kernel-bound packets: each bucket's packets of the burst pass at

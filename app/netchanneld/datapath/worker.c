@@ -302,6 +302,16 @@ kernel_collect(const struct burst *b, struct rte_mbuf **pkts, uint32_t max_frame
  * A metered channel's packet: its colour from this worker's buckets (one
  * clock read a burst, in *now), counted. @return whether it is red.
  */
+static inline enum rte_color
+meter_colour(struct ncd_meter *mt, struct ncd_meter_state *st, uint64_t now, uint32_t len)
+{
+	return mt->kind == NCD_METER_SRTCM ?
+		rte_meter_srtcm_color_blind_check(&st->m.sr, &mt->prof.sr, now, len) :
+	       mt->kind == NCD_METER_TRTCM ?
+		rte_meter_trtcm_color_blind_check(&st->m.tr, &mt->prof.tr, now, len) :
+		rte_meter_trtcm_rfc4115_color_blind_check(&st->m.r4, &mt->prof.r4, now, len);
+}
+
 static inline bool
 meter_red(struct ncd_worker *w, const struct ncd_channel *ch, struct ncd_meter *mt,
 	  const struct rte_mbuf *m, uint64_t *now)
@@ -313,15 +323,57 @@ meter_red(struct ncd_worker *w, const struct ncd_channel *ch, struct ncd_meter *
 
 	if (*now == 0)
 		*now = rte_get_tsc_cycles();
-	c = mt->kind == NCD_METER_SRTCM ?
-		rte_meter_srtcm_color_blind_check(&st->m.sr, &mt->prof.sr, *now, len) :
-	    mt->kind == NCD_METER_TRTCM ?
-		rte_meter_trtcm_color_blind_check(&st->m.tr, &mt->prof.tr, *now, len) :
-		rte_meter_trtcm_rfc4115_color_blind_check(&st->m.r4, &mt->prof.r4, *now, len);
+	c = meter_colour(mt, st, *now, len);
 	cs->meter_green += c == RTE_COLOR_GREEN;
 	cs->meter_yellow += c == RTE_COLOR_YELLOW;
 	cs->meter_red += c == RTE_COLOR_RED;
 	return c == RTE_COLOR_RED;
+}
+
+/*
+ * A burst whose matches are all one metered channel's (a flood, or a
+ * channel's steady flow): its meter asked once for all of them, on a copy of
+ * this worker's buckets. Green for all at once is green for each in turn
+ * (one clock read a burst, and tokens only ever go down within it), so then
+ * the copy stands and they are counted green: *gch's packets need no more.
+ * Otherwise nothing changed, and each asks in turn. @return the meter, or NULL.
+ */
+static __rte_noinline struct ncd_meter *
+meter_burst(struct ncd_worker *w, struct rte_mbuf **pkts, struct burst *b,
+	    struct ncd_channel **gch)
+{
+	struct ncd_channel *ch = NULL;
+	struct ncd_meter_state copy;
+	struct ncd_meter *mt;
+	uint32_t cnt = 0, units;
+
+	for (uint16_t i = 0; i < b->n; i++) {
+		if (pkts[i] == NULL || b->ch[i] == NULL || b->rev[i] != NULL)
+			continue;
+		if (ch != NULL && b->ch[i] != ch)
+			return NULL;
+		ch = b->ch[i];
+		cnt++;
+	}
+	mt = ch != NULL ? __atomic_load_n(&ch->meter, __ATOMIC_ACQUIRE) : NULL;
+	if (mt == NULL)
+		return NULL;
+	units = cnt;
+	if (mt->bytes) {
+		units = 0;
+		for (uint16_t i = 0; i < b->n; i++)
+			if (pkts[i] != NULL && b->ch[i] == ch && b->rev[i] == NULL)
+				units += pkts[i]->pkt_len;
+	}
+	if (b->now == 0)
+		b->now = rte_get_tsc_cycles();
+	copy = mt->st[w->index];
+	if (meter_colour(mt, &copy, b->now, units) != RTE_COLOR_GREEN)
+		return NULL;
+	mt->st[w->index] = copy;
+	w->cstats[ch->id].meter_green += cnt;
+	*gch = ch;
+	return mt;
 }
 
 /*
@@ -365,6 +417,11 @@ dispatch_burst(struct ncd *d, struct ncd_worker *w, unsigned int pi, struct rte_
 				      wcls, &nwhole);
 		ps->drop_too_big += ndrop;
 	}
+	/* A burst of one metered channel's, green at once: its packets skip the meter below. */
+	struct ncd_channel *gch = NULL;
+	struct ncd_meter *gmt = __atomic_load_n(&d->nmeters, __ATOMIC_RELAXED) != 0 && b->taken > 0 ?
+				meter_burst(w, pkts, b, &gch) : NULL;
+
 	for (uint16_t i = 0; i < n && b->taken > 0; i++) {
 		struct rte_mbuf *m = pkts[i];
 		struct ncd_channel *ch = b->ch[i];
@@ -376,10 +433,11 @@ dispatch_burst(struct ncd *d, struct ncd_worker *w, unsigned int pi, struct rte_
 		 * Acquire, once: a meter changed at run time (ncd_channel_set_meter())
 		 * is freed only after this burst, but may be gone from the channel.
 		 */
-		struct ncd_meter *mt = ch != NULL ? __atomic_load_n(&ch->meter, __ATOMIC_ACQUIRE) :
-				       NULL;
+		struct ncd_meter *mt = ch == NULL ? NULL : ch == gch ? gmt :
+				       __atomic_load_n(&ch->meter, __ATOMIC_ACQUIRE);
 
-		if (unlikely(mt != NULL && b->rev[i] == NULL) && meter_red(w, ch, mt, m, &b->now)) {
+		if (unlikely(mt != NULL && mt != gmt && b->rev[i] == NULL) &&
+		    meter_red(w, ch, mt, m, &b->now)) {
 			count_hit(w, ch, b->by_mark[i], p->port_id, m);
 			/* Red: to the kernel as a miss would go, or dropped. */
 			if (mt->exceed_kernel && m->pkt_len <= p->exc_max_frame) {
