@@ -32,6 +32,13 @@ Cases (median of --runs runs of --seconds each; both sides measured in every run
                    packet coloured green (the meter's cost); ratio_to_deliver_1 is deliver-1-zc's
   deliver-1-zc-metered  the same with the meter at 1 Mpps (burst 10,000): most packets red
                    and dropped before delivery
+  deliver-1-meter  deliver-1 with a meter (nc-dump --meter) at 1.2x deliver-1's rate in this
+                   run: every packet green (last_run_port.drop_meter 0); ratio_to_deliver_1,
+                   and ratio_to_unmetered: each run against deliver-1 run just before it
+  deliver-1-metered  deliver-1 with the meter at 1 Mpps (burst 10,000): most packets red
+  miss-policed     miss with the exception path's policer on, its other bucket at 1.2x miss's
+                   rate in this run: every packet green (drop_exc_police 0); ratio_to_miss,
+                   and ratio_to_unmetered: each run against miss run just before it
   churn            one channel takes the 64 flows; its client checks every packet's flow
                    (nc_client_test soak mode); meanwhile an ncctl session creates and destroys
                    operator channels (a tenth of them overlapping the flows at a higher
@@ -230,7 +237,7 @@ def ncd_port(sock):
 
 def netchanneld(pcap, seconds, work, prefix, channels=(), args=(), exc="net_null1,no-rx=1",
                 client=None, during=None, counter="rx", netns=None, wait_client=False,
-                config=None):
+                config=None, police=None):
     """One netchanneld run: the rate of a port counter over seconds after a 1.5 s warm-up.
     client: a command line ({sock} replaced) started once the daemon runs; during: a function
     of the socket, run in a thread over the measured window, whose result is returned too."""
@@ -242,6 +249,8 @@ def netchanneld(pcap, seconds, work, prefix, channels=(), args=(), exc="net_null
            "ports": [{"name": "wire0", "device": f"net_pcap0,rx_pcap={pcap},infinite_rx=1",
                       "exception": {"device": exc}}],
            "workers": [{"lcore": 1}], "control": {"socket": sock}, "channels": channels}
+    if police is not None:
+        cfg["ports"][0]["exception"]["police"] = police
     cfg.update(config or {})
     conf = os.path.join(work, "bench.json")
     with open(conf, "w") as f:
@@ -382,6 +391,25 @@ def main():
             pcaps[k] = os.path.join(work, f"{k}.pcap")
             make_socket_pcap(pcaps[k], n)
 
+    def measured(case):
+        """The median rate of case in this run, which a later case is set against."""
+        m = next((x["mpps"] for x in results if x["case"] == case), None)
+        if not m:
+            raise ValueError(f"needs {case}'s rate from the same run (--cases {case},...)")
+        return m * 1e6
+
+    # The metered cases' unmetered twins (deliver-1's and miss's settings).
+    UNMETERED = {"deliver-1-meter": {"client": touch_iso}, "miss-policed": {}}
+
+    def metered(case):
+        # A meter (or the exception path's policer) at 1.2x the unmetered case's rate: every
+        # packet green, so what it costs is the metering alone.
+        if case == "deliver-1-meter":
+            pps = int(1.2 * measured("deliver-1"))
+            return {"client": touch_iso + ["--meter", f"{pps},{max(pps // 10, 1)}"]}
+        pps = int(1.2 * measured("miss"))
+        return {"police": {"other": {"pps": pps, "burst": max(pps // 10, 1)}}}
+
     def sockets(case):
         n, ring, mode, _ = many[case]
         return {"channels": socket_channels(n, ring),
@@ -410,6 +438,9 @@ def main():
         ("mark-offload", 64, {"channels": one, "client": dump, "args": ("--mark-mock",)}),
         ("deliver-1-zc-meter", 64, {"channels": metered_open, "client": dump}),
         ("deliver-1-zc-metered", 64, {"channels": metered_1m, "client": dump}),
+        ("deliver-1-meter", 64, metered),
+        ("deliver-1-metered", 64, {"client": touch_iso + ["--meter", "1000000,10000"]}),
+        ("miss-policed", 64, metered),
         ("churn", "flows", {"channels": flows, "client": checker, "during": churn}),
         ("tap-exception", 64, {"exc": tap, "counter": "to_kernel", "netns": netns}),
         ("nat", 64, {"channels": natch, "counter": "nat"}),
@@ -443,6 +474,11 @@ def main():
                         m0, _, _ = netchanneld(pcaps[size], a.seconds, work, f"ncddp{pid}",
                                                channels=flows, client=checker)
                         base.append(m0)
+                    if case in UNMETERED:
+                        # The same without the meter, right before: a ratio run by run.
+                        m0, _, _ = netchanneld(pcaps[size], a.seconds, work, f"ncddp{pid}",
+                                               **UNMETERED[case])
+                        base.append(m0)
                     mpps, port, res = netchanneld(pcaps[size], a.seconds, work, f"ncddp{pid}", **kw)
                     ours.append(mpps)
                     if a.idle_ab:
@@ -470,7 +506,9 @@ def main():
                        "last_run_port": {k: port[k] for k in ("rx", "delivered", "to_kernel",
                                                                "drop_ring_full", "drop_exc_full",
                                                                "mark_hits", "mark_ignored",
-                                                               "nat", "drop_nat_tx")},
+                                                               "nat", "drop_nat_tx",
+                                                               "drop_meter",
+                                                               "drop_exc_police")},
                        # Every run, and the best of each side: this machine's noise only ever
                        # slows a run down, so the best runs' ratio is the steadier one.
                        "runs_mpps": [round(x, 3) for x in ours],
@@ -505,8 +543,20 @@ def main():
                     # netchanneld's delivered rate over memif's, in the same runs.
                     dm = statistics.median(extra["delivered"])
                     row["ratio_memif"] = round(dm / pm, 3) if pm else None
+                if case == "miss-policed":
+                    d0 = next((x["mpps"] for x in results if x["case"] == "miss"), None)
+                    row["ratio_to_miss"] = round(m / d0, 3) if d0 else None
+                    row["police_other_pps"] = kw["police"]["other"]["pps"]
+                if case == "deliver-1-meter":
+                    row["meter_pps"] = int(kw["client"][-1].split(",")[0])
+                if case in UNMETERED:
+                    # Each run against its unmetered twin run just before it.
+                    row.update({"runs_unmetered_mpps": [round(x, 3) for x in base],
+                                "ratio_to_unmetered": round(statistics.median(
+                                    x / y for x, y in zip(ours, base) if y), 3)})
                 if case in ("nat", "nat-reverse", "deliver-1-zc", "deliver-1-zc-meter",
-                            "deliver-1-zc-metered") or case in many:
+                            "deliver-1-zc-metered", "deliver-1-meter",
+                            "deliver-1-metered") or case in many:
                     # Against deliver-1 of the same mode (isolated, or zero-copy).
                     # (Not `one`: that is deliver-1-zc's channel list, which the latency step uses.)
                     base1 = ("deliver-1-zc" if (case in many and case.endswith("-zc")) or

@@ -45,7 +45,7 @@ usage(FILE *f)
 {
 	fprintf(f, "usage: nc-dump [-s SOCKET] (--channel NAME | --dport N [--dst ADDR] [--proto P])\n"
 		   "               [-w FILE | -q [-b USEC] [-L] [--touch]] [-c COUNT] [-t SECONDS]\n"
-		   "               [--zero-copy]\n"
+		   "               [--zero-copy] [--meter PPS[,BURST]]\n"
 		   "  -s, --socket    the daemon's control socket (default " NC_DEFAULT_SOCKET ")\n"
 		   "      --channel   attach to this static channel\n"
 		   "      --dport     create a channel for this destination port (udp by default)\n"
@@ -65,6 +65,9 @@ usage(FILE *f)
 		   "                  looks at its headers would (a benchmark's fair share of work)\n"
 		   "      --zero-copy a zero-copy client (DPDK secondary process: root, or\n"
 		   "                  control.allow's zero_copy); --channel implies it\n"
+		   "      --meter     with --dport: meter the channel at PPS packets a second, with a\n"
+		   "                  burst of BURST (default a tenth of a second's); red packets\n"
+		   "                  are dropped (the daemon counts them)\n"
 		   "      --version   the version\n");
 }
 
@@ -161,6 +164,7 @@ struct dump_opts {
 	const char *sock, *channel, *dst, *proto, *out;
 	long dport, count, seconds, busy_us;
 	int quiet, want_latency, zero_copy, touch;
+	struct nc_meter_opts meter;    /* --meter; rate 0: none */
 };
 
 /* The command line read: -1 to go on, or the exit code (help, version, a bad argument). */
@@ -181,6 +185,7 @@ parse_args(int argc, char **argv, struct dump_opts *op)
 		{ "latency", no_argument, NULL, 'L' },
 		{ "zero-copy", no_argument, NULL, 'z' },
 		{ "touch", no_argument, NULL, 'T' },
+		{ "meter", required_argument, NULL, 'M' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -202,6 +207,20 @@ parse_args(int argc, char **argv, struct dump_opts *op)
 		case 'L': op->want_latency = 1; break;
 		case 'z': op->zero_copy = 1; break;
 		case 'T': op->touch = 1; break;
+		case 'M': {
+			char *end = NULL;
+
+			op->meter.size = sizeof(op->meter);
+			op->meter.rate = strtoull(optarg, &end, 0);
+			op->meter.burst = *end == ',' ? strtoull(end + 1, &end, 0) :
+				op->meter.rate / 10 > 0 ? op->meter.rate / 10 : 1;
+			if (*end != '\0' || op->meter.rate == 0 || op->meter.burst == 0) {
+				fprintf(stderr, "nc-dump: --meter %s: PPS[,BURST], both above 0\n",
+					optarg);
+				return 2;
+			}
+			break;
+		}
 		case 'h': usage(stdout); return 0;
 		case 'V': printf("%s (netchanneld) %s, %s\n", "nc-dump", nc_version(), rte_version()); return 0;
 		default: usage(stderr); return 2;
@@ -228,10 +247,11 @@ open_channel(struct nc_client *c, const struct dump_opts *op, const struct nc_ru
 	if (op->channel != NULL) {
 		ch = nc_channel_attach(c, op->channel);
 	} else {
+		struct nc_channel_opts o = { .size = sizeof(o), .meter = &op->meter };
 		char name[NC_CHANNEL_NAME_SIZE];
 
 		snprintf(name, sizeof(name), "nc-dump-%d", (int)getpid());
-		ch = nc_channel_create(c, name, rule, NULL);
+		ch = nc_channel_create(c, name, rule, op->meter.rate != 0 ? &o : NULL);
 	}
 	if (ch == NULL)
 		fprintf(stderr, "nc-dump: channel: %s%s%s\n", nc_strerror(errno),
