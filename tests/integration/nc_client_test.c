@@ -153,6 +153,7 @@ flood(struct nc_client *c, const char *name, uint16_t sport, double secs)
 	} while ((double)(t.tv_sec - t0.tv_sec) + (double)(t.tv_nsec - t0.tv_nsec) / 1e9 < secs);
 	printf("sent %" PRIu64 " refused %" PRIu64 "\n", sent, refused);
 	fflush(stdout);
+	nc_channel_destroy(ch);
 	return 0;
 }
 
