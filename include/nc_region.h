@@ -113,7 +113,11 @@ struct nc_region_cons {
 	/**
 	 * rx rings: the client, about to sleep, sets it (then looks at the ring
 	 * once more); a worker that produced clears it and signals the channel's
-	 * eventfd. A full fence on each side between its store and its load.
+	 * eventfd. The tx ring: the client, finding it full, writes the id + 1 of
+	 * the channel whose eventfd is to signal room (then looks at the tail
+	 * once more); the worker that drains it clears it and signals that fd
+	 * once half the ring is free (control protocol 6). A full fence on each
+	 * side between its store and its load.
 	 */
 	uint32_t want_wakeup;
 	uint8_t pad[56];

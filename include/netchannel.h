@@ -647,6 +647,24 @@ int nc_channel_fd(struct nc_channel *ch);
  */
 int nc_channel_arm(struct nc_channel *ch);
 
+/**
+ * Ask to be woken through nc_channel_fd() when the transmit ring has room
+ * again (nc_send() or nc_send_ip() returned -EAGAIN: the daemon holds the
+ * client's packets to a transmit meter, channels[].tx_meter or its user's
+ * limit, or the port is slower than the client). The daemon signals the fd
+ * once it has taken packets off the ring and half of it is free (a client
+ * that refills it wakes once for half a ring); the fd also signals received
+ * packets after nc_channel_arm(), so after a wake-up try both. An isolated
+ * client's; a daemon of control protocol 6 or later. A zero-copy client's
+ * nc_tx_burst() takes fewer instead: it retries.
+ *
+ * @return
+ *   0: armed, the ring is full, sleep; 1: there is room already, do not
+ *   sleep; -EINVAL: a channel that does not transmit; -EOPNOTSUPP: a
+ *   zero-copy client's channel; -errno: nc_channel_fd() failed.
+ */
+int nc_channel_arm_tx(struct nc_channel *ch);
+
 /** The channel's id in the daemon. */
 uint32_t nc_channel_id(const struct nc_channel *ch);
 

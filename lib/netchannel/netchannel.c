@@ -1346,6 +1346,35 @@ nc_channel_arm(struct nc_channel *ch)
 	return zc->ring_empty(ch) ? 0 : 1;
 }
 
+NC_EXPORT int
+nc_channel_arm_tx(struct nc_channel *ch)
+{
+	struct region *g;
+	uint32_t used;
+	int fd;
+
+	if (ch == NULL || !ch->can_tx)
+		return -EINVAL;
+	g = &ch->client->rg;
+	if (g->base == NULL)
+		return -EOPNOTSUPP;
+	/* An older daemon never looks at the flag: the client would sleep for good. */
+	if (ch->client->hello.version < 6) {
+		nc__reason("a wake-up for transmit room needs control protocol 6; the daemon "
+			   "speaks %u", ch->client->hello.version);
+		return -EOPNOTSUPP;
+	}
+	fd = nc_channel_fd(ch);
+	if (fd < 0)
+		return fd;
+	/* Which channel's fd to signal: the daemon checks that it is one of ours. */
+	__atomic_store_n(&g->tx->cons.want_wakeup, ch->id + 1, __ATOMIC_RELAXED);
+	/* Full fence: the daemon has one between its consumer index and its look at the flag. */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	used = g->tx_head - __atomic_load_n(&g->tx->cons.tail, __ATOMIC_ACQUIRE) + g->tx_pending;
+	return used < g->h.tx_size ? 1 : 0;
+}
+
 /* One buffer of channel ch, or (ch NULL) of any channel of a one-ring client. */
 static uint16_t
 take_one(struct nc_client *c, struct nc_channel *ch, struct nc_buf *b)

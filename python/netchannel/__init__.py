@@ -156,6 +156,7 @@ def _load():
             ("nc_send_ip", ctypes.c_ssize_t, [p, p, sz]),
             ("nc_channel_fd", i, [p]),
             ("nc_channel_arm", i, [p]),
+            ("nc_channel_arm_tx", i, [p]),
             ("nc_channel_id", ctypes.c_uint32, [p]),
             ("nc_channel_stats", i, [p, ctypes.POINTER(_Stats)]),
             ("nc_client_recv", ctypes.c_ssize_t, [p, p, sz, ctypes.POINTER(ctypes.c_uint32), i]),
@@ -256,6 +257,12 @@ class Channel:
         """Ask to be woken: False when armed (wait on fileno()), True when packets are
         waiting already (receive them first)."""
         return _check(_lib.nc_channel_arm(self._handle()), f"arm {self.name}") == 1
+
+    def arm_tx(self):
+        """After send() raised EAGAIN (the transmit ring full: a transmit meter holds the
+        client back): ask to be woken on fileno() when there is room. False when armed (wait
+        on fileno(); asyncio: add_reader), True when there is room already (send again)."""
+        return _check(_lib.nc_channel_arm_tx(self._handle()), f"arm {self.name} for room") == 1
 
     def stats(self):
         """The daemon's counters of the channel, as a dict."""

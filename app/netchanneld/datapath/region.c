@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <rte_common.h>
 #include <rte_ether.h>
@@ -425,6 +426,42 @@ tx_held(struct ncd *d, struct ncd_worker *w, struct ncd_region *rg, struct ncd_t
 	return false;
 }
 
+/*
+ * A client that waits for room on its transmit ring (nc_channel_arm_tx())
+ * has written there which of its channels' eventfds to signal: its id + 1;
+ * signalled once half the ring is free.
+ * The client's memory: checked like a descriptor (one of its own channels),
+ * read once, and cleared whatever it said. A one-ring client's is its ring's.
+ */
+static __rte_noinline void
+tx_room_wake(struct ncd *d, struct ncd_worker *w, struct ncd_region *rg, struct ncd_region_ring *q)
+{
+	uint32_t want = __atomic_exchange_n(&q->c->want_wakeup, 0, __ATOMIC_RELAXED);
+	struct ncd_channel *ch = want - 1 < d->cfg.max_channels ?
+		__atomic_load_n(&d->channels[want - 1], __ATOMIC_ACQUIRE) : NULL;
+	const struct ncd_share *sh;
+	uint64_t one = 1;
+	int efd = -1;
+
+	if (ch == NULL || !delivers_into(ch, rg)) {
+		rg->st.bad_index++;
+		return;
+	}
+	if (rg->one_ring) {
+		efd = __atomic_load_n(&rg->efd, __ATOMIC_ACQUIRE);
+	} else if (__atomic_load_n(&ch->region, __ATOMIC_ACQUIRE) == rg) {
+		efd = __atomic_load_n(&ch->efd, __ATOMIC_ACQUIRE);
+	} else {
+		sh = __atomic_load_n(&ch->share, __ATOMIC_ACQUIRE);
+		for (uint32_t k = 0; sh != NULL && k < sh->n; k++)
+			if (sh->c[k].rg == rg)
+				efd = __atomic_load_n(&sh->c[k].efd, __ATOMIC_ACQUIRE);
+	}
+	w->cstats[ch->id].wakeups++;
+	if (efd < 0 || write(efd, &one, sizeof(one)) != sizeof(one))
+		w->cstats[ch->id].wakeup_errors++;
+}
+
 /* The client's frames, a burst at most: each checked, copied and sent by its channel. */
 static void
 serve_tx(struct ncd *d, struct ncd_worker *w, struct ncd_region *rg, uint64_t now)
@@ -433,11 +470,10 @@ serve_tx(struct ncd *d, struct ncd_worker *w, struct ncd_region *rg, uint64_t no
 	struct ncd_txm *ut = d->slot_txm[rg->slot];
 	struct rte_mbuf *m[NCD_BURST];
 	struct ncd_channel *cur = NULL;
-	uint32_t n, k = 0;
+	uint32_t avail, n, k = 0;
 
-	n = ncd_region_tx_avail(rg, q);
-	if (n > NCD_BURST)
-		n = NCD_BURST;
+	avail = ncd_region_tx_avail(rg, q);
+	n = avail > NCD_BURST ? NCD_BURST : avail;
 	for (uint32_t i = 0; i < n; i++) {
 		struct nc_desc dsc;
 		struct ncd_channel *ch = NULL;
@@ -474,8 +510,15 @@ serve_tx(struct ncd *d, struct ncd_worker *w, struct ncd_region *rg, uint64_t no
 	/* Only now: the buffers were copied, and the client may reuse them. */
 	q->own += n;
 	rg->st.tx_taken += n;
-	if (n > 0)
+	if (n > 0) {
 		__atomic_store_n(&q->c->tail, q->own, __ATOMIC_RELEASE);
+		/* Full fence: the client sets its flag, fences, then reads the index. */
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		/* Once half the ring is free: a client woken refills half of it, not one slot. */
+		if (unlikely(__atomic_load_n(&q->c->want_wakeup, __ATOMIC_RELAXED) != 0) &&
+		    avail - n <= q->size / 2)
+			tx_room_wake(d, w, rg, q);
+	}
 }
 
 void
