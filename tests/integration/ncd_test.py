@@ -240,6 +240,26 @@ def python_env(env, lib):
     return env
 
 
+class Sampler:
+    """A CLI command's JSON over one control connection kept open, with when it was read: the
+    middle of a round trip of about a millisecond. A rate from ncctl's reads would be off by the
+    start of a process, which a loaded machine delays by a tenth of a second or more."""
+
+    def __init__(self, sock):
+        import nc_wire
+        self.ctl = nc_wire.Ctl(sock)
+        status = self.ctl.hello(flags=nc_wire.HELLO_F_CONTROL)[0]
+        assert status == 0, status
+
+    def read(self, line):
+        t0 = time.monotonic()
+        out = self.ctl.json_cli(line)
+        return out, (t0 + time.monotonic()) / 2
+
+    def close(self):
+        self.ctl.close()
+
+
 def nobody_package(w):
     """Copies of this build's libnetchannel and Python package in w (made readable to all),
     which uid 65534 cannot be relied on to reach in the build tree; returns the env for

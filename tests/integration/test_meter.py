@@ -85,6 +85,14 @@ class MeterCase(T.DaemonCase):
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         return json.loads(r.stdout)
 
+    def sampled(self, name="m"):
+        """Channel name's counters, and when they were read (T.Sampler)."""
+        if getattr(self, "sampler", None) is None:
+            self.sampler = T.Sampler(f"{self.w}/ncd.sock")
+            self.addCleanup(self.sampler.close)
+        ch, t = self.sampler.read(f"show channel {name}")
+        return ch["counters"], t
+
     def colours_of_a_burst(self, meter, frames):
         """A burst of frames against meter: the channel's counters once all are counted."""
         self.start(meter, frames)
@@ -165,11 +173,10 @@ class Meter(MeterCase):
         """A rate far over meter for 4 s, after the start's burst: what it lets by a second."""
         self.start(meter, 1024, infinite=True, workers=workers)
         T.wait_until(lambda: self.counters()["meter_red"] > 0, timeout=10, what="over the rate")
-        t0 = time.time()
-        g0 = unit_of(self.counters())
-        T.wait_until(lambda: time.time() - t0 >= 4, timeout=10, what="4 s")
-        g1, t1 = unit_of(self.counters()), time.time()
-        return (g1 - g0) / (t1 - t0)
+        c0, t0 = self.sampled()
+        T.wait_until(lambda: time.monotonic() - t0 >= 4, timeout=10, what="4 s")
+        c1, t1 = self.sampled()
+        return (unit_of(c1) - unit_of(c0)) / (t1 - t0)
 
     def test_packet_rate(self):
         """1,000,000 packets a second, with 0.1 s of burst: within 3% over 4 s."""
@@ -186,9 +193,9 @@ class Meter(MeterCase):
                       lambda c: c["meter_green"])
         print(f"trTCM: green {r:,.0f} a second", file=sys.stderr)
         self.assertAlmostEqual(r / 100000, 1, delta=0.03)
-        c0, t0 = self.counters(), time.time()
-        T.wait_until(lambda: time.time() - t0 >= 4, timeout=10, what="4 s")
-        c1, t1 = self.counters(), time.time()
+        c0, t0 = self.sampled()
+        T.wait_until(lambda: time.monotonic() - t0 >= 4, timeout=10, what="4 s")
+        c1, t1 = self.sampled()
         y = (c1["meter_yellow"] - c0["meter_yellow"]) / (t1 - t0)
         print(f"trTCM: yellow {y:,.0f} a second", file=sys.stderr)
         self.assertAlmostEqual(y / 200000, 1, delta=0.03)
@@ -290,12 +297,12 @@ class LiveMeter(MeterCase):
     def green_rate(self, name, secs=2.0):
         """What the meter of channel name passes a second (green and yellow), over secs."""
         def passed():
-            c = self.ncctl(f"show channel {name}")["counters"]
-            return c["meter_green"] + c["meter_yellow"], time.time()
+            c, t = self.sampled(name)
+            return c["meter_green"] + c["meter_yellow"], t
         T.wait_until(lambda: self.ncctl(f"show channel {name}")["counters"]["meter_red"] > 0,
                      timeout=10, what=f"{name} over its rate")
         g0, t0 = passed()
-        T.wait_until(lambda: time.time() - t0 >= secs, timeout=secs + 5, what=f"{secs} s")
+        T.wait_until(lambda: time.monotonic() - t0 >= secs, timeout=secs + 5, what=f"{secs} s")
         g1, t1 = passed()
         return (g1 - g0) / (t1 - t0)
 
