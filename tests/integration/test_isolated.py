@@ -780,7 +780,7 @@ class Isolated(T.DaemonCase):
         # setpriv exec()s the client: its pid is the Popen's. Until every kind of attack counted.
         region = T.wait_until(lambda: (lambda r: all(r[k] > 0 for k in (
             "bad_index", "bad_desc", "bad_free")) and r)(self.clients(c)[bad.pid]["region"]),
-            what="each kind of bad write counted")
+            timeout=30, what="each kind of bad write counted")
         self.assertEqual(region["buffers"], 2048, region)
         self.assertEqual(region["rx_rings"], 64 if mode == "hostile" else 1, region)
         for counter in ("bad_index", "bad_desc", "bad_free"):
