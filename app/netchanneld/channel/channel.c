@@ -442,20 +442,6 @@ ncd_txm_put(struct ncd_txm *t)
 	rte_free(t);
 }
 
-/* A meter's colour for len bytes (or one packet) now. */
-static enum rte_color
-txm_colour(struct ncd_meter *mt, uint32_t len, uint64_t now)
-{
-	struct ncd_meter_state *st = &mt->st[0];
-	uint32_t n = mt->bytes ? len : 1;
-
-	return mt->kind == NCD_METER_SRTCM ?
-		rte_meter_srtcm_color_blind_check(&st->m.sr, &mt->prof.sr, now, n) :
-	       mt->kind == NCD_METER_TRTCM ?
-		rte_meter_trtcm_color_blind_check(&st->m.tr, &mt->prof.tr, now, n) :
-		rte_meter_trtcm_rfc4115_color_blind_check(&st->m.r4, &mt->prof.r4, now, n);
-}
-
 bool
 ncd_txm_pass(struct ncd_txm *ch, struct ncd_txm *user, uint32_t len, uint64_t now,
 	     enum rte_color *colour)
@@ -474,7 +460,8 @@ ncd_txm_pass(struct ncd_txm *ch, struct ncd_txm *user, uint32_t len, uint64_t no
 			enum rte_color c;
 
 			saved[k][j] = t[k]->m[j]->st[0];
-			c = txm_colour(t[k]->m[j], len, now);
+			c = ncd_meter_colour(t[k]->m[j], &t[k]->m[j]->st[0], now,
+					     t[k]->m[j]->bytes ? len : 1);
 			if (c == RTE_COLOR_RED)
 				goto red;
 			if (c > worst)

@@ -89,6 +89,21 @@ struct ncd_meter {
 	} __rte_cache_aligned st[];
 };
 
+/**
+ * A meter's colour (colour-blind) for len units now, from bucket state st
+ * (one of mt->st[]), which it updates: red takes nothing. A unit is a byte
+ * for a bytes meter, else a packet: the caller says how many.
+ */
+static inline enum rte_color
+ncd_meter_colour(struct ncd_meter *mt, struct ncd_meter_state *st, uint64_t now, uint32_t len)
+{
+	return mt->kind == NCD_METER_SRTCM ?
+		rte_meter_srtcm_color_blind_check(&st->m.sr, &mt->prof.sr, now, len) :
+	       mt->kind == NCD_METER_TRTCM ?
+		rte_meter_trtcm_color_blind_check(&st->m.tr, &mt->prof.tr, now, len) :
+		rte_meter_trtcm_rfc4115_color_blind_check(&st->m.r4, &mt->prof.r4, now, len);
+}
+
 /* Most meters one transmit meter checks: a user's packets and bits a second. */
 #define NCD_TXM_MAX 2
 

@@ -357,25 +357,32 @@ delivers_into(const struct ncd_channel *ch, const struct ncd_region *rg)
 }
 
 /*
- * The descriptor's frame, copied into an mbuf, if the descriptor holds up:
- * in the tx buffer area, a sane length, one of this connection's channels
- * that may transmit. The copy is what is checked and sent afterwards, so a
- * client that rewrites the buffer meanwhile changes nothing.
+ * The channel a descriptor sends on, if the descriptor holds up: in the tx
+ * buffer area, a sane length, one of this connection's channels that may
+ * transmit. NULL otherwise.
  */
-static struct rte_mbuf *
-tx_take(struct ncd *d, struct ncd_region *rg, const struct nc_desc *dsc, struct ncd_channel **chp)
+static inline struct ncd_channel *
+tx_channel(struct ncd *d, struct ncd_region *rg, const struct nc_desc *dsc)
 {
 	struct ncd_channel *ch = dsc->channel < d->cfg.max_channels ?
 		__atomic_load_n(&d->channels[dsc->channel], __ATOMIC_ACQUIRE) : NULL;
-	struct rte_mbuf *m;
+
+	if (ch == NULL || !delivers_into(ch, rg) || !ch->can_tx || !ncd_rc_tx_desc_ok(&rg->g, dsc))
+		return NULL;
+	return ch;
+}
+
+/*
+ * The descriptor's frame, copied into an mbuf (NULL: the pool is empty). The
+ * copy is what is checked and sent afterwards, so a client that rewrites the
+ * buffer meanwhile changes nothing.
+ */
+static struct rte_mbuf *
+tx_take(struct ncd *d, struct ncd_region *rg, const struct nc_desc *dsc)
+{
+	struct rte_mbuf *m = rte_pktmbuf_alloc(d->pool);
 	char *p;
 
-	if (ch == NULL || !delivers_into(ch, rg) || !ch->can_tx || !ncd_rc_tx_desc_ok(&rg->g, dsc)) {
-		rg->st.bad_desc++;
-		return NULL;
-	}
-	*chp = ch;
-	m = rte_pktmbuf_alloc(d->pool);
 	if (m == NULL)
 		return NULL;
 	p = rte_pktmbuf_append(m, (uint16_t)dsc->length);
@@ -388,34 +395,20 @@ tx_take(struct ncd *d, struct ncd_region *rg, const struct nc_desc *dsc, struct 
 	return m;
 }
 
-/* Whether the descriptor names a channel with a transmit meter (not yet whether it may). */
-static inline bool
-tx_metered(const struct ncd *d, const struct nc_desc *dsc)
-{
-	const struct ncd_channel *ch = dsc->channel < d->cfg.max_channels ?
-		__atomic_load_n(&d->channels[dsc->channel], __ATOMIC_ACQUIRE) : NULL;
-
-	return ch != NULL && ch->tx_meter != NULL;
-}
-
 /*
  * Whether the descriptor's frame must wait for its channel's transmit meter
- * or its user's (ut), counted. Only for a descriptor that holds up: one that
- * names another's channel must not take from its meter. The frame counts as
- * it will leave, with the Ethernet header an IP packet gets.
+ * or its user's (ut), counted. Only for a descriptor that held up
+ * (tx_channel()): one that names another's channel must not take from its
+ * meter. The frame counts as it will leave, with the Ethernet header an IP
+ * packet gets.
  */
 static bool
-tx_held(struct ncd *d, struct ncd_worker *w, struct ncd_region *rg, struct ncd_txm *ut,
+tx_held(struct ncd_worker *w, const struct ncd_channel *ch, struct ncd_txm *ut,
 	const struct nc_desc *dsc, uint64_t now)
 {
-	struct ncd_channel *ch = dsc->channel < d->cfg.max_channels ?
-		__atomic_load_n(&d->channels[dsc->channel], __ATOMIC_ACQUIRE) : NULL;
-	struct ncd_chan_stats *cs;
+	struct ncd_chan_stats *cs = &w->cstats[ch->id];
 	enum rte_color c;
 
-	if (ch == NULL || !delivers_into(ch, rg) || !ch->can_tx || !ncd_rc_tx_desc_ok(&rg->g, dsc))
-		return false;
-	cs = &w->cstats[ch->id];
 	if (!ncd_txm_pass(ch->tx_meter, ut, dsc->length +
 			  (dsc->flags & NC_DESC_F_IP ? RTE_ETHER_HDR_LEN : 0), now, &c)) {
 		cs->tx_held++;
@@ -476,28 +469,27 @@ serve_tx(struct ncd *d, struct ncd_worker *w, struct ncd_region *rg, uint64_t no
 	n = avail > NCD_BURST ? NCD_BURST : avail;
 	for (uint32_t i = 0; i < n; i++) {
 		struct nc_desc dsc;
-		struct ncd_channel *ch = NULL;
+		struct ncd_channel *ch;
 		struct rte_mbuf *x;
 
 		/* One read of the descriptor: the client may change it under us. */
 		memcpy(&dsc, &q->r->desc[(q->own + i) & q->mask], sizeof(dsc));
+		ch = tx_channel(d, rg, &dsc);
+		if (ch == NULL) {
+			rg->st.bad_desc++;
+			continue;
+		}
 		/* Over a transmit meter: it and what follows wait on the ring, which fills. */
-		if (unlikely(ut != NULL || tx_metered(d, &dsc)) && tx_held(d, w, rg, ut, &dsc, now)) {
+		if (unlikely(ut != NULL || ch->tx_meter != NULL) && tx_held(w, ch, ut, &dsc, now)) {
 			n = i;
 			break;
 		}
-		x = tx_take(d, rg, &dsc, &ch);
-		if (x != NULL && w->txq[ch->port] == NCD_NO_TXQ) {
-			/* A static channel on a port this worker has no queue on. */
-			rte_pktmbuf_free(x);
-			x = NULL;
-		}
-		if (ch != NULL && x == NULL) {
+		/* Not on a static channel of a port this worker has no queue on. */
+		x = w->txq[ch->port] != NCD_NO_TXQ ? tx_take(d, rg, &dsc) : NULL;
+		if (x == NULL) {
 			w->cstats[ch->id].tx_dropped++;
 			continue;
 		}
-		if (x == NULL)
-			continue;
 		if (cur != NULL && ch != cur) {
 			ncd_dp_tx_send(d, w, cur, m, (uint16_t)k, now);
 			k = 0;

@@ -302,16 +302,6 @@ kernel_collect(const struct burst *b, struct rte_mbuf **pkts, uint32_t max_frame
  * A metered channel's packet: its colour from this worker's buckets (one
  * clock read a burst, in *now), counted. @return whether it is red.
  */
-static inline enum rte_color
-meter_colour(struct ncd_meter *mt, struct ncd_meter_state *st, uint64_t now, uint32_t len)
-{
-	return mt->kind == NCD_METER_SRTCM ?
-		rte_meter_srtcm_color_blind_check(&st->m.sr, &mt->prof.sr, now, len) :
-	       mt->kind == NCD_METER_TRTCM ?
-		rte_meter_trtcm_color_blind_check(&st->m.tr, &mt->prof.tr, now, len) :
-		rte_meter_trtcm_rfc4115_color_blind_check(&st->m.r4, &mt->prof.r4, now, len);
-}
-
 static inline bool
 meter_red(struct ncd_worker *w, const struct ncd_channel *ch, struct ncd_meter *mt,
 	  const struct rte_mbuf *m, uint64_t *now)
@@ -323,7 +313,7 @@ meter_red(struct ncd_worker *w, const struct ncd_channel *ch, struct ncd_meter *
 
 	if (*now == 0)
 		*now = rte_get_tsc_cycles();
-	c = meter_colour(mt, st, *now, len);
+	c = ncd_meter_colour(mt, st, *now, len);
 	cs->meter_green += c == RTE_COLOR_GREEN;
 	cs->meter_yellow += c == RTE_COLOR_YELLOW;
 	cs->meter_red += c == RTE_COLOR_RED;
@@ -368,7 +358,7 @@ meter_burst(struct ncd_worker *w, struct rte_mbuf **pkts, struct burst *b,
 	if (b->now == 0)
 		b->now = rte_get_tsc_cycles();
 	copy = mt->st[w->index];
-	if (meter_colour(mt, &copy, b->now, units) != RTE_COLOR_GREEN)
+	if (ncd_meter_colour(mt, &copy, b->now, units) != RTE_COLOR_GREEN)
 		return NULL;
 	mt->st[w->index] = copy;
 	w->cstats[ch->id].meter_green += cnt;
