@@ -14,7 +14,6 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ncd_test as T  # noqa: E402
 import test_testbed as TB  # noqa: E402
-from test_datapath import EAL  # noqa: E402
 from test_isolated import NOBODY  # noqa: E402
 
 # Another XDP program, not netchanneld's: libxdp's default one for AF_XDP sockets.
@@ -147,15 +146,7 @@ class FailOpen(TB.TestBed):
     def setUp(self):
         T.DaemonCase.setUp(self)
         self.bed_up(f"fo{os.getpid()}")
-        # The host's addresses on the wire's own interface, as on any host: not on a TAP.
-        self.ns("HOST", "ip", "addr", "add", "10.99.0.1/24", "dev", "veth0")
-        self.ns("HOST", "ip", "addr", "add", "fd99::1/64", "dev", "veth0", "nodad")
-        self.cfg = {"eal": EAL, "mempool": {"mbufs": 8191, "cache": 64},
-                    "ports": [{"name": "wire0", "device": "net_af_xdp0,iface=veth0",
-                               "exception": {"mode": "xdp"}}],
-                    "workers": [{"lcore": 1}],
-                    "control": {"socket": self.sock, "group": "nogroup", "mode": "0660",
-                                "allow": [{"uid": 0}, {"uid": 65534, "dport": "7"}]}}
+        self.cfg = self.xdp_config([{"uid": 0}, {"uid": 65534, "dport": "7"}])
         # nc-echo runs as uid 65534: it reaches the socket through the group.
         os.chmod(self.w, 0o755)
         self.daemon = None

@@ -243,18 +243,9 @@ while len(got) < n and time.monotonic() < end:
 print(json.dumps(got), flush=True)
 """
 
-class TestBed(T.DaemonCase):
-    def setUp(self):
-        super().setUp()
-        self.procs = []
-        self.bed_up(f"tb{os.getpid()}")
-        cfg = {"eal": EAL, "mempool": {"mbufs": 8191, "cache": 64},
-               "ports": [{"name": "wire0", "device": "net_af_xdp0,iface=veth0"}],
-               "workers": [{"lcore": 1}], "control": {"socket": self.sock}}
-        self.daemon = T.Daemon(cfg, self.w, self.prefix, netns=self.env["TB_HOST_NS"])
-        self.daemon.start()
-        r = subprocess.run([TESTBED, "host", self.name], capture_output=True, text=True)
-        self.assertEqual(r.returncode, 0, r.stderr)
+
+class Bed(T.DaemonCase):
+    """The test bed's helpers, for the test cases on it (no tests of its own)."""
 
     def bed_up(self, name):
         """The test bed NAME up (down again at cleanup), its names in self.env, the control
@@ -266,6 +257,19 @@ class TestBed(T.DaemonCase):
         self.assertEqual(out.returncode, 0, out.stderr)
         self.env = dict(line.split("=", 1) for line in out.stdout.split())
         self.addCleanup(self.stop_procs)
+
+    def xdp_config(self, allow):
+        """The host's addresses on veth0 itself, as on any host, not on a TAP; and a config
+        for the port in exception mode xdp, control.allow's entries allow, the control
+        socket reached by group nogroup (uid 65534's)."""
+        self.ns("HOST", "ip", "addr", "add", "10.99.0.1/24", "dev", "veth0")
+        self.ns("HOST", "ip", "addr", "add", "fd99::1/64", "dev", "veth0", "nodad")
+        return {"eal": EAL, "mempool": {"mbufs": 8191, "cache": 64},
+                "ports": [{"name": "wire0", "device": "net_af_xdp0,iface=veth0",
+                           "exception": {"mode": "xdp"}}],
+                "workers": [{"lcore": 1}],
+                "control": {"socket": self.sock, "group": "nogroup", "mode": "0660",
+                            "allow": allow}}
 
     def stop_procs(self):
         for p in self.procs:
@@ -307,6 +311,20 @@ class TestBed(T.DaemonCase):
                            text=True, timeout=30)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         return json.loads(r.stdout)
+
+
+class TestBed(Bed):
+    def setUp(self):
+        super().setUp()
+        self.procs = []
+        self.bed_up(f"tb{os.getpid()}")
+        cfg = {"eal": EAL, "mempool": {"mbufs": 8191, "cache": 64},
+               "ports": [{"name": "wire0", "device": "net_af_xdp0,iface=veth0"}],
+               "workers": [{"lcore": 1}], "control": {"socket": self.sock}}
+        self.daemon = T.Daemon(cfg, self.w, self.prefix, netns=self.env["TB_HOST_NS"])
+        self.daemon.start()
+        r = subprocess.run([TESTBED, "host", self.name], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
 
     def test_kernel_works_through_exception_path(self):
         """ARP and neighbour discovery, ping and ping6 (each answered once: the XDP program
