@@ -1,0 +1,301 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
+"""Unmodified programs on channels (libnetchannel_preload, netchannel-run), on the test bed
+with the real kernel as the peer. Each program runs the same way with and without the
+library and gives the same answers; with it, its datagrams are counted on its channels, and
+without a daemon it works on the kernel as before."""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ncd_test as T  # noqa: E402
+import test_testbed as TB  # noqa: E402
+from test_isolated import NOBODY  # noqa: E402
+
+PRELOAD_DIR = os.path.join(T.BUILD, "lib/preload")
+
+# An asyncio UDP echo server as anyone would write it: answers "aio:" + the datagram.
+ASYNCIO_ECHO = r"""
+import asyncio, socket, sys
+
+class Echo(asyncio.DatagramProtocol):
+    def connection_made(self, transport):
+        self.transport = transport
+    def datagram_received(self, data, addr):
+        self.transport.sendto(b"aio:" + data, addr)
+
+async def main(host, port):
+    loop = asyncio.get_running_loop()
+    await loop.create_datagram_endpoint(Echo, local_addr=(host, port))
+    print("ready", flush=True)
+    await asyncio.sleep(3600)
+
+asyncio.run(main(sys.argv[1], int(sys.argv[2])))
+"""
+
+# The peer: sends N datagrams to HOST:PORT one at a time, each answered within a second or
+# lost; prints one JSON line: how many came back as PREFIX + what was sent, lost or wrong.
+PEER_ASK = r"""
+import json, socket, sys
+host, port, n, prefix = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4].encode()
+s = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_DGRAM)
+s.settimeout(1.0)
+got = {"ok": 0, "lost": 0, "wrong": 0}
+for i in range(n):
+    msg = b"dgram %d " % i + bytes(range(i % 200))
+    s.sendto(msg, (host, port))
+    try:
+        data, peer = s.recvfrom(65535)
+    except socket.timeout:
+        got["lost"] += 1
+        continue
+    good = data == prefix + msg and peer[1] == port
+    got["ok" if good else "wrong"] += 1
+print(json.dumps(got))
+"""
+
+# A server that binds, then forks N children that answer "child<i>:" + the datagram; the
+# parent only waits (as nsd's main process does). With --drop UID, the parent binds as root
+# and becomes UID before it forks (as a server on port 53 does).
+FORKING = r"""
+import os, socket, sys, time
+host, port, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+drop = int(sys.argv[4]) if len(sys.argv) > 4 else None
+s = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_DGRAM)
+s.bind((host, port))
+if drop is not None:
+    os.setgroups([])
+    os.setgid(drop)
+    os.setuid(drop)
+kids = []
+for i in range(n):
+    pid = os.fork()
+    if pid == 0:
+        print(f"child {i} pid {os.getpid()} ready", flush=True)
+        while True:
+            data, peer = s.recvfrom(65535)
+            s.sendto(b"child%d:" % i + data, peer)
+    kids.append(pid)
+print("forked", " ".join(map(str, kids)), flush=True)
+for k in kids:
+    os.waitpid(k, 0)
+"""
+
+
+class Preload(TB.Bed):
+    """The test bed in exception mode xdp (the host's addresses on veth0, where the kernel
+    has them whether or not the daemon runs); uid 65534 may claim UDP 5000-5999."""
+
+    def setUp(self):
+        super().setUp()
+        self.procs = []
+        self.bed_up(f"pl{os.getpid()}")
+        self.cfg = self.xdp_config([{"uid": 0}, {"uid": 65534, "dport": "5000-5999"}])
+        self.run_dir = self.nobody_preload()
+        self.daemon = T.Daemon(self.cfg, self.w, self.prefix, netns=self.env["TB_HOST_NS"])
+        self.daemon.start()
+
+    def nobody_preload(self):
+        """Copies of netchannel-run, the preload library and libnetchannel where uid 65534
+        reaches them (it cannot be relied on to reach the build tree)."""
+        d = os.path.join(self.w, "run")
+        os.makedirs(d, exist_ok=True)
+        os.chmod(self.w, 0o755)
+        os.chmod(d, 0o755)
+        for f in (os.path.join(PRELOAD_DIR, "netchannel-run"),
+                  os.path.join(PRELOAD_DIR, "libnetchannel_preload.so"),
+                  os.path.join(T.BUILD, "lib/netchannel/libnetchannel.so.0")):
+            shutil.copy(f, d)
+        return d
+
+    def program(self, cmd, preload=True, nobody=True, ready=None, env=None):
+        """cmd in the host's namespace (under netchannel-run if preload), as uid 65534 if
+        nobody; its output merged, waited for a line with ready."""
+        run = []
+        if preload:
+            run = [os.path.join(self.run_dir, "netchannel-run"), "-s", self.sock, "-v"]
+        e = dict(os.environ, LD_LIBRARY_PATH=self.run_dir, **(env or {}))
+        # A session of its own: the program's children are stopped with it (stop()).
+        p = subprocess.Popen(["ip", "netns", "exec", self.env["TB_HOST_NS"]] +
+                             (NOBODY if nobody else []) + run + list(cmd),
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=e,
+                             start_new_session=True)
+        self.addCleanup(self.stop, p)
+        p.lines = []
+        if ready is not None:
+            for line in p.stdout:
+                p.lines.append(line)
+                if ready in line:
+                    break
+            else:
+                self.fail(f"{cmd}: no line with {ready!r}:\n{''.join(p.lines)}")
+        return p
+
+    def stop(self, p):
+        """Stops the program p and its children (its process group): its whole output."""
+        if p.returncode is not None:
+            return "".join(p.lines)
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            try:
+                os.killpg(p.pid, sig)
+            except ProcessLookupError:
+                pass
+            try:
+                return "".join(p.lines) + p.communicate(timeout=10)[0]
+            except subprocess.TimeoutExpired:
+                continue
+        return "".join(p.lines) + p.communicate()[0]
+
+    def ask(self, host, port, n, prefix=""):
+        r = self.ns("PEER", "/usr/bin/python3", "-c", PEER_ASK, host, str(port), str(n), prefix)
+        return json.loads(r.stdout)
+
+    def wait_bound(self, p, port):
+        """Until the program p has UDP port bound (in the kernel, with or without the
+        library); its output in the failure if it never does."""
+        try:
+            T.wait_until(lambda: p.poll() is None and
+                         f":{port} " in self.ns("HOST", "ss", "-Huln").stdout,
+                         what=f"UDP port {port} bound")
+        except AssertionError as e:
+            raise AssertionError(f"{e}\n{self.stop(p)}") from None
+
+    def preload_channels(self):
+        """The preloaded sockets' channels (named plPID.N), name -> show channel's JSON."""
+        out = {}
+        for ch in self.ncctl("show channel all"):
+            if ch["name"].startswith("pl"):
+                out[ch["name"]] = ch
+        return out
+
+    def wait_channels(self, n):
+        return T.wait_until(lambda: len(self.preload_channels()) >= n and self.preload_channels(),
+                            timeout=10, what=f"{n} channels of the preloaded program")
+
+    def hits(self):
+        return sum(ch["counters"]["hits"] for ch in self.preload_channels().values())
+
+
+class Apps(Preload):
+    def test_socat_echo(self):
+        """socat UDP-LISTEN (it peeks at the first datagram, connects to its sender, then
+        echoes with read and write under poll) echoes 20 datagrams of IPv4 and of IPv6 from
+        the peer with the library as without it; with it, they were its channels'."""
+        e = self.env
+        for host, kind in ((e["TB_HOST4"], "UDP4-LISTEN"), (e["TB_HOST6"], "UDP6-LISTEN")):
+            for preload in (False, True):
+                with self.subTest(host=host, preload=preload):
+                    port = 5001 if preload else 5002
+                    p = self.program(["socat", "-T", "20", f"{kind}:{port}", "PIPE"],
+                                     preload=preload)
+                    self.wait_bound(p, port)
+                    got = self.ask(host, port, 20)
+                    self.assertEqual(got, {"ok": 20, "lost": 0, "wrong": 0})
+                    if preload:
+                        # Connected to the peer: one channel, from the peer's port only,
+                        # which took every datagram after the first (the listening
+                        # channel's, which connect() replaced) and sent every answer.
+                        chans = list(self.preload_channels().values())
+                        self.assertEqual(len(chans), 1, chans)
+                        self.assertEqual(chans[0]["counters"]["hits"], 19)
+                        self.assertEqual(chans[0]["counters"]["tx"], 20)
+                    out = self.stop(p)
+                    if preload:
+                        self.assertIn("on 1 channel(s), connected", out)
+
+    def test_asyncio_echo(self):
+        """An asyncio datagram server (epoll, a non-blocking socket, recvfrom and sendto),
+        bound to the IPv6 wildcard, answers IPv4 and IPv6 with the library as without it;
+        with it, on a channel for each of the host's addresses."""
+        e = self.env
+        for preload in (False, True):
+            with self.subTest(preload=preload):
+                p = self.program(["/usr/bin/python3", "-u", "-c", ASYNCIO_ECHO, "::", "5003"],
+                                 preload=preload, ready="ready")
+                if preload:
+                    # 10.99.0.1, fd99::1 and veth0's link-local address.
+                    self.wait_channels(3)
+                before = self.hits()
+                for host in (e["TB_HOST4"], e["TB_HOST6"]):
+                    self.assertEqual(self.ask(host, 5003, 20, "aio:"),
+                                     {"ok": 20, "lost": 0, "wrong": 0})
+                if preload:
+                    self.assertGreaterEqual(self.hits() - before, 40)
+                self.stop(p)
+
+    def test_without_a_daemon_the_kernel_serves(self):
+        """With the daemon stopped, socat and the asyncio server work on the kernel under
+        netchannel-run, which says why with -v."""
+        e = self.env
+        self.daemon.stop()
+        p = self.program(["/usr/bin/python3", "-u", "-c", ASYNCIO_ECHO, "0.0.0.0", "5004"],
+                         ready="ready")
+        self.assertEqual(self.ask(e["TB_HOST4"], 5004, 10, "aio:"),
+                         {"ok": 10, "lost": 0, "wrong": 0})
+        out = self.stop(p)
+        self.assertIn("no connection to", out)
+        self.assertIn("the kernel keeps it", out)
+
+    def test_kill_9_releases_channels(self):
+        """A preloaded program killed with -9 leaves no channel behind."""
+        p = self.program(["/usr/bin/python3", "-u", "-c", ASYNCIO_ECHO, "::", "5005"],
+                         ready="ready")
+        self.wait_channels(3)
+        p.kill()
+        p.wait()
+        T.wait_until(lambda: not self.preload_channels(), what="the channels gone")
+
+    def test_a_child_serves_what_its_parent_bound(self):
+        """A server that binds and forks a child to serve (the parent only waits): the child's
+        first use of the socket makes its own connection, whose channel takes the flows (a
+        priority above the parent's), and it answers the peer; its kill -9 leaves the
+        parent's channel only."""
+        e = self.env
+        p = self.program(["/usr/bin/python3", "-u", "-c", FORKING, e["TB_HOST4"], "5006", "1"],
+                         ready="child 0 pid")
+        got = self.ask(e["TB_HOST4"], 5006, 20, "child0:")
+        self.assertEqual(got, {"ok": 20, "lost": 0, "wrong": 0})
+        chans = self.preload_channels()
+        self.assertEqual(sorted(c["rule"].split(" priority ")[1] for c in chans.values()),
+                         ["1000", "1001"], chans)
+        child = [c for c in chans.values() if c["rule"].endswith("priority 1001")][0]
+        self.assertGreaterEqual(child["counters"]["hits"], 20)
+        self.assertEqual(child["counters"]["tx"], 20)
+
+    def test_privileges_dropped_after_bind(self):
+        """Root binds UDP 5007, becomes uid 65534 and forks a child to serve: the channels are
+        uid 65534's (control.allow's limits and ports are that user's), and the child
+        answers."""
+        e = self.env
+        p = self.program(["/usr/bin/python3", "-u", "-c", FORKING, e["TB_HOST4"], "5007", "1",
+                          "65534"], nobody=False, ready="child 0 pid")
+        self.assertEqual(self.ask(e["TB_HOST4"], 5007, 10, "child0:"),
+                         {"ok": 10, "lost": 0, "wrong": 0})
+        owners = {c["name"]: c["owner"] for c in
+                  (self.ncctl(f"show channel {n}") for n in self.preload_channels())}
+        self.assertEqual(len(owners), 2, owners)
+        self.assertEqual({o["uid"] for o in owners.values()}, {65534}, owners)
+        out = self.stop(p)
+        self.assertIn("of the new user", out)
+
+    def test_privileges_dropped_to_a_user_not_allowed(self):
+        """Root binds UDP 6000, which uid 65534 may not claim, and becomes uid 65534: the
+        library says why, and the socket carries on on the kernel, answering."""
+        e = self.env
+        p = self.program(["/usr/bin/python3", "-u", "-c", FORKING, e["TB_HOST4"], "6000", "1",
+                          "65534"], nobody=False, ready="child 0 pid")
+        self.assertEqual(self.ask(e["TB_HOST4"], 6000, 10, "child0:"),
+                         {"ok": 10, "lost": 0, "wrong": 0})
+        self.assertEqual(self.preload_channels(), {})
+        out = self.stop(p)
+        self.assertIn("no channel for the new user (uid 65534)", out)
+
+
+if __name__ == "__main__":
+    unittest.main()
