@@ -720,7 +720,7 @@ psock_free(struct psock *s)
 {
 	if (s->c != NULL) {
 		frame_release(s);
-		if (verbose)
+		if (verbose && s->kfd >= 0)
 			say("socket port %u closed: %" PRIu64 " bad checksums, %" PRIu64
 			    " bad frames, %" PRIu64 " sent and %" PRIu64 " received by the kernel",
 			    s->port, s->bad_csum, s->bad_frame, s->kernel_tx, s->kernel_rx);

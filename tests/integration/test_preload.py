@@ -6,6 +6,7 @@ library and gives the same answers; with it, its datagrams are counted on its ch
 without a daemon it works on the kernel as before."""
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -87,16 +88,60 @@ for k in kids:
     os.waitpid(k, 0)
 """
 
+# A client that sends before it binds (the kernel binds it at the first send): "hello" to the
+# peer's UDP server, and prints what comes back.
+SEND_FIRST = r"""
+import socket, sys
+host, port = sys.argv[1], int(sys.argv[2])
+s = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_DGRAM)
+s.settimeout(5)
+for i in range(5):
+    s.sendto(b"hello %d" % i, (host, port))
+    print(s.recvfrom(100)[0].decode(), flush=True)
+"""
+
+ZONE = """$ORIGIN example.test.
+$TTL 3600
+@    SOA ns1 hostmaster 1 3600 600 86400 300
+@    NS ns1
+ns1  A 10.99.0.1
+www  A 192.0.2.1
+www  AAAA 2001:db8::1
+"""
+
+KNOT_CONF = """server:
+    rundir: "{d}"
+    listen: [ {listen} ]
+    udp-workers: 2
+    tcp-workers: 1
+    background-workers: 1
+{user}
+database:
+    storage: "{d}/db"
+zone:
+  - domain: example.test
+    storage: "{d}"
+    file: "example.test.zone"
+log:
+  - target: stdout
+    any: info
+"""
+
 
 class Preload(TB.Bed):
     """The test bed in exception mode xdp (the host's addresses on veth0, where the kernel
-    has them whether or not the daemon runs); uid 65534 may claim UDP 5000-5999."""
+    has them whether or not the daemon runs); uid 65534 may claim UDP 5000-5999, 53, and the
+    kernel's ephemeral ports."""
 
     def setUp(self):
         super().setUp()
         self.procs = []
         self.bed_up(f"pl{os.getpid()}")
-        self.cfg = self.xdp_config([{"uid": 0}, {"uid": 65534, "dport": "5000-5999"}])
+        # Port 53 for the privilege case; the kernel's ephemeral ports (ip_local_port_range)
+        # for sockets that send first.
+        self.cfg = self.xdp_config([{"uid": 0}, {"uid": 65534, "dport": "5000-5999"},
+                                    {"uid": 65534, "dport": "53"},
+                                    {"uid": 65534, "dport": "32768-60999"}])
         self.run_dir = self.nobody_preload()
         self.daemon = T.Daemon(self.cfg, self.w, self.prefix, netns=self.env["TB_HOST_NS"])
         self.daemon.start()
@@ -156,6 +201,13 @@ class Preload(TB.Bed):
         r = self.ns("PEER", "/usr/bin/python3", "-c", PEER_ASK, host, str(port), str(n), prefix)
         return json.loads(r.stdout)
 
+    def finish_program(self, p, timeout=30):
+        """The program p's whole output once it exits by itself."""
+        try:
+            return "".join(p.lines) + p.communicate(timeout=timeout)[0]
+        except subprocess.TimeoutExpired:
+            self.fail(f"{p.args} did not finish:\n{self.stop(p)}")
+
     def wait_bound(self, p, port):
         """Until the program p has UDP port bound (in the kernel, with or without the
         library); its output in the failure if it never does."""
@@ -181,8 +233,14 @@ class Preload(TB.Bed):
     def hits(self):
         return sum(ch["counters"]["hits"] for ch in self.preload_channels().values())
 
+    def delivered(self):
+        """The port's packets delivered to channels (which includes those of channels gone)."""
+        return self.ncctl("show port stats wire0")[0]["delivered"]
 
-class Apps(Preload):
+
+class Programs(Preload):
+    """socat, and small programs of our own, each for a behaviour of sockets."""
+
     def test_socat_echo(self):
         """socat UDP-LISTEN (it peeks at the first datagram, connects to its sender, then
         echoes with read and write under poll) echoes 20 datagrams of IPv4 and of IPv6 from
@@ -295,6 +353,172 @@ class Apps(Preload):
         self.assertEqual(self.preload_channels(), {})
         out = self.stop(p)
         self.assertIn("no channel for the new user (uid 65534)", out)
+
+    def test_a_socket_that_sends_first(self):
+        """A socket that sends before it binds gets its channel for the port the kernel
+        chose at the first send, and the peer's answers come on it."""
+        e = self.env
+        self.bg("PEER", "/usr/bin/python3", "-u", "-c", TB.PEER_UDP_SERVER, e["TB_PEER4"], "5020",
+                ready="listening")
+        p = self.program(["/usr/bin/python3", "-u", "-c", SEND_FIRST, e["TB_PEER4"], "5020"])
+        out = self.finish_program(p)
+        self.assertEqual([ln for ln in out.splitlines() if ln.startswith("server:")],
+                         [f"server:hello {i}" for i in range(5)], out)
+        self.assertRegex(out, r"socket \d+: port \d+ on 1 channel\(s\)")
+
+
+class Apps(Preload):
+    """Applications from Debian, unmodified."""
+
+    def sockperf_server(self, preload, iomux):
+        """sockperf's server on 10.99.0.1:5010, blocking in recvfrom (iomux None) or with one
+        of its multiplexers (-F)."""
+        if iomux is None:
+            cmd = ["sockperf", "server", "-i", self.env["TB_HOST4"], "-p", "5010"]
+        else:
+            f = os.path.join(self.run_dir, "sockperf.list")
+            with open(f, "w") as out:
+                out.write(f"U:{self.env['TB_HOST4']}:5010\n")
+            os.chmod(f, 0o644)
+            cmd = ["sockperf", "server", "-f", f, "-F", iomux]
+        p = self.program(cmd, preload=preload)
+        self.wait_bound(p, 5010)
+        return p
+
+    def sockperf(self, *args):
+        r = self.ns("PEER", "timeout", "-k", "5", "30", "sockperf", *args, "-i",
+                    self.env["TB_HOST4"], "-p", "5010", timeout=40)
+        return r.stdout + r.stderr
+
+    def test_sockperf(self):
+        """sockperf's server, with the library blocking in recvfrom and with epoll, poll and
+        select, and without it with epoll: ping-pong and under-load clients on the peer lose
+        nothing (each answer comes, none twice, in order), and a throughput client's 20,000
+        messages a second all reach the server (the channel's hits, or the kernel's UDP
+        counter)."""
+        for preload in (False, True):
+            for iomux in (None, "epoll", "poll", "select") if preload else ("epoll",):
+                with self.subTest(preload=preload, iomux=iomux):
+                    p = self.sockperf_server(preload, iomux)
+                    out = self.sockperf("ping-pong", "-t", "1", "--mps=2000")
+                    self.assertIn("# dropped messages = 0; # duplicated messages = 0; "
+                                  "# out-of-order messages = 0", out)
+                    m = re.search(r"SentMessages=(\d+); ReceivedMessages=(\d+)", out)
+                    self.assertTrue(m and m.group(1) == m.group(2) and int(m.group(1)) > 500,
+                                    out)
+                    out = self.sockperf("under-load", "-t", "1", "--mps=10000",
+                                        "--reply-every=100")
+                    self.assertIn("# dropped messages = 0; # duplicated messages = 0; "
+                                  "# out-of-order messages = 0", out)
+                    if iomux == "epoll":
+                        before = self.hits() if preload else self.kernel_udp_in()
+                        out = self.sockperf("throughput", "-t", "1", "--mps=20000")
+                        sent = int(re.search(r"Total of (\d+) messages sent", out).group(1))
+                        self.assertGreater(sent, 15000, out)
+                        got = (lambda: self.hits() - before) if preload else \
+                            (lambda: self.kernel_udp_in() - before)
+                        T.wait_until(lambda: got() >= sent, timeout=5,
+                                     what=f"{sent} messages at the server")
+                    self.stop(p)
+
+    def kernel_udp_in(self):
+        """The host's kernel's UDP InDatagrams."""
+        snmp = self.ns("HOST", "cat", "/proc/net/snmp").stdout.splitlines()
+        rows = [ln.split() for ln in snmp if ln.startswith("Udp:")]
+        return int(rows[1][rows[0].index("InDatagrams")])
+
+    def knot(self, preload, listen, port, user=None):
+        """knotd serving example.test on listen (a list of ADDR@PORT), as uid 65534, or
+        started as root and becoming user; waits for its port."""
+        d = os.path.join(self.run_dir, f"knot{port}")
+        os.makedirs(os.path.join(d, "db"), exist_ok=True)
+        with open(os.path.join(d, "example.test.zone"), "w") as f:
+            f.write(ZONE)
+        with open(os.path.join(d, "knot.conf"), "w") as f:
+            f.write(KNOT_CONF.format(d=d, listen=", ".join(listen),
+                                     user=f"    user: {user}" if user else ""))
+        shutil.chown(d, 65534, 65534)
+        shutil.chown(os.path.join(d, "db"), 65534, 65534)
+        p = self.program(["knotd", "-c", os.path.join(d, "knot.conf")], preload=preload,
+                         nobody=user is None)
+        self.wait_bound(p, port)
+        T.wait_until(lambda: "192.0.2.1" in self.dig(listen[0].split("@")[0].replace(
+            "0.0.0.0", "10.99.0.1"), port, "www")[0],
+                     what="knot answering")
+        return p
+
+    def dig(self, host, port, name, qtype="A"):
+        r = self.ns("PEER", "dig", f"@{host}", "-p", str(port), f"{name}.example.test", qtype,
+                    "+short", "+tries=1", "+time=1", check=False)
+        return r.stdout, r.returncode
+
+    def dnsperf(self, host, port, seconds, qps):
+        q = os.path.join(self.run_dir, "queries")
+        with open(q, "w") as f:
+            f.write("www.example.test A\nwww.example.test AAAA\nexample.test SOA\n")
+        r = self.ns("PEER", "timeout", "-k", "5", str(seconds + 20), "dnsperf", "-s", host, "-p",
+                    str(port), "-d", q, "-l", str(seconds), "-Q", str(qps), timeout=seconds + 30)
+        return r.stdout
+
+    def test_knot(self):
+        """knotd (threads sharing a socket, recvmmsg and sendmmsg, the wildcard's packet
+        info) on the IPv4 and IPv6 wildcards, port 5353, as uid 65534: dig gets the zone's
+        answers over both families, and dnsperf's 2 s at 2,000 queries a second lose none
+        and get only NOERROR, with the library as without it."""
+        e = self.env
+        for preload in (False, True):
+            with self.subTest(preload=preload):
+                p = self.knot(preload, ["0.0.0.0@5353", "::@5353"], 5353)
+                before = self.hits()
+                for host in (e["TB_HOST4"], e["TB_HOST6"]):
+                    self.assertEqual(self.dig(host, 5353, "www"), ("192.0.2.1\n", 0))
+                    self.assertEqual(self.dig(host, 5353, "www", "AAAA"), ("2001:db8::1\n", 0))
+                out = self.dnsperf(e["TB_HOST4"], 5353, 2, 2000)
+                self.assertRegex(out, r"Queries lost:\s+0 \(0\.00%\)")
+                self.assertRegex(out, r"Response codes:\s+NOERROR \d+ \(100\.00%\)")
+                sent = int(re.search(r"Queries sent:\s+(\d+)", out).group(1))
+                self.assertGreater(sent, 3000, out)
+                if preload:
+                    self.assertGreaterEqual(self.hits() - before, sent + 4)
+                self.stop(p)
+
+    def test_knot_on_port_53_drops_privileges(self):
+        """knotd started as root on port 53 with user nobody:nogroup: it binds as root and
+        becomes uid 65534, whose channels serve the zone (control.allow gives that user
+        port 53 here)."""
+        e = self.env
+        p = self.knot(True, [f"{e['TB_HOST4']}@53"], 53, user="nobody:nogroup")
+        self.assertEqual(self.dig(e["TB_HOST4"], 53, "www"), ("192.0.2.1\n", 0))
+        owners = [self.ncctl(f"show channel {n}")["owner"] for n in self.preload_channels()]
+        self.assertTrue(owners, "no channel")
+        self.assertEqual({o["uid"] for o in owners}, {65534}, owners)
+        self.stop(p)
+
+    def test_iperf3_udp(self):
+        """iperf3's server as uid 65534: its TCP control stays with the kernel, its UDP data
+        comes on a channel (connected to the client), and a 2 s run at 20 Mbit/s from the
+        peer completes, with the library as without it."""
+        e = self.env
+        for preload in (False, True):
+            with self.subTest(preload=preload):
+                p = self.program(["iperf3", "-s", "-p", "5201"], preload=preload)
+                T.wait_until(lambda: ":5201 " in self.ns("HOST", "ss", "-Htln").stdout,
+                             what="iperf3 listening")
+                before = self.delivered()
+                r = self.ns("PEER", "timeout", "-k", "5", "30", "iperf3", "-c", e["TB_HOST4"],
+                            "-p", "5201", "-u", "-b", "20M", "-t", "2", "--json", timeout=40)
+                res = json.loads(r.stdout)
+                self.assertNotIn("error", res, r.stdout)
+                packets = res["end"]["sum"]["packets"]
+                self.assertGreater(packets, 2000)
+                # Every datagram on a channel with the library, none without it.
+                if preload:
+                    self.assertGreaterEqual(self.delivered() - before, packets)
+                else:
+                    self.assertEqual(self.delivered(), before)
+                out = self.stop(p)
+                if preload:
+                    self.assertIn("connected", out)
 
 
 if __name__ == "__main__":
