@@ -781,7 +781,7 @@ int nc_rule_flow(struct nc_rule *r, const char *proto, const char *dst, long dpo
 
 /**
  * The library's version: the release and the git describe of its build, as
- * "0.5.0 (v0.5.0-12-g1234abc)". Every tool's --version prints it.
+ * "0.6.0 (v0.6.0-12-g1234abc)". Every tool's --version prints it.
  */
 const char *nc_version(void);
 

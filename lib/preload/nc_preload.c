@@ -112,12 +112,15 @@ struct psock {
 	struct nc_client *c;
 	struct chan ch[MAX_CH];
 	int nch;
+	/* Connected: the channels it had before, kept for what was on its way to them. */
+	struct chan wide[MAX_CH];
+	int nwide;
 	struct nc_buf held[MAX_SEG];/* the next frame, taken ahead (see the top) */
 	int nheld;
 	uint16_t ip_id;
 	struct src_entry srcs[SRC_CACHE];
 	unsigned int src_next;
-	uint64_t bad_csum, bad_frame, kernel_tx, kernel_rx;
+	uint64_t bad_csum, bad_frame, not_peer, kernel_tx, kernel_rx;
 };
 
 /* The real calls. */
@@ -551,10 +554,28 @@ frame_release(struct psock *s)
 	s->nheld = 0;
 }
 
+/* Whether datagram g came on one of a connected socket's wide channels from another than its peer. */
+static int
+wide_not_peer(const struct psock *s, const struct dgram *g)
+{
+	uint8_t pa[16];
+	uint16_t pp;
+	int pf;
+
+	for (int i = 0; i < s->nwide; i++) {
+		if (s->wide[i].id != g->ch)
+			continue;
+		pf = addr_of((const struct sockaddr *)&s->peer, pa, &pp);
+		return pf != g->family || pp != g->sport ||
+		       memcmp(pa, g->src, (size_t)addr_len(pf)) != 0;
+	}
+	return 0;
+}
+
 /*
  * Take the next good frame from the ring into s->held (if none is held), its
- * datagram in *g: 1, or 0 when the ring is empty. Bad frames are counted and
- * given back.
+ * datagram in *g: 1, or 0 when the ring is empty. Bad frames, and others'
+ * datagrams for a connected socket, are counted and given back.
  */
 static int
 frame_take(struct psock *s, struct dgram *g)
@@ -580,6 +601,10 @@ frame_take(struct psock *s, struct dgram *g)
 			ret = -1;
 		else
 			ret = frame_parse(s, g);
+		if (ret == 0 && s->nwide > 0 && wide_not_peer(s, g)) {
+			s->not_peer++;
+			ret = -3;
+		}
 		if (ret == 0)
 			return 1;
 		if (ret == -1)
@@ -611,6 +636,9 @@ chan_by_id(const struct psock *s, uint32_t id)
 	for (int i = 0; i < s->nch; i++)
 		if (s->ch[i].id == id)
 			return &s->ch[i];
+	for (int i = 0; i < s->nwide; i++)
+		if (s->wide[i].id == id)
+			return &s->wide[i];
 	return NULL;
 }
 
@@ -630,7 +658,9 @@ channels_drop(struct psock *s)
 	frame_release(s);
 	for (int i = 0; i < s->nch; i++)
 		nc_channel_destroy(s->ch[i].ch);
-	s->nch = 0;
+	for (int i = 0; i < s->nwide; i++)
+		nc_channel_destroy(s->wide[i].ch);
+	s->nch = s->nwide = 0;
 }
 
 /* A channel of s for local address addr (and, connected, from the peer). 0 or -errno. */
@@ -722,8 +752,9 @@ psock_free(struct psock *s)
 		frame_release(s);
 		if (verbose && s->kfd >= 0)
 			say("socket port %u closed: %" PRIu64 " bad checksums, %" PRIu64
-			    " bad frames, %" PRIu64 " sent and %" PRIu64 " received by the kernel",
-			    s->port, s->bad_csum, s->bad_frame, s->kernel_tx, s->kernel_rx);
+			    " bad frames, %" PRIu64 " not from the connected peer, %" PRIu64
+			    " sent and %" PRIu64 " received by the kernel", s->port, s->bad_csum,
+			    s->bad_frame, s->not_peer, s->kernel_tx, s->kernel_rx);
 		nc_disconnect(s->c);
 	}
 	if (s->kfd >= 0)
@@ -932,17 +963,16 @@ reown(struct psock *s, int child)
 
 	memcpy(old, s->ch, sizeof(old));
 	s->nch = 0;
-	if (child) {
-		/* The parent's connection, frames and descriptors: not ours to use or close. */
-		s->c = NULL;
-		s->nheld = 0;
-	} else if (s->c != NULL) {
+	/* A connected socket's wide channels: what they bring is the old connection's. */
+	s->nwide = 0;
+	if (!child && s->c != NULL) {
 		/* Another user now: its channels may not take the old user's flows, so they go first. */
 		frame_release(s);
 		nc_disconnect(s->c);
 		s->c = NULL;
 	}
 	s->pid = getpid();
+	s->uid = geteuid();
 	s->ctlfd = -1;
 	making_ctlfd = &s->ctlfd;
 	s->c = nc_connect(sock_path, NC_CONNECT_ONE_RING);
@@ -998,7 +1028,9 @@ after_fork_child(void)
 		 * Its copies of the parent's control socket and eventfd would keep the
 		 * parent's channels after the parent closed them. The descriptors the
 		 * program has stay the parent's eventfd until the child first uses them
-		 * (reown()). The lock may have been held by a thread the child has not.
+		 * (reown()). Nor is the parent's client (s->c) the child's to use or free:
+		 * a child that closes the socket unused leaves the parent's connection
+		 * alone. The lock may have been held by a thread the child has not.
 		 */
 		s->inherited = 1;
 		if (s->ctlfd >= 0)
@@ -1006,6 +1038,8 @@ after_fork_child(void)
 		if (s->efd >= 0)
 			REAL(close)(s->efd);
 		s->ctlfd = s->efd = -1;
+		s->c = NULL;
+		s->nheld = 0;
 		pthread_mutex_init(&s->mu, NULL);
 	}
 	for (int fd = 0; fd < tabn; fd++)
@@ -1038,12 +1072,13 @@ static void
 user_changed(void)
 {
 	for (int fd = 0; fd < tabn; fd++) {
-		struct psock *s = get(fd);
+		struct psock *s = lookup(fd);
 
-		if (s == NULL || s->gone || s->c == NULL || s->uid == geteuid())
+		/* An inherited socket is made the new user's at its first use (reown()): a child
+		 * that never uses it does not take its flows. */
+		if (s == NULL || s->pid != mypid || s->gone || s->c == NULL || s->uid == geteuid())
 			continue;
 		pthread_mutex_lock(&s->mu);
-		s->uid = geteuid();
 		if (reown(s, 0) == 0)
 			pthread_mutex_unlock(&s->mu);
 	}
@@ -1589,31 +1624,45 @@ connect(int fd, const struct sockaddr *addr, socklen_t len)
 		socklen_t ll = sizeof(local);
 		uint16_t port;
 		int family, r;
-
 		struct chan old[MAX_CH];
-		int nold = s->nch;
+		int nold = s->nch, was = s->connected;
 
-		/*
-		 * Narrowed to the peer (or widened again by AF_UNSPEC): the new channels
-		 * first (a higher priority than the old ones'), so that no datagram goes
-		 * astray in between; a datagram taken ahead (a MSG_PEEK's) stays.
-		 */
 		s->connected = REAL(getpeername)(s->kfd, (struct sockaddr *)&s->peer, &l) == 0;
 		memcpy(old, s->ch, sizeof(old));
 		s->nch = 0;
-		REAL(getsockname)(s->kfd, (struct sockaddr *)&local, &ll);
-		/* Connected, the kernel chose the local address: the channel is for it alone. */
-		family = addr_of((struct sockaddr *)&local, a, &port);
-		r = channels_make(s, family, a);
-		for (int i = 0; i < nold; i++)
-			nc_channel_destroy(old[i].ch);
+		if (!s->connected && s->nwide > 0) {
+			/* Widened again (AF_UNSPEC): the channels it had before it was connected. */
+			memcpy(s->ch, s->wide, sizeof(s->ch));
+			s->nch = s->nwide;
+			s->nwide = 0;
+			r = 0;
+		} else {
+			REAL(getsockname)(s->kfd, (struct sockaddr *)&local, &ll);
+			/* Connected, the kernel chose the local address: the channel is for it alone. */
+			family = addr_of((struct sockaddr *)&local, a, &port);
+			r = channels_make(s, family, a);
+		}
+		if (r == 0 && s->connected && !was) {
+			/*
+			 * Narrowed: the wide channels stay, a priority below the new one, so that
+			 * nothing on its way to them when connect() returns is lost: what they
+			 * bring from the peer is received, the rest dropped, as the kernel's
+			 * connected socket does (frame_take()).
+			 */
+			memcpy(s->wide, old, sizeof(s->wide));
+			s->nwide = nold;
+		} else {
+			/* Another peer's, or widened: the old channels' datagrams are not the socket's. */
+			for (int i = 0; i < nold; i++)
+				nc_channel_destroy(old[i].ch);
+		}
 		if (r != 0) {
 			say("socket %d: no channel after connect: %s%s%s; the kernel carries on", fd,
 			    nc_strerror(r), *nc_last_reason() ? ": " : "", nc_last_reason());
 			channels_drop(s);
 			s->gone = 1;
 		} else {
-			say("socket %d: port %u on %d channel(s)%s", fd, port, s->nch,
+			say("socket %d: port %u on %d channel(s)%s", fd, s->port, s->nch,
 			    s->connected ? ", connected" : "");
 			if (s->nheld == 0)
 				rearm(s);
