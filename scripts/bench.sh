@@ -33,6 +33,16 @@
 #       second (20 each: median, p99, and p99 over poll's). Writes
 #       bench/results/idle.jsonl (scripts/bench_idle.py). --quick: 3 s, 5 each.
 #
+#   scripts/bench.sh apps [--quick]
+#       On scripts/testbed.sh, the same unmodified applications on the kernel's
+#       sockets and under netchannel-run (the preload library) in the same run:
+#       sockperf throughput at 50k, 100k and 200k messages a second and the
+#       sender's maximum (received rate, and the whole host's CPU per packet from
+#       /proc/stat less the sender's own), sockperf ping-pong (median and p99
+#       latency), and dnsperf against knotd (queries a second, CPU per query).
+#       Appends to bench/results/apps.jsonl and draws bench/results/apps.png
+#       (scripts/bench_apps.py). 3 runs of 2 s each; --quick: 1 of 1 s.
+#
 #   scripts/bench.sh datapath-idle [RUNS]
 #       miss and deliver-1 (scripts/bench_datapath.py) with workers[].idle adaptive
 #       right after poll in each run: ratio_idle_to_poll, run by run. Writes
@@ -75,7 +85,7 @@ quick=${2:-}
 out=bench/results
 cb=${NC_CLASSBENCH_DIR:-$top/tests/data/classbench}
 
-usage() { echo "usage: scripts/bench.sh classifier [--quick|--report] | testbed [--quick] | idle [--quick] | datapath [--quick] | datapath-idle [RUNS] | datapath-ab REV [RUNS [CASES]]" >&2; exit 2; }
+usage() { echo "usage: scripts/bench.sh classifier [--quick|--report] | testbed [--quick] | apps [--quick] | idle [--quick] | datapath [--quick] | datapath-idle [RUNS] | datapath-ab REV [RUNS [CASES]]" >&2; exit 2; }
 
 classifier() {
 	local bench=build/app/bench/nctrie-bench json=$out/classifier.jsonl
@@ -254,6 +264,36 @@ GP
 	echo "bench: chart in $out/datapath.png" >&2
 }
 
+# bench/results/apps.png: CPU per packet against the rate received, on the kernel's sockets and
+# on channels, sockperf's throughput runs of the last date in apps.jsonl.
+apps_chart() {
+	command -v gnuplot >/dev/null || return 0
+	/usr/bin/python3 - "$out/apps.jsonl" >"$out/apps.dat" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+last = max(r["date"] for r in rows)
+for mode in ("kernel", "netchannel"):
+    pts = sorted((r["received_pps"] / 1e3, r["cpu_us_per_packet"]) for r in rows
+                 if r["date"] == last and r["mode"] == mode and r["case"].startswith("throughput")
+                 and r["cpu_us_per_packet"] is not None)
+    for x, y in pts:
+        print(x, y)
+    print()
+    print()
+PY
+	gnuplot <<GP
+set terminal pngcairo size 1000,500 noenhanced
+set output "$out/apps.png"
+set title "sockperf throughput, 60-byte frames: the whole host's CPU per packet (lower is better)"
+set xlabel "received, thousand packets a second"
+set ylabel "CPU microseconds per packet"
+set key top right
+plot "$out/apps.dat" index 0 with points pt 7 title "kernel sockets", '' index 1 with points pt 5 title "netchannel-run (preload library)"
+GP
+	rm -f "$out/apps.dat"
+	echo "bench: chart in $out/apps.png" >&2
+}
+
 # Before (REV) and after (this tree), interleaved round by round.
 datapath_ab() {
 	local rev=$1 runs=${2:-3} cases=${3:-} wt json
@@ -314,6 +354,17 @@ datapath|testbed)
 		/usr/bin/python3 "scripts/bench_$mode.py"
 	fi
 	[ "$mode" = datapath ] && datapath_chart
+	;;
+apps)
+	scripts/setup.sh build >/dev/null
+	ninja -C build >/dev/null
+	if [ "$quick" = --quick ]; then
+		/usr/bin/python3 scripts/bench_apps.py --runs 1 --seconds 1 \
+			--out /tmp/netchanneld-apps-quick.jsonl
+	else
+		/usr/bin/python3 scripts/bench_apps.py
+		apps_chart
+	fi
 	;;
 idle)
 	scripts/setup.sh build >/dev/null
