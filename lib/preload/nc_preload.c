@@ -1810,8 +1810,12 @@ ioctl(int fd, unsigned long req, ...)
 	va_end(ap);
 	if (s == NULL)
 		return REAL(ioctl)(fd, req, arg);
+	/* The application's int may be anywhere (Python's ioctl buffers are not aligned). */
 	if (req == FIONBIO) {
-		s->nonblock = *(int *)arg != 0;
+		int on;
+
+		memcpy(&on, arg, sizeof(on));
+		s->nonblock = on != 0;
 		return REAL(ioctl)(s->kfd, req, arg);
 	}
 	if (req == FIONREAD) {
@@ -1824,7 +1828,7 @@ ioctl(int fd, unsigned long req, ...)
 		pthread_mutex_unlock(&s->mu);
 		if (n == 0 || s->gone)
 			return REAL(ioctl)(s->kfd, req, arg);
-		*(int *)arg = n;
+		memcpy(arg, &n, sizeof(n));
 		return 0;
 	}
 	return REAL(ioctl)(s->kfd, req, arg);
