@@ -158,19 +158,19 @@ class Bed:
         return int(rows[1][rows[0].index("InDatagrams")])
 
     def worker_cpu_s(self):
-        """The CPU seconds netchanneld's worker thread (DPDK's lcore-worker-1) has used, or
+        """The CPU seconds netchanneld's worker thread (DPDK's rte-worker-1) has used, or
         0 with no daemon."""
         if self.daemon is None:
             return 0.0
         task = f"/proc/{self.daemon.pid}/task"
         for tid in os.listdir(task):
             with open(f"{task}/{tid}/comm") as f:
-                if f.read().strip() != "lcore-worker-1":
+                if f.read().strip() != "rte-worker-1":
                     continue
             with open(f"{task}/{tid}/stat") as f:
                 v = f.read().rsplit(")", 1)[1].split()
             return (int(v[11]) + int(v[12])) / os.sysconf("SC_CLK_TCK")
-        raise RuntimeError("no lcore-worker-1 thread in netchanneld")
+        raise RuntimeError("no rte-worker-1 thread in netchanneld")
 
     def measured(self, cmd):
         """The sender cmd run on the peer: its output, the host's CPU seconds over its run
