@@ -373,7 +373,8 @@ def main():
               "ring_size": 4096}]
     # Busy-polling for up to 1 ms before sleeping: a client that sleeps whenever its ring is
     # empty has the worker write its eventfd about every burst (see docs/protocol.md, nc-dump).
-    dump = [DUMP, "-s", "{sock}", "--channel", "all", "-q", "-b", "1000", "-t", "60"]
+    dump = [DUMP, "-s", "{sock}", "--channel", "all", "--zero-copy", "-q", "-b", "1000", "-t",
+            "60"]
     dump_iso = [DUMP, "-s", "{sock}", "--dport", "5000", "-q", "-b", "1000", "-t", "60"]
     # Against memif, the client reads each frame's first 64 bytes, as memif's copy and
     # testpmd's rxonly do with each.

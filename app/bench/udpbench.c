@@ -22,6 +22,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "nc_version.h"
+
 #define BATCH 64
 
 static double
@@ -47,7 +49,8 @@ static int
 usage(void)
 {
 	fprintf(stderr, "usage: udpbench send ADDR PORT SECONDS [PAYLOAD]\n"
-			"       udpbench recv PORT SECONDS\n");
+			"       udpbench recv PORT SECONDS\n"
+			"       udpbench --version\n");
 	return 2;
 }
 
@@ -62,6 +65,11 @@ main(int argc, char **argv)
 	double t0, end, secs;
 	int fd, send_mode;
 
+	/* As every tool of the release says it (no DPDK here: the kernel's side). */
+	if (argc == 2 && strcmp(argv[1], "--version") == 0) {
+		printf("udpbench (netchanneld) %s (%s)\n", NC_PROJECT_VERSION, NC_GIT_DESCRIBE);
+		return 0;
+	}
 	if (argc < 4)
 		return usage();
 	send_mode = strcmp(argv[1], "send") == 0;

@@ -8,9 +8,8 @@
  * With --channel it attaches to a static channel of the daemon's config;
  * with --dport it creates a channel of its own for that flow, which the
  * daemon removes when nc-dump exits. It is an isolated client, unless it
- * attaches to a static channel, measures latency (-L) or is told
- * --zero-copy: those take a zero-copy client. Only libnetchannel's API is used: copy
- * from here.
+ * measures latency (-L) or is told --zero-copy: those take a zero-copy
+ * client. Only libnetchannel's API is used: copy from here.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -64,7 +63,7 @@ usage(FILE *f)
 		   "      --touch     with -q: read each frame's first 64 bytes, as a consumer that\n"
 		   "                  looks at its headers would (a benchmark's fair share of work)\n"
 		   "      --zero-copy a zero-copy client (DPDK secondary process: root, or\n"
-		   "                  control.allow's zero_copy); --channel implies it\n"
+		   "                  control.allow's zero_copy)\n"
 		   "      --meter     with --dport: meter the channel at PPS packets a second, with a\n"
 		   "                  burst of BURST (default a tenth of a second's); red packets\n"
 		   "                  are dropped (the daemon counts them)\n"
@@ -233,8 +232,8 @@ parse_args(int argc, char **argv, struct dump_opts *op)
 		usage(stderr);
 		return 2;
 	}
-	/* A static channel's ring, and the rx timestamps, are in the daemon's memory. */
-	op->zero_copy |= op->channel != NULL || op->want_latency;
+	/* The rx timestamps are in the daemon's memory; a static channel is any client's. */
+	op->zero_copy |= op->want_latency;
 	return -1;
 }
 

@@ -140,6 +140,25 @@ is_gauge(const char *key)
 }
 
 /*
+ * Key k as a metric's name wants it: Prometheus' names spell their units out (promtool
+ * refuses an abbreviation), so the daemon's "interval_s" is interval_seconds and
+ * "loops_per_s" loops_per_second. @return k, or buf with the name
+ */
+static const char *
+base_units(const char *k, char *buf, size_t len)
+{
+	size_t kl = strlen(k);
+
+	if (kl > 6 && strcmp(k + kl - 6, "_per_s") == 0)
+		snprintf(buf, len, "%.*s_per_second", (int)(kl - 6), k);
+	else if (kl > 2 && strcmp(k + kl - 2, "_s") == 0)
+		snprintf(buf, len, "%.*s_seconds", (int)(kl - 2), k);
+	else
+		return k;
+	return buf;
+}
+
+/*
  * The objects of a port's whose keys are a label's values: its reasons, and
  * its policer's buckets (netchannel_port_police_dropped_total{bucket="arp"}).
  */
@@ -167,7 +186,7 @@ numbers(struct scrape *sc, const char *prefix, const json_t *o, const char *labe
 	json_t *v;
 
 	json_object_foreach((json_t *)o, k, v) {
-		char name[256], help[256], lab[512], esc[128];
+		char name[256], help[256], lab[512], esc[128], unit[128];
 
 		if (json_is_object(v)) {
 			const char *lb = label_of(by, label, k);
@@ -200,7 +219,8 @@ numbers(struct scrape *sc, const char *prefix, const json_t *o, const char *labe
 		bool seconds = kl > 8 && strcmp(k + kl - 8, "_seconds") == 0;
 		bool gauge = is_gauge(k) || json_is_boolean(v) || (json_is_real(v) && !seconds);
 		/* "_count" is a histogram's in Prometheus: a ring's occupancy is its packets. */
-		const char *as = strcmp(k, "ring_count") == 0 ? "ring_packets" : k;
+		const char *as = strcmp(k, "ring_count") == 0 ? "ring_packets" : base_units(k, unit,
+											sizeof(unit));
 
 		snprintf(name, sizeof(name), "%s_%s%s", prefix, as, gauge ? "" : "_total");
 		snprintf(help, sizeof(help), "%s: %s (docs/counters.md)", what, k);

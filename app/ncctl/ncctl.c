@@ -594,6 +594,13 @@ monitor(struct session *s, int argc, char **argv)
 		} else {
 			snprintf(line, sizeof(line), "show channel %s", channel);
 			chs = query(s, line, &err);
+			/* One named channel that is not there (any more) ends the monitor. */
+			if (err != 0) {
+				client_error(s->json, err, "monitor: channel %s: %s", channel,
+					     err == -ENOENT ? "no such channel" : nc_strerror(err));
+				json_decref(snap);
+				return 1;
+			}
 		}
 		if (json_is_object(chs)) {         /* one channel */
 			json_t *a = json_array();

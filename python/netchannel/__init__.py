@@ -24,6 +24,7 @@ on. ::
 """
 import ctypes
 import errno
+import ipaddress
 import os
 import time
 
@@ -139,7 +140,17 @@ class _ClientInfo(_Sized):
 
 
 def _load():
-    lib = ctypes.CDLL(os.environ.get("NETCHANNEL_LIB", "libnetchannel.so.0"), use_errno=True)
+    name = os.environ.get("NETCHANNEL_LIB", "libnetchannel.so.0")
+    try:
+        lib = ctypes.CDLL(name, use_errno=True)
+    except OSError as e:
+        where = ("as NETCHANNEL_LIB says" if "NETCHANNEL_LIB" in os.environ else
+                 "looked for where the dynamic linker looks: the system's libraries and "
+                 "LD_LIBRARY_PATH (" + (os.environ.get("LD_LIBRARY_PATH") or "unset") + ")")
+        raise ImportError(f"netchannel: cannot load libnetchannel {name!r} ({where}): {e}. "
+                          "Install netchanneld, or run from a build tree with "
+                          "'meson devenv -C BUILD', or set NETCHANNEL_LIB to the library "
+                          "(BUILD/lib/netchannel/libnetchannel.so.0)") from None
     p, i, sz = ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t
     for name, res, args in (
             ("nc_connect", p, [ctypes.c_char_p, ctypes.c_uint]),
@@ -173,6 +184,67 @@ def _load():
 
 
 _lib = _load()
+
+
+_PROTOS = {"tcp": 6, "udp": 17, "icmp": 1, "icmpv6": 58, "udplite": 136, "sctp": 132}
+_PORT_RANGE = 1                                         # NC_PORT_RANGE
+_PRIORITY_MAX = 0xffffff                                # NC_PRIORITY_MAX
+
+
+def _prefix(what, value):
+    """An address or prefix ("192.0.2.0/24", "2001:db8::1", an ipaddress object) as a
+    network, with a ValueError naming what it is for."""
+    try:
+        return ipaddress.ip_network(value, strict=False)
+    except (ValueError, TypeError) as e:
+        raise ValueError(f"{what}: {value!r} is not an address or prefix ({e})") from None
+
+
+def _ports(what, value):
+    """A port (53), a range ((5000, 5099) or "5000-5099") or None (any), as a _Port."""
+    if value is None:
+        return _Port()
+    try:
+        if isinstance(value, str):
+            lo, _, hi = value.partition("-")
+            lo, hi = int(lo), int(hi or lo)
+        elif isinstance(value, (tuple, list)):
+            lo, hi = (int(v) for v in value)
+        else:
+            lo = hi = int(value)
+    except (ValueError, TypeError):
+        raise ValueError(f"{what}: {value!r} is not a port, a (lo, hi) pair or 'lo-hi'") from None
+    if not 0 <= lo <= hi <= 65535:
+        raise ValueError(f"{what}: {value!r} is not a range within 0..65535")
+    return _Port(lo=lo, hi=hi, kind=_PORT_RANGE)
+
+
+def _rule(dport=None, proto="udp", dst=None, src=None, sport=None, priority=0):
+    """struct nc_rule of a channel's match, as the config's channels[].match has it: proto a
+    name or number (None: any), dst and src addresses or prefixes of one family, dport and
+    sport ports or ranges, priority 0..0xffffff."""
+    r = _Rule()
+    if proto is not None:
+        p = proto
+        if isinstance(proto, str):
+            p = int(proto) if proto.isdigit() else _PROTOS.get(proto, proto)
+        if not isinstance(p, int) or not 0 <= p <= 255:
+            raise ValueError(f"proto: {proto!r} is not one of {sorted(_PROTOS)} or 0..255")
+        r.proto, r.proto_mask = p, 0xff
+    nets = {k: _prefix(k, v) for k, v in (("dst", dst), ("src", src)) if v is not None}
+    families = {n.version for n in nets.values()}
+    if len(families) > 1:
+        raise ValueError(f"dst and src are of two families: {dst!r}, {src!r}")
+    r.family = families.pop() if families else 0   # NC_AF_INET 4, NC_AF_INET6 6, NC_AF_ANY 0
+    for k, n in nets.items():
+        raw = n.network_address.packed
+        setattr(r, k, (ctypes.c_uint8 * 16)(*raw))
+        setattr(r, f"{k}_len", n.prefixlen)
+    r.dport, r.sport = _ports("dport", dport), _ports("sport", sport)
+    if not isinstance(priority, int) or not 0 <= priority <= _PRIORITY_MAX:
+        raise ValueError(f"priority: {priority!r} is not within 0..{_PRIORITY_MAX}")
+    r.priority = priority
+    return r
 
 
 def version():
@@ -381,13 +453,17 @@ class Client:
         """A one_ring client asks to be woken: False when armed, True when packets wait."""
         return _check(_lib.nc_client_arm(self._h), "arm the client") == 1
 
-    def create(self, name, dport, proto="udp", dst=None, tx=False, ring_size=0, meter=None):
-        """A channel of this client's own for proto (tcp, udp, udplite, sctp or a number)
-        to dst (an address or prefix, or None for any) port dport; tx lets it send; meter
-        (a dict of the config's channels[].meter keys) meters it (Channel.set_meter())."""
-        rule = _Rule()
-        _check(_lib.nc_rule_flow(ctypes.byref(rule), proto.encode(),
-                                 dst.encode() if dst else None, dport), f"rule of {name}")
+    def create(self, name, dport=None, proto="udp", dst=None, tx=False, ring_size=0,
+               meter=None, src=None, sport=None, priority=0):
+        """A channel of this client's own, for the flows its match names, as the config's
+        channels[].match does: proto (tcp, udp, icmp, icmpv6, udplite, sctp, a number, or
+        None for any), dst and src (an address or prefix, IPv4 or IPv6, one family; None:
+        any), dport and sport (a port, a (lo, hi) pair or "lo-hi"; None: any), priority
+        (0..0xffffff; the higher wins where matches overlap). tx lets it send; meter (a dict
+        of the config's channels[].meter keys) meters it (Channel.set_meter()). A bad value
+        raises ValueError naming it."""
+        rule = _rule(dport=dport, proto=proto, dst=dst, src=src, sport=sport,
+                     priority=priority)
         opts = _Opts(tx=1 if tx else 0, ring_size=ring_size)
         if meter is not None:
             m = _meter(meter)

@@ -620,7 +620,10 @@ main(int argc, char **argv)
 	ch = strcmp(argv[2], "create") == 0 ? nc_channel_create(c, argv[3], &rule, NULL) :
 					      nc_channel_attach(c, argv[3]);
 	if (ch == NULL) {
-		printf("channel %s: %s\n", argv[3], nc_strerror(errno));
+		int err = errno;
+
+		printf("channel %s: %s%s%s\n", argv[3], nc_strerror(err),
+		       *nc_last_reason() ? ": " : "", nc_last_reason());
 		nc_disconnect(c);
 		return 2;
 	}

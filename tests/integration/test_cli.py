@@ -217,6 +217,13 @@ class Cli(T.DaemonCase):
                          rf"DPDK {re.escape(dpdk)}\b", r.stdout)
             self.assertIsNotNone(m, r.stdout)
             described.add(m.group(2))
+        # udpbench, the kernel's side of the benchmarks, has no DPDK to name.
+        r = subprocess.run([os.path.join(T.BUILD, "app/bench/udpbench"), "--version"],
+                           capture_output=True, text=True, timeout=30)
+        self.assertEqual((r.returncode, r.stderr), (0, ""))
+        m = re.match(rf"udpbench \(netchanneld\) {re.escape(project)} \((\S+)\)$", r.stdout)
+        self.assertIsNotNone(m, r.stdout)
+        described.add(m.group(1))
         self.assertEqual(len(described), 1, "one build, one git describe")
         # The release is the libraries' too: libX.so.0 -> libX.so.RELEASE, and NEWS has it.
         for lib in ("netchannel/netchannel", "netchannel/netchannel_zc", "trie/nctrie"):
@@ -263,7 +270,7 @@ class Cli(T.DaemonCase):
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         for cmd, msg in (("channel create web proto tcp dport 99", "a channel named 'web' exists"),
                          ("channel create web2 proto tcp dst 192.0.2.1 dport 80-81 priority 5",
-                          "same rule and priority"),
+                          f"channel web ({ch['id']}) has the same rule and priority"),
                          ("channel create x dport 70000", "dport"),
                          ("channel create x proto tcp dport", "a value is missing"),
                          ("channel create x colour blue", "unknown option 'colour'"),
@@ -465,11 +472,9 @@ class Cli(T.DaemonCase):
                      what="fw113's flow missing, and dns still hit")
         self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
 
-    def test_prometheus_exporter(self):
-        """nc-exporter serves /metrics in Prometheus' text format: promtool finds nothing
-        wrong with it, and what it says is what was sent (the dns channel's 60 hits, the
-        port's 100 packets); another path is 404; with the daemon gone, netchannel_up 0."""
-        self.start()
+    def exporter(self):
+        """nc-exporter on the daemon's socket, serving: a function that GETs a path from it,
+        (status, content type, body), and the exporter's process."""
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             port = s.getsockname()[1]
@@ -485,6 +490,123 @@ class Cli(T.DaemonCase):
                     return r.status, r.headers["Content-Type"], r.read().decode()
             except urllib.error.HTTPError as e:
                 return e.code, None, ""
+        return get, p
+
+    def test_exporter_after_rate_intervals_under_traffic(self):
+        """A scrape taken after 5 s of traffic, when every rate has been sampled over several
+        intervals, passes promtool check metrics: rates and intervals are named in base
+        units (netchannel_worker_rates_loops_per_second, ..._interval_seconds)."""
+        self.start(infinite=True)
+        get, _ = self.exporter()
+        t0 = time.monotonic()
+        T.wait_until(lambda: time.monotonic() - t0 >= 5 and
+                     self.js("show port stats wire0")[0]["rx"] > 0, timeout=30,
+                     what="5 s of traffic")
+        status, _, text = get("/metrics")
+        self.assertEqual(status, 200)
+        r = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True,
+                           text=True, timeout=30)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        names = {ln.split("{")[0].split(" ")[0] for ln in text.splitlines()
+                 if ln and not ln.startswith("#")}
+        self.assertIn("netchannel_worker_rates_loops_per_second", names)
+        self.assertIn("netchannel_worker_rates_interval_seconds", names)
+        self.assertGreater(len([n for n in names if n.endswith("_pps")]), 0, "no rates yet")
+
+    def test_monitor_a_channel_that_is_not_there(self):
+        """ncctl monitor channel NAME for a channel that is not there says so and exits 1,
+        in text and in JSON."""
+        self.start()
+        for js in (False, True):
+            r = subprocess.run([NCCTL, "-s", self.sock] + (["--json"] if js else []) +
+                               ["monitor", "channel", "nosuch", "-n", "1"],
+                               capture_output=True, text=True, timeout=30)
+            self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+            if js:
+                self.assertEqual(json.loads(r.stdout)["error"],
+                                 "monitor: channel nosuch: no such channel")
+            else:
+                self.assertEqual(r.stderr, "ncctl: monitor: channel nosuch: no such channel\n")
+                self.assertNotIn("too many", r.stdout)
+
+    def test_python_create_takes_the_whole_match(self):
+        """The Python package's create() takes a channel's whole match (proto, dst and src
+        prefixes of either family, port ranges, priority; proto None for any), the daemon
+        holds the rule it was given, and bad values raise ValueError naming the field."""
+        self.start()
+        script = r"""
+import netchannel, sys
+with netchannel.Client(sys.argv[1]) as c:
+    c.create("web6", proto="tcp", dst="2001:db8::/64", src="2001:db8:1::7", dport=(80, 81),
+             sport="1000-2000", priority=5)
+    c.create("any4", proto=None, dst="198.51.100.0/24", priority=9)
+    c.create("num", proto="132", dport=2905)
+    for bad in (dict(dport=70000), dict(dport="x"), dict(proto="gre"), dict(priority=2 ** 24),
+                dict(dst="10.0.0.0/8", src="2001:db8::1"), dict(src="no-address")):
+        try:
+            c.create("bad", **bad)
+            print("accepted", bad)
+        except ValueError as e:
+            print("ValueError", e)
+    print("ready", flush=True)
+    sys.stdin.read()
+"""
+        p = subprocess.Popen(["/usr/bin/python3", "-c", script, self.sock], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                             env=T.package_env())
+        self.addCleanup(lambda: p.poll() is None and (p.kill(), p.wait()))
+        out = []
+        for line in p.stdout:
+            out.append(line.strip())
+            if line.startswith("ready"):
+                break
+        rules = {ch["name"]: ch["rule"] for ch in self.js("show channel all")}
+        p.stdin.close()
+        p.wait(30)
+        self.assertEqual(out, [
+            "ValueError dport: 70000 is not a range within 0..65535",
+            "ValueError dport: 'x' is not a port, a (lo, hi) pair or 'lo-hi'",
+            "ValueError proto: 'gre' is not one of ['icmp', 'icmpv6', 'sctp', 'tcp', 'udp', "
+            "'udplite'] or 0..255",
+            "ValueError priority: 16777216 is not within 0..16777215",
+            "ValueError dst and src are of two families: '10.0.0.0/8', '2001:db8::1'",
+            "ValueError src: 'no-address' is not an address or prefix ('no-address' does not "
+            "appear to be an IPv4 or IPv6 network)",
+            "ready"])
+        self.assertEqual(rules["web6"], "ipv6 proto 6 dst 2001:db8::/64 src 2001:db8:1::7/128 "
+                                        "dport 80-81 sport 1000-2000 priority 5")
+        self.assertEqual(rules["any4"], "ipv4 dst 198.51.100.0/24 priority 9")
+        self.assertEqual(rules["num"], "any proto 132 dport 2905 priority 0")
+
+    def test_calls_and_scrapes_log_nothing(self):
+        """Ordinary ncctl calls and Prometheus scrapes leave no line in the daemon's log (they
+        are at debug); a client that held a channel still leaves its line when it goes."""
+        self.start()
+        get, _ = self.exporter()
+        before = self.daemon.output()
+        for _ in range(5):
+            self.ncctl("show port stats all")
+            self.assertEqual(get("/metrics")[0], 200)
+        self.ncctl("channel create tmp proto udp dport 5555", "channel destroy tmp")
+        lines = self.daemon.output()[len(before):].splitlines()
+        self.assertEqual([ln for ln in lines if "closed," in ln], [], lines)
+        env = T.package_env()
+        # A client that goes holding its channel (the daemon removes it): said at info.
+        r = subprocess.run(["/usr/bin/python3", "-c", "import netchannel, os, sys\n"
+                            "c = netchannel.Client(sys.argv[1])\n"
+                            "c.create('held', dport=5556)\n"
+                            "os._exit(0)\n", self.sock],
+                           capture_output=True, text=True, env=env, timeout=30)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        T.wait_until(lambda: "closed, 1 channels removed" in self.daemon.output(),
+                     what="the line of a client that held a channel")
+
+    def test_prometheus_exporter(self):
+        """nc-exporter serves /metrics in Prometheus' text format: promtool finds nothing
+        wrong with it, and what it says is what was sent (the dns channel's 60 hits, the
+        port's 100 packets); another path is 404; with the daemon gone, netchannel_up 0."""
+        self.start()
+        get, p = self.exporter()
         status, ctype, text = get("/metrics")
         self.assertEqual(status, 200)
         self.assertTrue(ctype.startswith("text/plain; version=0.0.4"), ctype)
@@ -610,6 +732,15 @@ class Cli(T.DaemonCase):
         rl = tel("/netchannel/reload")
         self.assertEqual((rl["reloads"], rl["failures"], rl["last_time_seconds"]), (0, 0, 0))
         self.assertIn("/netchannel/stats", tel("/"))
+        # Decimal values (rates, shares, seconds asleep) come as their text, not left out.
+        T.wait_until(lambda: "workers/0/rates/busy_share" in tel("/netchannel/workers"),
+                     what="a worker's rates")
+        w = tel("/netchannel/workers")
+        for key in ("workers/0/asleep_seconds", "workers/0/rates/busy_share",
+                    "workers/0/rates/interval_s"):
+            self.assertIsInstance(w[key], str, key)
+            float(w[key])
+        self.assertGreater(float(w["workers/0/rates/interval_s"]), 0)
         self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
 
     def test_dumpcap(self):
@@ -625,6 +756,30 @@ class Cli(T.DaemonCase):
         for p in pkts:
             self.assertIn(p, self.frames)
         self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
+
+
+class Readme(unittest.TestCase):
+    def test_readme_tour_by_hand(self):
+        """The README's tour "by hand", run as a newcomer pastes it (the build tree's
+        binaries): it waits for the daemon's socket before its first client, nc-echo claims
+        port 7 (its channel is in ncctl's list), the kernel answers ping, and it ends with
+        nothing of its own left running."""
+        text = open(os.path.join(T.SRC, "README.md"), encoding="utf-8").read()
+        block = text.split("To do the same by hand:\n\n```sh\n", 1)[1].split("```", 1)[0]
+        lines = block.splitlines()
+        start = next(i for i, ln in enumerate(lines) if "netchanneld/netchanneld &" in ln)
+        first_client = next(i for i, ln in enumerate(lines) if "nc-echo" in ln)
+        self.assertTrue(any("-S /run/netchanneld/netchanneld.sock" in ln
+                            for ln in lines[start:first_client]),
+                        "the tour starts a client before the daemon's socket is there")
+        script = "set -e\n" + block.replace("build/", T.BUILD + "/")
+        self.addCleanup(subprocess.run, [os.path.join(T.SRC, "scripts/testbed.sh"), "down"],
+                        capture_output=True)
+        r = subprocess.run(["bash", "-c", script], cwd=T.SRC, capture_output=True, text=True,
+                           timeout=120)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("3 packets transmitted, 3 received", r.stdout)
+        self.assertIn("nc-echo-7", r.stdout)
 
 
 class Completion(unittest.TestCase):
@@ -647,6 +802,10 @@ class Completion(unittest.TestCase):
                          ['"show channel', '"show clients', '"show classifier', '"show capture',
                           '"show config'])
         self.assertIn('"reload', self.complete("ncctl", "ncctl", "-c", '"r'))
+        # Each of a command's alternatives: show port info|stats|xstats.
+        self.assertEqual(self.complete("ncctl", "ncctl", "-c", '"show port '),
+                         ['"show port info', '"show port stats', '"show port xstats'])
+        self.assertIn('"capture channel', self.complete("ncctl", "ncctl", "-c", '"cap'))
         self.assertIn('"channel destroy', self.complete("ncctl", "ncctl", "-c", '"'))
         self.assertEqual(self.complete("ncctl", "ncctl", "monitor", "ch"), ["channel"])
         self.assertEqual(self.complete("ncctl", "ncctl", "cap"), ["capture"])
@@ -695,6 +854,35 @@ main(void)
 
 
 class Install(unittest.TestCase):
+    def test_meson_devenv(self):
+        """meson devenv runs clients from the build tree: the Python package imports and
+        loads the build's libnetchannel, a C client builds with pkg-config against the
+        uninstalled libnetchannel.pc and runs, and netchannel-run is on PATH."""
+        lib = os.path.join(T.BUILD, "lib/netchannel/libnetchannel.so.0")
+        env = T.python_env(dict(os.environ), lib)
+        env.pop("PYTHONPATH", None)
+        env.pop("NETCHANNEL_LIB", None)
+
+        def devenv(*cmd):
+            r = subprocess.run(["meson", "devenv", "-C", T.BUILD] + list(cmd),
+                               capture_output=True, text=True, timeout=120, env=env)
+            self.assertEqual(r.returncode, 0, f"{cmd}: {r.stdout}{r.stderr}")
+            return r.stdout
+        self.assertEqual(devenv("/usr/bin/python3", "-c",
+                                "import netchannel; print(netchannel.version())").split()[0],
+                         json.loads(subprocess.run(
+                             ["meson", "introspect", "--projectinfo", T.BUILD],
+                             capture_output=True, text=True, check=True).stdout)["version"])
+        d = tempfile.mkdtemp(prefix="ncd_devenv_")
+        self.addCleanup(shutil.rmtree, d, ignore_errors=True)
+        with open(os.path.join(d, "v.c"), "w") as f:
+            f.write("#include <stdio.h>\n#include <netchannel.h>\n"
+                    "int main(void) { printf(\"%s\\n\", nc_version()); return 0; }\n")
+        out = devenv("sh", "-c", f"cc -o {d}/v {d}/v.c $(pkg-config --cflags --libs "
+                                 f"libnetchannel) && {d}/v")
+        self.assertRegex(out, r"^\d+\.\d+\.\d+ \(")
+        self.assertIn("netchannel-run", devenv("netchannel-run", "--version"))
+
     def test_meson_install(self):
         """meson install into a DESTDIR: binaries, headers, libnetchannel and libnetchannel_zc
         with their pkg-config files (libnetchannel's names no DPDK), an example config that
@@ -719,7 +907,10 @@ class Install(unittest.TestCase):
                   "share/man/man8/ncctl.8", "share/man/man1/nc-dump.1",
                   "share/man/man1/nc-echo.1", "share/man/man1/nc-exporter.1",
                   "share/bash-completion/completions/ncctl",
-                  "share/bash-completion/completions/netchanneld"):
+                  "share/bash-completion/completions/netchanneld",
+                  "bin/netchannel-run", "share/man/man1/netchannel-run.1",
+                  "share/doc/netchanneld/docs/preload.md",
+                  os.path.join(opt["libdir"], "libnetchannel_preload.so")):
             self.assertTrue(os.path.exists(os.path.join(root, f)), f)
         # Only the public headers: the wire format is no one's to build against.
         self.assertEqual(sorted(os.listdir(os.path.join(root, "include"))),

@@ -371,6 +371,27 @@ class Isolated(T.DaemonCase):
         c.close()
         self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
 
+    def test_nc_dump_attaches_as_an_isolated_client(self):
+        """nc-dump --channel, as uid 65534 (whom control.allow names, without zero_copy), on a
+        static channel it may attach to: an isolated client, it prints the channel's packets.
+        Asked for --zero-copy, it is refused, and told it is zero_copy it lacks."""
+        self.start(self.frames([("203.0.113.3", 2003, 6000)], "static"),
+                   channels=[{"name": "hi", "match": {"proto": "udp", "dport": 6000},
+                              "attach": [{"uid": 65534}]}])
+        p = self.nobody("nc-dump", "-s", self.sock, "--channel", "hi", "-c", "3")
+        out = self.finish(p)
+        self.assertEqual(p.returncode, 0, out)
+        self.assertEqual(len([ln for ln in out.splitlines()
+                              if re.match(r"^203\.0\.113\.3\.2003 > 192\.0\.2\.1\.6000 proto 17 "
+                                          r"len ", ln)]), 3, out)
+        p = self.nobody("nc-dump", "-s", self.sock, "--channel", "hi", "--zero-copy", "-c", "1")
+        out = self.finish(p)
+        self.assertEqual(p.returncode, 1, out)
+        self.assertIn("uid 65534 may not be a zero-copy client (a DPDK secondary process in the "
+                      "daemon's memory): that takes control.allow's zero_copy; an isolated "
+                      "client does not", out)
+        self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
+
     def test_static_channel_destroyed_under_its_consumers(self):
         """A static channel has one consumer at a time, isolated or zero-copy (EBUSY for the
         next). Destroyed by the operator, its consumers' next receive fails with ESTALE, and
@@ -396,8 +417,8 @@ class Isolated(T.DaemonCase):
         # A line a packet: to a file, which no pipe's size can stall.
         zc_out = os.path.join(self.w, "nc-dump.out")
         with open(zc_out, "w") as f:
-            zc = subprocess.Popen([dump, "-s", self.sock, "--channel", "s9001"], stdout=f,
-                                  stderr=subprocess.STDOUT)
+            zc = subprocess.Popen([dump, "-s", self.sock, "--channel", "s9001", "--zero-copy"],
+                                  stdout=f, stderr=subprocess.STDOUT)
         self.procs.append(zc)
         deadline = time.time() + 20
         while "> 192.0.2.1.9001" not in open(zc_out).read() and time.time() < deadline:

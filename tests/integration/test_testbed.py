@@ -391,6 +391,8 @@ class TestBed(Bed):
         self.assertEqual(ch["counters"]["delivered"], 100)
         self.assertEqual(ch["counters"]["tx"], 100)
         self.assertEqual(ch["counters"]["tx_spoofed"] + ch["counters"]["tx_no_neigh"], 0)
+        # nc-echo (an isolated client) answered every one: none is in its ring still.
+        self.assertEqual(ch["ring_count"], 0, "in ring: what the client has not taken")
         port = self.ncctl("show port stats wire0")[0]
         self.assertEqual(port["client_tx"], 100)
         self.assertTrue(T.accounting_ok(port), port)

@@ -283,6 +283,12 @@ size_t ncd_ring_memsize(uint32_t ring_size);
 int32_t ncd_channel_shadowed(const struct ncd *d, const struct nc_trie_rule *r, uint32_t from);
 
 /**
+ * The channel whose rule is r's, priority included: the one that holds the flows a new
+ * channel with r could not have (ncd_channel_add()'s -EBUSY). @return its id, or -1
+ */
+int32_t ncd_channel_same_rule(const struct ncd *d, const struct nc_trie_rule *r);
+
+/**
  * An isolated client attaches to a static deliver channel: from now on the
  * workers copy its packets into a ring of the client's region, not onto its
  * own ring (control thread). One such client at a time.

@@ -423,6 +423,14 @@ uint32_t
 ncd_region_rx_count(const struct ncd_region *rg, int ring)
 {
 	const struct ncd_region_ring *q = &rg->rx[ring];
+	uint32_t own = __atomic_load_n(&q->own, __ATOMIC_RELAXED);
+	uint32_t seen = __atomic_load_n(&q->seen, __ATOMIC_RELAXED);
+	uint32_t t = __atomic_load_n(&q->c->tail, __ATOMIC_ACQUIRE);
 
-	return q->own - q->seen;
+	/*
+	 * The worker reads the client's tail only when its ring runs short, so its last
+	 * accepted one lags what the client took: the client's own is read here, and
+	 * believed only where the worker would believe it (a hostile one is not).
+	 */
+	return ncd_rc_tail_ok(seen, own, t) ? own - t : own - seen;
 }

@@ -126,7 +126,10 @@ ncd_region_limit(const struct ncd_region *rg, int ring, uint32_t ring_size)
 	return rg->one_ring || ring_size > rg->rx[ring].size ? rg->rx[ring].size : ring_size;
 }
 
-/** Packets on a channel's rx ring now (control thread's view, from its private index). */
+/**
+ * Packets on a channel's rx ring now that its client has not taken (the control thread's
+ * view: the client's tail as it is, where it is between the worker's indexes).
+ */
 uint32_t ncd_region_rx_count(const struct ncd_region *rg, int ring);
 
 /* Shared by the region's life (here) and the workers' copies (datapath/region.c). */

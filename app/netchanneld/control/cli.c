@@ -483,8 +483,14 @@ cmd_channel_create(struct cmd_ctx *x, char **argv, int argc, json_t **res)
 	id = ncd_channel_add(x->d, &cc, NCD_OWNER_OPERATOR, NCD_NS_ROOT, NULL);
 	if (id == -EEXIST)
 		return fail(x, id, "a channel named '%s' exists", cc.name);
-	if (id == -EBUSY)
+	if (id == -EBUSY) {
+		int32_t o = ncd_channel_same_rule(x->d, &cc.rule);
+
+		if (o >= 0)
+			return fail(x, id, "channel %s (%d) has the same rule and priority",
+				    x->d->channels[o]->name, o);
 		return fail(x, id, "another channel has the same rule and priority");
+	}
 	if (id == -ENOTSUP)
 		return fail(x, id, "a port requires offload and cannot offload this rule (the "
 			    "daemon's log says why)");

@@ -127,6 +127,9 @@ ncd_view_control(void)
 static void
 client_close(struct ncd *d, struct ncd_conn *c)
 {
+	/* Nothing held: an ncctl call or a scrape, which an operator does not want a line of. */
+	bool quiet = c->nchannels == 0 && c->nattached == 0;
+
 	/* It no longer runs (it closed, or was killed): its rings are drained from the tail. */
 	for (unsigned int i = 0; i < c->nchannels; i++) {
 		if (d->channels[c->channels[i]] != NULL)
@@ -135,8 +138,13 @@ client_close(struct ncd *d, struct ncd_conn *c)
 	}
 	while (c->nattached > 0)
 		ctl_detach(d, c, 0);
-	NCD_LOG_USER(INFO, c->cred.uid, "control: pid %d uid %u closed, %u channels removed",
-		     (int)c->cred.pid, c->cred.uid, c->nchannels);
+	/* Not through the user's rate limit: a debug line must not use up its info lines. */
+	if (quiet)
+		NCD_LOG(DEBUG, "control: pid %d uid %u closed, nothing held", (int)c->cred.pid,
+			c->cred.uid);
+	else
+		NCD_LOG_USER(INFO, c->cred.uid, "control: pid %d uid %u closed, %u channels removed",
+			     (int)c->cred.pid, c->cred.uid, c->nchannels);
 	c->nchannels = 0;
 	epoll_ctl(ncd_ctl.epoll_fd, EPOLL_CTL_DEL, c->fd, NULL);
 	close(c->fd);

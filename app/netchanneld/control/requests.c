@@ -175,6 +175,19 @@ do_create(struct ncd *d, struct ncd_conn *c, const struct nc_ctl_req *req, const
 	id = ncd_channel_add(d, &cc, c->slot, ncd_conn_ns(c), rg);
 	if (id == -ENOSPC && rg != NULL && !rg->one_ring)
 		return reply_rings_full(c, req, rg);
+	if (id == -EBUSY) {
+		/* Named to a user who may see it; another owner's only as such. */
+		int32_t o = ncd_channel_same_rule(d, &cc.rule);
+		int n = o < 0 ? snprintf(why, sizeof(why), "another channel has the same rule and "
+					 "priority") :
+			ncd_conn_sees(d, c, d->channels[o]) ?
+			snprintf(why, sizeof(why), "channel %s (%d) has the same rule and priority",
+				 d->channels[o]->name, o) :
+			snprintf(why, sizeof(why), "a channel of another owner has the same rule "
+				 "and priority");
+
+		return ctl_reply(c, req, id, why, (size_t)n);
+	}
 	if (id < 0)
 		return ctl_reply(c, req, id, NULL, 0);
 	c->channels[c->nchannels++] = (uint32_t)id;
@@ -507,8 +520,11 @@ ctl_do_hello(struct ncd *d, struct ncd_conn *c, const struct nc_ctl_req *req, co
 	if ((h.flags & NC_HELLO_F_ZEROCOPY) && !ctl_zero_copy_allowed(d, &c->cred)) {
 		NCD_LOG_USER(NOTICE, c->cred.uid, "control: pid %d uid %u refused zero-copy "
 			     "(control.allow's zero_copy)", (int)c->cred.pid, c->cred.uid);
-		ctl_reply(c, req, -EPERM, NULL, 0);
-		return -EPERM;
+		/* The user may well be a client: only this kind of one is refused. */
+		return hello_refuse(c, req, -EPERM, "uid %u may not be a zero-copy client (a DPDK "
+				    "secondary process in the daemon's memory): that takes "
+				    "control.allow's zero_copy; an isolated client does not",
+				    c->cred.uid);
 	}
 	nc_build_zc(build, sizeof(build));
 	/* A DPDK secondary process maps the daemon's memory: it must be of the daemon's build. */

@@ -5,7 +5,8 @@
  * two always agree. DPDK 22.11's telemetry values are one level deep (a dict
  * may hold arrays of numbers or strings, not dicts), so nested values are
  * flattened into path-like keys: "reasons/bad_csum", "wire0/stats/rx" (telemetry
- * names allow letters, digits, '_' and '/' only; other characters become '_').
+ * names allow letters, digits, '_' and '/' only; other characters become '_'), and
+ * reals, which it has no type for, into strings of their decimal value.
  *
  * The callbacks run on the telemetry thread: they take ncd.lock, which the
  * control thread holds while it changes channels and clients.
@@ -94,6 +95,14 @@ put(struct rte_tel_data *t, const char *key, const json_t *v)
 		else
 			rte_tel_data_add_dict_int(t, key, (int)json_integer_value(v));
 		break;
+	case JSON_REAL: {
+		/* DPDK 22.11's telemetry has no type for a real: a rate or a share goes as text. */
+		char num[32];
+
+		snprintf(num, sizeof(num), "%.6g", json_real_value(v));
+		rte_tel_data_add_dict_string(t, key, num);
+		break;
+	}
 	case JSON_TRUE:
 	case JSON_FALSE:
 		rte_tel_data_add_dict_u64(t, key, json_is_true(v));
