@@ -883,6 +883,28 @@ class Install(unittest.TestCase):
         self.assertRegex(out, r"^\d+\.\d+\.\d+ \(")
         self.assertIn("netchannel-run", devenv("netchannel-run", "--version"))
 
+    def test_python_says_which_library_it_looked_for(self):
+        """import netchannel without its library: an ImportError that names the file, where
+        it was looked for, and how to point at a build tree; not a bare OSError."""
+        env = dict(os.environ, PYTHONPATH=os.path.join(T.SRC, "python"))
+        for lib, where in (("/nonexistent/libnetchannel.so.0", "as NETCHANNEL_LIB says"),
+                           (None, "looked for where the dynamic linker looks")):
+            e = dict(env)
+            e.pop("LD_LIBRARY_PATH", None)
+            if lib is None:
+                e.pop("NETCHANNEL_LIB", None)
+            else:
+                e["NETCHANNEL_LIB"] = lib
+            r = subprocess.run(["/usr/bin/python3", "-c", "import netchannel"], env=e,
+                               capture_output=True, text=True, timeout=30)
+            if lib is None and r.returncode == 0:
+                continue            # an installed libnetchannel: nothing to say
+            last = r.stderr.strip().splitlines()[-1]
+            self.assertTrue(last.startswith("ImportError: netchannel: cannot load libnetchannel "
+                                            f"'{lib or 'libnetchannel.so.0'}' ({where}"), last)
+            self.assertIn("meson devenv -C BUILD", last)
+            self.assertIn("NETCHANNEL_LIB", last)
+
     def test_meson_install(self):
         """meson install into a DESTDIR: binaries, headers, libnetchannel and libnetchannel_zc
         with their pkg-config files (libnetchannel's names no DPDK), an example config that

@@ -178,15 +178,14 @@ do_create(struct ncd *d, struct ncd_conn *c, const struct nc_ctl_req *req, const
 	if (id == -EBUSY) {
 		/* Named to a user who may see it; another owner's only as such. */
 		int32_t o = ncd_channel_same_rule(d, &cc.rule);
-		int n = o < 0 ? snprintf(why, sizeof(why), "another channel has the same rule and "
-					 "priority") :
-			ncd_conn_sees(d, c, d->channels[o]) ?
-			snprintf(why, sizeof(why), "channel %s (%d) has the same rule and priority",
-				 d->channels[o]->name, o) :
-			snprintf(why, sizeof(why), "a channel of another owner has the same rule "
-				 "and priority");
 
-		return ctl_reply(c, req, id, why, (size_t)n);
+		if (o >= 0 && ncd_conn_sees(d, c, d->channels[o]))
+			snprintf(why, sizeof(why), "channel %s (%d) has the same rule and priority",
+				 d->channels[o]->name, o);
+		else
+			snprintf(why, sizeof(why), "%s has the same rule and priority",
+				 o >= 0 ? "a channel of another owner" : "another channel");
+		return ctl_reply(c, req, id, why, strlen(why));
 	}
 	if (id < 0)
 		return ctl_reply(c, req, id, NULL, 0);
