@@ -33,6 +33,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -94,6 +95,7 @@ class Bed:
     def down(self):
         self.stop_daemon()
         subprocess.run([TESTBED, "down", NAME], capture_output=True)
+        shutil.rmtree(self.work, ignore_errors=True)
 
     def start_daemon(self):
         cfg = {"eal": ["--lcores", f"0@{APP_CPU},1@{self.worker_cpu}", "--no-pci",
