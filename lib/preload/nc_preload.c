@@ -799,6 +799,15 @@ options_read(struct psock *s, int fd)
 		s->rcvtimeo_ms = (int64_t)tv.tv_sec * 1000 + tv.tv_usec / 1000;
 }
 
+/* Descriptor fd becomes another name of target's file, keeping its own close-on-exec. */
+static int
+replace_fd(int target, int fd)
+{
+	int fl = REAL(fcntl)(fd, F_GETFD);
+
+	return REAL(dup3)(target, fd, fl > 0 && (fl & FD_CLOEXEC) ? O_CLOEXEC : 0);
+}
+
 /*
  * Put socket fd (bound in the kernel already, and connected if it is) on
  * channels. 0: fd is the eventfd now, the kernel socket in s->kfd; else
@@ -811,7 +820,7 @@ offload(int fd)
 	socklen_t l = sizeof(local);
 	struct psock *s;
 	uint8_t addr[16];
-	int family, efd, fdflags, ret;
+	int family, efd, ret;
 	uint16_t port;
 
 	if (disabled || fd >= tabn)
@@ -856,7 +865,6 @@ offload(int fd)
 	}
 	s->efd = efd;
 	/* The kernel socket out of the way; the eventfd in its place, with its close-on-exec. */
-	fdflags = REAL(fcntl)(fd, F_GETFD);
 	s->kfd = REAL(fcntl)(fd, F_DUPFD_CLOEXEC, tabn / 2 > 64 ? tabn / 2 : 64);
 	if (s->kfd < 0)
 		s->kfd = REAL(fcntl)(fd, F_DUPFD_CLOEXEC, 0);
@@ -864,7 +872,7 @@ offload(int fd)
 		ret = -errno;
 		goto fail;
 	}
-	if (REAL(dup3)(efd, fd, fdflags > 0 && (fdflags & FD_CLOEXEC) ? O_CLOEXEC : 0) < 0) {
+	if (replace_fd(efd, fd) < 0) {
 		ret = -errno;
 		goto fail;
 	}
@@ -931,9 +939,7 @@ to_kernel(struct psock *s, int ours)
 	for (int k = 0; k < tabn; k++) {
 		if (tab[k] != s)
 			continue;
-		int fl = REAL(fcntl)(k, F_GETFD);
-
-		REAL(dup3)(s->kfd, k, fl > 0 && (fl & FD_CLOEXEC) ? O_CLOEXEC : 0);
+		replace_fd(s->kfd, k);
 		pthread_mutex_lock(&tab_mu);
 		tab[k] = NULL;
 		passed[k] = 1;
@@ -1001,13 +1007,9 @@ reown(struct psock *s, int child)
 	}
 	s->efd = efd;
 	s->gone = 0;
-	for (int k = 0; k < tabn; k++) {
-		if (tab[k] != s)
-			continue;
-		int fl = REAL(fcntl)(k, F_GETFD);
-
-		REAL(dup3)(efd, k, fl > 0 && (fl & FD_CLOEXEC) ? O_CLOEXEC : 0);
-	}
+	for (int k = 0; k < tabn; k++)
+		if (tab[k] == s)
+			replace_fd(efd, k);
 	say("socket port %u: on %d channel(s) of %s (pid %d, uid %u, priority +%u)", s->port, s->nch,
 	    child ? "a child" : "the new user", (int)s->pid, (unsigned int)geteuid(),
 	    s->prio_bump);
