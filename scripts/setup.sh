@@ -19,13 +19,14 @@ shift || true
 # (floods of UDP, ICMP and TCP SYNs at the exception path's policer).
 # Fuzzing: clang and its libFuzzer runtime (scripts/fuzz.sh, build-fuzz). The ABI check
 # (scripts/check_abi.py): abigail-tools (abidw, abidiff). Unmodified applications on the
-# preload library (test_preload.py, bench.sh apps): socat, sockperf, knot, kdig, dnsperf, dig.
+# preload library (test_preload.py, bench.sh apps): socat, sockperf, knot, kdig, dnsperf, dig,
+# nsd.
 packages=(
 	libdpdk-dev dpdk dpdk-dev meson ninja-build pkg-config gcc libc6-dev libmnl-dev
 	libjansson-dev check libnuma-dev libpcap-dev libmicrohttpd-dev libxdp-dev libbpf-dev
 	python3 python3-scapy gnuplot-nox iproute2 gawk
 	iputils-ping iperf3 ethtool prometheus hping3
-	socat sockperf knot knot-dnsutils dnsperf bind9-dnsutils
+	socat sockperf knot knot-dnsutils dnsperf bind9-dnsutils nsd
 	clang libclang-rt-14-dev abigail-tools
 )
 
