@@ -42,8 +42,9 @@ extern "C" {
  * - 5: HELLO carries each side's range and build; the region in two parts,
  *   the daemon's read-only (layout 2).
  * - 6: meters: CHANNEL_METER, and CHANNEL_CREATE's NC_CREATE_F_METER.
+ * - 7: shared channels of one user's connections: CHANNEL_CREATE's NC_CREATE_F_SHARED.
  */
-#define NC_CONTROL_PROTOCOL_VERSION 6
+#define NC_CONTROL_PROTOCOL_VERSION 7
 /** The oldest control protocol this build speaks. */
 #define NC_CONTROL_PROTOCOL_MIN 4
 #define NC_CTL_MAX_MSG 65536          /**< largest message either side sends */
@@ -168,6 +169,14 @@ struct nc_ctl_create {
 #define NC_CREATE_F_TX 0x1         /**< give the channel a transmit ring */
 /** A struct nc_ctl_meter (id 0) ends the body: the channel's meter (from version 6). */
 #define NC_CREATE_F_METER 0x2
+/**
+ * A deliver channel of an isolated client that its user's other connections
+ * may share, as sockets of one user share a port with SO_REUSEPORT (from
+ * version 7): one that asks for the same rule and priority with this flag
+ * joins it (the reply is the channel's), and each gets its share of the
+ * flows, by a hash of the flow. It lives while any of them holds it.
+ */
+#define NC_CREATE_F_SHARED 0x4
 
 /**
  * A channel's meter: CHANNEL_METER's body (for channel id), and the tail of

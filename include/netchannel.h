@@ -276,6 +276,17 @@ struct nc_channel_opts {
 	 * later; an older one: EOPNOTSUPP). nc_channel_set_meter() changes it.
 	 */
 	const struct nc_meter_opts *meter;
+	/**
+	 * Non-zero: a channel this user's other clients may share, as sockets
+	 * share a port with SO_REUSEPORT (an isolated client's deliver channel;
+	 * a daemon of control protocol 7 or later, an older one: EOPNOTSUPP).
+	 * A create with the same rule and priority, shared too, by another
+	 * connection of the same user joins it: nc_channel_id() is then the
+	 * channel's. Each consumer gets its share of the flows, by a hash of the
+	 * flow's addresses and ports; a flow stays with one consumer while the
+	 * consumers stay the same. The channel lives while any of them holds it.
+	 */
+	int shared;
 };
 
 /**
@@ -335,7 +346,8 @@ void nc_disconnect(struct nc_client *c);
  *   library does not know are set: nc_last_reason() names the struct),
  *   EPERM (control.allow does not let this user claim these ports), EEXIST
  *   (the name is taken), EBUSY (another channel has the same rule and
- *   priority), ENOSPC (too many channels), EPIPE (the daemon is gone).
+ *   priority, and is not a shared one of this user that opts.shared joins),
+ *   ENOSPC (too many channels), EPIPE (the daemon is gone).
  */
 struct nc_channel *nc_channel_create(struct nc_client *c, const char *name,
 				     const struct nc_rule *rule,
@@ -781,7 +793,7 @@ int nc_rule_flow(struct nc_rule *r, const char *proto, const char *dst, long dpo
 
 /**
  * The library's version: the release and the git describe of its build, as
- * "0.6.0 (v0.6.0-12-g1234abc)". Every tool's --version prints it.
+ * "0.7.0 (v0.7.0-12-g1234abc)". Every tool's --version prints it.
  */
 const char *nc_version(void);
 

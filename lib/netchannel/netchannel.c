@@ -709,6 +709,11 @@ create_request(struct nc_client *c, const char *name, const struct nc_rule *r,
 		return -EINVAL;
 	if (meter != NULL && meters_spoken(c) != 0)
 		return -EOPNOTSUPP;
+	if (opts != NULL && opts->shared && c->hello.version < 7) {
+		nc__reason("shared channels need control protocol 7; the daemon speaks %u",
+			   c->hello.version);
+		return -EOPNOTSUPP;
+	}
 	memset(&m, 0, sizeof(m));
 	strcpy(m.name, name);
 	rule_to_wire(r, &m.rule);
@@ -717,7 +722,7 @@ create_request(struct nc_client *c, const char *name, const struct nc_rule *r,
 		m.ring_size = opts->ring_size;
 		m.queue_bytes = opts->queue_bytes;
 		m.memory_limit_order = opts->memory_limit_order;
-		m.flags = opts->tx ? NC_CREATE_F_TX : 0;
+		m.flags = (opts->tx ? NC_CREATE_F_TX : 0) | (opts->shared ? NC_CREATE_F_SHARED : 0);
 		m.port = opts->port;
 	}
 	if (nat != NULL) {

@@ -102,6 +102,7 @@ struct psock {
 	int inherited;              /* after_fork_child()'s mark */
 	int family;                 /* of the socket */
 	int v6only;
+	int reuseport;              /* SO_REUSEPORT: its channels are shared with its user's others */
 	int nonblock;
 	int pktinfo4, pktinfo6;
 	int64_t rcvtimeo_ms;        /* SO_RCVTIMEO; 0: none */
@@ -120,7 +121,7 @@ struct psock {
 	uint16_t ip_id;
 	struct src_entry srcs[SRC_CACHE];
 	unsigned int src_next;
-	uint64_t bad_csum, bad_frame, not_peer, kernel_tx, kernel_rx;
+	uint64_t bad_csum, bad_frame, not_peer, kernel_tx, kernel_rx, chan_rx;
 };
 
 /* The real calls. */
@@ -693,6 +694,8 @@ channel_add(struct psock *s, int family, const uint8_t *addr, unsigned int ifind
 		r.sport = (struct nc_port){ .lo = pport, .hi = pport, .kind = NC_PORT_RANGE };
 		r.priority += 2;
 	}
+	/* SO_REUSEPORT: the group's sockets share the flows, as the kernel's; a connected one's own. */
+	o.shared = s->reuseport && !s->connected;
 	snprintf(name, sizeof(name), "pl%d.%u", (int)getpid(), atomic_fetch_add(&name_seq, 1));
 	c->ch = nc_channel_create(s->c, name, &r, &o);
 	if (c->ch == NULL)
@@ -751,10 +754,11 @@ psock_free(struct psock *s)
 	if (s->c != NULL) {
 		frame_release(s);
 		if (verbose && s->kfd >= 0)
-			say("socket port %u closed: %" PRIu64 " bad checksums, %" PRIu64
-			    " bad frames, %" PRIu64 " not from the connected peer, %" PRIu64
-			    " sent and %" PRIu64 " received by the kernel", s->port, s->bad_csum,
-			    s->bad_frame, s->not_peer, s->kernel_tx, s->kernel_rx);
+			say("socket port %u closed: %" PRIu64 " received on channels, %" PRIu64
+			    " bad checksums, %" PRIu64 " bad frames, %" PRIu64 " not from the "
+			    "connected peer, %" PRIu64 " sent and %" PRIu64 " received by the kernel",
+			    s->port, s->chan_rx, s->bad_csum, s->bad_frame, s->not_peer, s->kernel_tx,
+			    s->kernel_rx);
 		nc_disconnect(s->c);
 	}
 	if (s->kfd >= 0)
@@ -787,6 +791,9 @@ options_read(struct psock *s, int fd)
 	if (s->family == AF_INET6 &&
 	    REAL(getsockopt)(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v, &l) == 0)
 		s->v6only = v;
+	l = sizeof(v);
+	if (REAL(getsockopt)(fd, SOL_SOCKET, SO_REUSEPORT, &v, &l) == 0)
+		s->reuseport = v;
 	l = sizeof(v);
 	if (REAL(getsockopt)(fd, IPPROTO_IP, IP_PKTINFO, &v, &l) == 0)
 		s->pktinfo4 = v;
@@ -1222,6 +1229,7 @@ recv_once(struct psock *s, struct msghdr *msg, int flags)
 		n = deliver(s, &g, msg, flags);
 		if (!(flags & MSG_PEEK)) {
 			frame_release(s);
+			s->chan_rx++;
 			/* Take the next one ahead: none means the ring is empty (the top). */
 			if (!frame_take(s, &g))
 				rearm(s);

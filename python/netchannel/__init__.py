@@ -118,7 +118,8 @@ class _Opts(_Sized):
                 ("ring_size", ctypes.c_uint32), ("memory_limit_order", ctypes.c_uint32),
                 ("queue_bytes", ctypes.c_uint64), ("tx", ctypes.c_int),
                 ("port", ctypes.c_uint16), ("reserved", ctypes.c_uint16),
-                ("nat", ctypes.c_void_p), ("meter", ctypes.POINTER(_Meter))]
+                ("nat", ctypes.c_void_p), ("meter", ctypes.POINTER(_Meter)),
+                ("shared", ctypes.c_int)]
 
 
 class _Stats(_Sized):
@@ -454,17 +455,19 @@ class Client:
         return _check(_lib.nc_client_arm(self._h), "arm the client") == 1
 
     def create(self, name, dport=None, proto="udp", dst=None, tx=False, ring_size=0,
-               meter=None, src=None, sport=None, priority=0):
+               meter=None, src=None, sport=None, priority=0, shared=False):
         """A channel of this client's own, for the flows its match names, as the config's
         channels[].match does: proto (tcp, udp, icmp, icmpv6, udplite, sctp, a number, or
         None for any), dst and src (an address or prefix, IPv4 or IPv6, one family; None:
         any), dport and sport (a port, a (lo, hi) pair or "lo-hi"; None: any), priority
         (0..0xffffff; the higher wins where matches overlap). tx lets it send; meter (a dict
-        of the config's channels[].meter keys) meters it (Channel.set_meter()). A bad value
-        raises ValueError naming it."""
+        of the config's channels[].meter keys) meters it (Channel.set_meter()). shared lets
+        this user's other clients that create the same match and priority, shared too, join
+        it and take their share of its flows, as sockets do with SO_REUSEPORT (the channel's
+        id is then the first one's). A bad value raises ValueError naming it."""
         rule = _rule(dport=dport, proto=proto, dst=dst, src=src, sport=sport,
                      priority=priority)
-        opts = _Opts(tx=1 if tx else 0, ring_size=ring_size)
+        opts = _Opts(tx=1 if tx else 0, ring_size=ring_size, shared=1 if shared else 0)
         if meter is not None:
             m = _meter(meter)
             opts.meter = ctypes.pointer(m)

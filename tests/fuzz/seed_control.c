@@ -146,6 +146,7 @@ main(int argc, char **argv)
 	create("dns", 4, 17, 32, 1, 53, 53, 0);
 	create("web6", 6, 6, 32, 1, 80, 443, NC_CREATE_F_TX);
 	create("mask", 0, 17, 0, 2, 0x1000, 0xf000, 0);
+	create("grp", 4, 17, 32, 1, 5000, 5000, NC_CREATE_F_SHARED);
 	create_nat(NC_NAT_F_DST | NC_NAT_F_DPORT | NC_NAT_F_REVERSE, 8080);
 	create_nat(NC_NAT_F_SRC | NC_NAT_F_SPORT | NC_NAT_F_VIA | NC_NAT_F_PORT, 9000);
 	memset(&nm, 0, sizeof(nm));

@@ -96,7 +96,8 @@ with netchannel.Client(sys.argv[1]) as c:
     ch.send(b"reply:" + f)
     meter = []
     for call in (lambda: c.create("m", 5001, meter={"pps": 10, "burst": 1}),
-                 lambda: ch.set_meter({"pps": 10, "burst": 1})):
+                 lambda: ch.set_meter({"pps": 10, "burst": 1}),
+                 lambda: c.create("g", 5001, shared=True)):
         try:
             call()
         except netchannel.NetchannelError as e:
@@ -262,7 +263,7 @@ class Compat(T.DaemonCase):
                            capture_output=True, text=True, timeout=30, env=T.package_env())
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(json.loads(r.stdout), {
-            "control_protocol": 6, "daemon_min_protocol": 4, "daemon_max_protocol": 6,
+            "control_protocol": 7, "daemon_min_protocol": 4, "daemon_max_protocol": 7,
             "region_layout": 2, "daemon_build": build})
         self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
 
@@ -287,9 +288,12 @@ class Compat(T.DaemonCase):
                                        "daemon_build": ""})
         self.assertEqual(out["frame"], frame.hex())
         self.assertEqual(out["stats"], dict(zip(W.CHANNEL_STATS_FIELDS, stats)))
-        # Meters are version 6's: refused here, and that daemon is asked nothing.
+        # Meters are version 6's, shared channels 7's: refused here, and that daemon is asked
+        # nothing.
         self.assertEqual(out["meter"], [[errno.EOPNOTSUPP, "meters need control protocol 6; "
-                                         "the daemon speaks 4"]] * 2)
+                                         "the daemon speaks 4"]] * 2 +
+                         [[errno.EOPNOTSUPP, "shared channels need control protocol 7; the "
+                                             "daemon speaks 4"]])
         self.assertEqual(old.hellos, [W.HELLO_BODY.size, V.HELLO_BODY.size])
         T.wait_until(lambda: old.sent, what="the frame on the stand-in's tx ring")
         self.assertEqual(old.sent, [b"reply:" + frame])

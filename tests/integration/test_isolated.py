@@ -26,14 +26,10 @@ from nc_wire import CLI_F_JSON, Ctl, STATS  # noqa: E402
 
 NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
 
-# A consumer of a static channel (the Python package). Each line on stdin: receive that many
-# frames, then print the UDP source ports of all but the first 300 (JSON: what was queued
-# before is at most a ring, 256) and how many came; or "error ERRNO" when a receive fails.
-CONSUMER = """
-import json, netchannel, sys
-with netchannel.Client(sys.argv[1]) as c:
-    ch = c.attach(sys.argv[2])
-    print("attached", flush=True)
+# A client's loop over the lines on stdin (in its with block, on channel ch): for each, receive
+# that many frames, then print the UDP source ports of all but the first 300 (JSON: what was
+# queued before is at most a ring, 256) and how many came; or "error ERRNO" when a receive fails.
+TAKE = """
     for line in sys.stdin:
         sports = []
         try:
@@ -47,6 +43,28 @@ with netchannel.Client(sys.argv[1]) as c:
             continue
         print(json.dumps(sorted(set(sports[300:]))), len(sports), flush=True)
 """
+# A consumer of a static channel (the Python package).
+CONSUMER = """
+import json, netchannel, sys
+with netchannel.Client(sys.argv[1]) as c:
+    ch = c.attach(sys.argv[2])
+    print("attached", flush=True)
+""" + TAKE
+
+# A member of a shared group (the Python package): creates channel argv[2] for udp port 6100,
+# shared if argv[3] is 1, asks for its eventfd and counters, and says its id (or why not); then
+# takes frames as CONSUMER does.
+GROUP = """
+import json, netchannel, sys
+with netchannel.Client(sys.argv[1]) as c:
+    try:
+        ch = c.create(sys.argv[2], 6100, shared=sys.argv[3] == "1")
+    except netchannel.NetchannelError as x:
+        print("refused", x.errno, x, flush=True)
+        sys.exit(0)
+    ch.fileno(), ch.stats()            # a member's eventfd and counters, as the maker's
+    print("created", ch.id, flush=True)
+""" + TAKE
 
 # Clients beyond a shared channel's 16 consumers: attaches until one is refused.
 CROWD = """
@@ -530,6 +548,70 @@ class Isolated(T.DaemonCase):
         self.assertEqual(c.cli("channel destroy sh", CLI_F_JSON)[0], 0)
         self.assertIn(f"error {errno.ESTALE}", self.take(a, 100000))
         self.finish(a)
+        c.close()
+        self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
+        port = self.daemon.read_stats()["ports"][0]
+        self.assertTrue(T.accounting_ok(port), port)
+
+    def member(self, name, shared=True):
+        """A client of uid 65534 making channel name for udp 6100 (shared), once it says how
+        that went: (the process, its line)."""
+        p = subprocess.Popen(NOBODY + ["/usr/bin/python3", "-c", GROUP, self.sock, name,
+                                       "1" if shared else "0"],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True, env=T.package_env())
+        self.procs.append(p)
+        line = p.stdout.readline().strip()
+        while line and not line.startswith(("created", "refused")):
+            line = p.stdout.readline().strip()
+        return p, line
+
+    def test_shared_group_of_one_user(self):
+        """Clients of one user (uid 65534) that each create a channel with the same match and
+        priority, shared, share one channel, as sockets with SO_REUSEPORT do: each gets whole
+        flows, no flow reaches two, together every flow. Another user's, or one not shared,
+        is refused. When its maker goes, the channel passes to the other, which gets every
+        flow; when the last goes, the channel goes."""
+        sports = list(range(3000, 3016))
+        flows = [("203.0.113.4", sp, 6100) for sp in sports] * 64
+        random.Random(7).shuffle(flows)
+        self.start(self.frames(flows, "group"),
+                   region={"rx_ring_size": 256, "rx_buffers": 512, "tx_ring_size": 64},
+                   control={"allow": [{"uid": 0}, {"uid": 65534, "dport": "6100"}]})
+        c = Ctl(self.sock)
+        c.hello(flags=W.HELLO_F_CONTROL)
+
+        def show(name):
+            status, body = c.cli(f"show channel {name}", CLI_F_JSON)
+            return json.loads(body) if status == 0 else None
+        a, la = self.member("ga")
+        b, lb = self.member("gb")
+        self.assertTrue(la.startswith("created "), la)
+        self.assertEqual(la, lb, "b joined a's channel")
+        ch = show("ga")
+        self.assertEqual((ch["owner"]["pid"], len(ch["consumers"]["attached"])), (a.pid, 2), ch)
+        self.assertIsNone(show("gb"), "no channel of b's own")
+        fa, fb = self.take(a, 4000), self.take(b, 4000)
+        self.assertTrue(fa and fb, (fa, fb))
+        self.assertEqual(fa & fb, set(), "a flow reached both consumers")
+        self.assertEqual(fa | fb, set(sports))
+        # Not shared: refused, saying how to join. Another user (root) may not join.
+        p, line = self.member("solo", shared=False)
+        self.assertTrue(line.startswith(f"refused {errno.EBUSY} "), line)
+        self.assertIn(f"channel ga ({la.split()[1]}) has the same rule and priority; it is "
+                      "shared: a channel created shared joins it", line)
+        r = subprocess.run(["/usr/bin/python3", "-c", GROUP, self.sock, "root", "1"],
+                           input="", capture_output=True, text=True, timeout=30,
+                           env=T.package_env())
+        self.assertTrue(r.stdout.startswith(f"refused {errno.EBUSY} "), r.stdout + r.stderr)
+        # Its maker goes: the channel is b's, with every flow.
+        self.finish(a)
+        T.wait_until(lambda: (show("ga") or {}).get("owner", {}).get("pid") == b.pid,
+                     timeout=10, what="the channel passing to b")
+        self.assertEqual(len(show("ga")["consumers"]["attached"]), 1)
+        self.assertEqual(self.take(b, 4000), set(sports))
+        self.finish(b)
+        T.wait_until(lambda: show("ga") is None, timeout=10, what="the channel gone with b")
         c.close()
         self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
         port = self.daemon.read_stats()["ports"][0]

@@ -112,6 +112,46 @@ for k in kids:
     os.waitpid(k, 0)
 """
 
+# Two sockets bound to HOST:PORT with SO_REUSEPORT, read through select until N datagrams
+# came (or 10 s of nothing); prints, as JSON, each socket's peers' source ports, and the total.
+REUSEPORT = r"""
+import json, select, socket, sys
+host, port, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+socks = []
+for _ in range(2):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    s.bind((host, port))
+    socks.append(s)
+print("ready", flush=True)
+got, total = [set(), set()], 0
+while total < n:
+    ready = select.select(socks, [], [], 10)[0]
+    if not ready:
+        break
+    for s in ready:
+        got[socks.index(s)].add(s.recvfrom(2048)[1][1])
+        total += 1
+print(json.dumps({"ports": [sorted(g) for g in got], "total": total}), flush=True)
+for s in socks:
+    s.close()
+"""
+
+# The peer: FLOWS sockets (source ports of the kernel's choosing) each send EACH datagrams to
+# HOST:PORT, in turns; prints the source ports as JSON.
+PEER_FLOWS = r"""
+import json, socket, sys, time
+host, port, flows, each = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+socks = [socket.socket(socket.AF_INET, socket.SOCK_DGRAM) for _ in range(flows)]
+for s in socks:
+    s.bind(("", 0))
+for k in range(each):
+    for s in socks:
+        s.sendto(b"flow %d" % k, (host, port))
+    time.sleep(0.01)
+print(json.dumps(sorted(s.getsockname()[1] for s in socks)))
+"""
+
 # A client that sends before it binds (the kernel binds it at the first send): "hello" to the
 # peer's UDP server, and prints what comes back.
 SEND_FIRST = r"""
@@ -565,6 +605,36 @@ class Programs(Preload):
         self.assertEqual(steps[8][0]["src"], "::ffff:10.99.0.2")
         self.assertEqual(steps[9][0]["info"]["addr"], "fd99::1")
 
+    def test_reuseport_group_shares_the_flows(self):
+        """Two sockets of one program bound to one port with SO_REUSEPORT, and 32 flows from
+        the peer: each socket gets whole flows, no flow reaches both, together they get every
+        datagram, with the library as the kernel does it. With it, the two sockets' channels
+        are one shared channel with two consumers."""
+        e = self.env
+        for preload in (False, True):
+            with self.subTest(preload=preload):
+                p = self.program(["/usr/bin/python3", "-u", "-c", REUSEPORT, e["TB_HOST4"],
+                                  "5045", str(32 * 8)], preload=preload, ready="ready")
+                if preload:
+                    chans = self.wait_channels(1)
+                    self.assertEqual(len(chans), 1, chans)
+                    ch = list(chans.values())[0]
+                    self.assertEqual(len(ch["consumers"]["attached"]), 2, ch)
+                r = self.ns("PEER", "/usr/bin/python3", "-c", PEER_FLOWS, e["TB_HOST4"],
+                            "5045", "32", "8", timeout=60)
+                sports = json.loads(r.stdout)
+                out = self.finish_program(p)
+                got = json.loads([ln for ln in out.splitlines() if ln.startswith("{")][0])
+                self.assertEqual(got["total"], 32 * 8, out)
+                a, b = map(set, got["ports"])
+                self.assertTrue(a and b, got)
+                self.assertEqual(a & b, set(), "a flow reached both sockets")
+                self.assertEqual(a | b, set(sports))
+                if preload:
+                    took = [int(n) for n in re.findall(
+                        r"socket port 5045 closed: (\d+) received on channels", out)]
+                    self.assertEqual(sorted(took), sorted((len(a) * 8, len(b) * 8)), out)
+
     def test_socket_api_in_c(self):
         """nc_sock_probe (plain C): pselect then recvmmsg with MSG_WAITFORONE and one sendmmsg
         for four datagrams, ppoll, readv and writev connected, O_NONBLOCK by fcntl and
@@ -626,7 +696,7 @@ class Programs(Preload):
                 out = self.finish_program(p)
                 self.assertIn("got good one\ngot good two\n", out)
                 if preload:
-                    self.assertIn("socket port 5052 closed: 1 bad checksums", out)
+                    self.assertIn("socket port 5052 closed: 2 received on channels, 1 bad checksums", out)
 
     def test_a_socket_that_sends_first(self):
         """A socket that sends before it binds gets its channel for the port the kernel
@@ -728,12 +798,13 @@ class Apps(Preload):
                     "+short", "+tries=1", "+time=1", check=False)
         return r.stdout, r.returncode
 
-    def dnsperf(self, host, port, seconds, qps):
+    def dnsperf(self, host, port, seconds, qps, clients=1):
         q = os.path.join(self.run_dir, "queries")
         with open(q, "w") as f:
             f.write("www.example.test A\nwww.example.test AAAA\nexample.test SOA\n")
         r = self.ns("PEER", "timeout", "-k", "5", str(seconds + 20), "dnsperf", "-s", host, "-p",
-                    str(port), "-d", q, "-l", str(seconds), "-Q", str(qps), timeout=seconds + 30)
+                    str(port), "-d", q, "-l", str(seconds), "-Q", str(qps), "-c", str(clients),
+                    timeout=seconds + 30)
         return r.stdout
 
     def test_knot(self):
@@ -760,17 +831,25 @@ class Apps(Preload):
 
     def test_knot_reuseport(self):
         """knotd's two UDP threads on one address: each binds a socket of its own to the port
-        with SO_REUSEPORT (Knot 3.2 does wherever the kernel has it). The first gets the
-        channel; the second's is refused (the same rule and priority as the first's, one
-        user's) and stays the kernel's, as -v says; knotd answers every query."""
+        with SO_REUSEPORT (Knot 3.2 does wherever the kernel has it). Their channels are one
+        shared channel with two consumers, and dnsperf's 8 clients (8 flows) are spread over
+        both threads, as the kernel spreads them: each socket receives some; none is lost."""
         e = self.env
         p = self.knot(True, [f"{e['TB_HOST4']}@5354"], 5354)
-        out = self.dnsperf(e["TB_HOST4"], 5354, 2, 2000)
+        chans = self.preload_channels()
+        self.assertEqual(len(chans), 1, chans)
+        self.assertEqual(len(list(chans.values())[0]["consumers"]["attached"]), 2, chans)
+        out = self.dnsperf(e["TB_HOST4"], 5354, 2, 2000, clients=8)
         self.assertRegex(out, r"Queries lost:\s+0 \(0\.00%\)")
         self.assertRegex(out, r"Response codes:\s+NOERROR \d+ \(100\.00%\)")
-        self.assertEqual(len(self.preload_channels()), 1)
-        self.assertIn("no channel: another channel has the same rule and priority",
-                      self.stop(p))
+        sent = int(re.search(r"Queries sent:\s+(\d+)", out).group(1))
+        log = self.stop(p)
+        took = [int(n) for n in re.findall(r"socket port 5354 closed: (\d+) received on "
+                                           r"channels", log)]
+        self.assertEqual(len(took), 2, log)
+        self.assertTrue(all(n > 0 for n in took), took)
+        # dig's queries while knot started come on top of dnsperf's.
+        self.assertGreaterEqual(sum(took), sent, log)
 
     def nsd(self, reuse, port, preload=True):
         """nsd serving example.test on 10.99.0.1:port as uid 65534, server-count 2."""
@@ -789,16 +868,18 @@ class Apps(Preload):
 
     def test_nsd_server_count_2(self):
         """nsd with server-count 2 (it binds, then forks its servers), without and with
-        reuse-port: dig and 2 s of dnsperf at 2,000 queries a second are answered, none lost,
-        all NOERROR, on channels: each server that uses a socket makes a channel of its own
-        above the one before, so the last one serves while the others wait."""
+        reuse-port: dig and 2 s of dnsperf's 8 clients at 2,000 queries a second are
+        answered, none lost, all NOERROR, on channels. Without reuse-port, each server that
+        uses the socket makes a channel of its own above the one before, so the last one
+        serves while the others wait; with it, each server's socket joins one shared channel
+        and both servers answer queries, their flows spread as the kernel spreads them."""
         e = self.env
         for preload, reuse in ((False, False), (True, False), (True, True)):
             with self.subTest(preload=preload, reuse=reuse):
                 port = 5355 + reuse
                 p = self.nsd(reuse, port, preload)
                 before = self.delivered()
-                out = self.dnsperf(e["TB_HOST4"], port, 2, 2000)
+                out = self.dnsperf(e["TB_HOST4"], port, 2, 2000, clients=8)
                 self.assertRegex(out, r"Queries lost:\s+0 \(0\.00%\)")
                 self.assertRegex(out, r"Response codes:\s+NOERROR \d+ \(100\.00%\)")
                 sent = int(re.search(r"Queries sent:\s+(\d+)", out).group(1))
@@ -806,7 +887,12 @@ class Apps(Preload):
                     self.assertGreaterEqual(self.delivered() - before, sent)
                 else:
                     self.assertEqual(self.delivered(), before)
-                self.stop(p)
+                log = self.stop(p)
+                if preload and reuse:
+                    took = [int(n) for n in re.findall(
+                        rf"socket port {port} closed: (\d+) received on channels", log)]
+                    self.assertEqual(len(took), 2, log)
+                    self.assertTrue(all(n > 0 for n in took), log)
 
     def test_apps_without_a_daemon(self):
         """With the daemon stopped, socat, sockperf's server and knotd under netchannel-run

@@ -5,7 +5,8 @@
 Each case builds libnetchannel from a copy of its sources, changed as the case says, and
 holds it to the repository's reference (abi/libnetchannel.abi): unchanged it passes; a struct
 that changes size, a call removed, or a new call in an old symbol version fails; a new call in
-a new version passes, and so does an incompatible change with a new soname.
+a new version passes, and so do a field added at the end of a struct that carries its size and
+an incompatible change with a new soname.
 
 Usage: test_check_abi.py SOURCE_DIR BUILD_DIR
 """
@@ -84,6 +85,17 @@ class CheckAbi(unittest.TestCase):
         self.assertEqual(rc, 1, out)
         self.assertIn("an ABI change under the same soname", out)
         self.assertIn("nc_buf", out)
+
+    def test_field_at_the_end_of_a_sized_struct_passes(self):
+        """A field added at the end of struct nc_channel_opts, which carries its size: an
+        older caller's size leaves it out. Added in the middle, it moves the fields after."""
+        self.edit("include/netchannel.h", "\tint shared;\n};", "\tint shared;\n\tint later;\n};")
+        rc, out = self.check()
+        self.assertEqual(rc, 0, out)
+        self.edit("include/netchannel.h", "\tint tx;   ", "\tint extra;\n\tint tx;   ")
+        rc, out = self.check()
+        self.assertEqual(rc, 1, out)
+        self.assertIn("nc_channel_opts", out)
 
     def test_removed_call_fails(self):
         self.edit("lib/netchannel/libnetchannel.map", "\t\tnc_channel_tx_mac;\n", "")

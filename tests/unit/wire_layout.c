@@ -77,6 +77,7 @@ main(void)
 		FIELD(nc_channel_opts, reserved)
 		FIELD(nc_channel_opts, nat)
 		FIELD(nc_channel_opts, meter)
+		FIELD(nc_channel_opts, shared)
 		printf("]");
 	}
 	{

@@ -606,6 +606,26 @@ rx_setup(struct ncd *d, struct ncd_channel *ch, const struct ncd_channel_conf *c
 	ret = ncd_region_ring_take(region, ch->id, e->generation + 1);
 	if (ret < 0)
 		return ret;
+	if (ch->shared) {
+		/*
+		 * A client's shared channel: its maker is its first consumer, and it
+		 * is delivered by share from the start, so that others join without
+		 * a change of path under the workers.
+		 */
+		struct ncd_share *sh = rte_zmalloc("ncd_share", sizeof(*sh), RTE_CACHE_LINE_SIZE);
+
+		if (sh == NULL) {
+			ncd_region_ring_put(region, ret);
+			return -ENOMEM;
+		}
+		sh->n = 1;
+		sh->c[0] = (struct ncd_share_consumer){
+			.rg = region, .ring = ret, .slot = ch->owner, .efd = -1,
+			.limit = ncd_region_limit(region, ret, cc->ring_size),
+			.wakeup = &region->rx[ret].c->want_wakeup };
+		ch->share = sh;
+		return 0;
+	}
 	ch->region = region;
 	ch->region_ring = ret;
 	/* Its ring is one of the region's, whose size was fixed at HELLO: at most that. */
@@ -742,6 +762,7 @@ ncd_channel_add(struct ncd *d, const struct ncd_channel_conf *cc, int owner, uin
 out_delete:
 	if (ch->region != NULL)
 		ncd_region_ring_put(ch->region, ch->region_ring);
+	share_free(ch);
 	rte_free(ch->rx);
 	rte_free(ch->tx);
 	rte_hash_del_key(d->names, &key);

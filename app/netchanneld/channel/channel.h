@@ -321,6 +321,16 @@ void ncd_channel_share_leave(struct ncd *d, struct ncd_channel *ch, int slot);
  */
 int ncd_channel_share_eventfd(struct ncd_channel *ch, int slot);
 
+/** Whether the connection in client slot `slot` is a consumer of shared channel ch (control thread). */
+static inline bool
+ncd_channel_consumes(const struct ncd_channel *ch, int slot)
+{
+	for (uint32_t k = 0; ch->share != NULL && k < ch->share->n; k++)
+		if (ch->share->c[k].slot == slot)
+			return true;
+	return false;
+}
+
 /** Consumers a shared channel has now (control thread). */
 static inline uint32_t
 ncd_channel_consumers(const struct ncd_channel *ch)

@@ -169,6 +169,15 @@ void ctl_slot_free(struct ncd *d, struct ncd_conn *c);
 /** A client lets go of its k-th attached static channel, if that is still the one it attached to. */
 void ctl_detach(struct ncd *d, struct ncd_conn *c, unsigned int k);
 
+/*
+ * A connection lets go of the k-th channel it made (it destroys it, or
+ * goes). A shared one that other connections consume passes to the first
+ * of them, as a kernel's SO_REUSEPORT group outlives the socket that began
+ * it; any other is removed. gone: the connection closed, so its rings are
+ * drained from the tail.
+ */
+void ctl_release(struct ncd *d, struct ncd_conn *c, unsigned int k, bool gone);
+
 /* Requests (requests.c). */
 
 /**

@@ -129,13 +129,11 @@ client_close(struct ncd *d, struct ncd_conn *c)
 {
 	/* Nothing held: an ncctl call or a scrape, which an operator does not want a line of. */
 	bool quiet = c->nchannels == 0 && c->nattached == 0;
+	unsigned int made = c->nchannels;
 
 	/* It no longer runs (it closed, or was killed): its rings are drained from the tail. */
-	for (unsigned int i = 0; i < c->nchannels; i++) {
-		if (d->channels[c->channels[i]] != NULL)
-			d->channels[c->channels[i]]->consumer_gone = true;
-		ncd_channel_del(d, c->channels[i]);
-	}
+	while (c->nchannels > 0)
+		ctl_release(d, c, 0, true);
 	while (c->nattached > 0)
 		ctl_detach(d, c, 0);
 	/* Not through the user's rate limit: a debug line must not use up its info lines. */
@@ -144,8 +142,7 @@ client_close(struct ncd *d, struct ncd_conn *c)
 			c->cred.uid);
 	else
 		NCD_LOG_USER(INFO, c->cred.uid, "control: pid %d uid %u closed, %u channels removed",
-			     (int)c->cred.pid, c->cred.uid, c->nchannels);
-	c->nchannels = 0;
+			     (int)c->cred.pid, c->cred.uid, made);
 	epoll_ctl(ncd_ctl.epoll_fd, EPOLL_CTL_DEL, c->fd, NULL);
 	close(c->fd);
 	c->fd = -1;

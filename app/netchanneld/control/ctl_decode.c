@@ -75,7 +75,7 @@ ncd_ctl_decode_create(const struct nc_ctl_create *m, size_t len, unsigned int np
 		   (metered ? sizeof(struct nc_ctl_meter) : 0))
 		return -EINVAL;
 	/* The framing: what the wire reserves, and what it cannot say twice. */
-	if ((m->flags & ~(NC_CREATE_F_TX | NC_CREATE_F_METER)) || m->reserved != 0 || m->action > NC_ACTION_NAT ||
+	if ((m->flags & ~(NC_CREATE_F_TX | NC_CREATE_F_METER | NC_CREATE_F_SHARED)) || m->reserved != 0 || m->action > NC_ACTION_NAT ||
 	    (m->queue_bytes != 0 && m->memory_limit_order != 0) ||
 	    (m->memory_limit_order != 0 &&
 	     (m->memory_limit_order < ncd_chan_limits[NCD_OPT_MEMORY_LIMIT_ORDER].lo ||
@@ -114,6 +114,7 @@ ncd_ctl_decode_create(const struct nc_ctl_create *m, size_t len, unsigned int np
 			return -EINVAL;
 	}
 	cc->tx = m->flags & NC_CREATE_F_TX;
+	cc->shared = m->flags & NC_CREATE_F_SHARED;
 	cc->port = m->port;
 	/* 0: the default. */
 	if (m->ring_size != 0)

@@ -230,3 +230,34 @@ ctl_detach(struct ncd *d, struct ncd_conn *c, unsigned int k)
 	}
 	c->attached[k] = c->attached[--c->nattached];
 }
+
+void
+ctl_release(struct ncd *d, struct ncd_conn *c, unsigned int k, bool gone)
+{
+	uint32_t id = c->channels[k];
+	struct ncd_channel *ch = d->channels[id];
+	const struct ncd_share *sh = ch != NULL && ch->shared && ch->owner == c->slot ?
+				     ch->share : NULL;
+
+	c->channels[k] = c->channels[--c->nchannels];
+	for (uint32_t i = 0; sh != NULL && i < sh->n; i++) {
+		struct ncd_conn *h = sh->c[i].slot != c->slot ? ncd_ctl.slot_conn[sh->c[i].slot] : NULL;
+
+		for (unsigned int j = 0; h != NULL && j < h->nattached; j++) {
+			if (h->attached[j].id != id || h->attached[j].gen != ch->dir->generation)
+				continue;
+			/* Its room among h's own was made when it joined (join_shared()). */
+			h->attached[j] = h->attached[--h->nattached];
+			h->channels[h->nchannels++] = id;
+			ch->owner = h->slot;
+			ncd_channel_share_leave(d, ch, c->slot);
+			NCD_LOG_USER(INFO, c->cred.uid, "control: shared channel %s (%u) passes from "
+				     "pid %d to pid %d, one of %u consumers", ch->name, id,
+				     (int)c->cred.pid, (int)h->cred.pid, ch->share->n);
+			return;
+		}
+	}
+	if (ch != NULL && gone)
+		ch->consumer_gone = true;
+	ncd_channel_del(d, id);
+}

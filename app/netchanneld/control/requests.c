@@ -52,8 +52,10 @@
 #include "nexthop/nexthop.h"
 #include "port/port.h"
 
+/* What the connection in client slot `slot` is told of a channel it made or attached to. */
 static void
-channel_info(const struct ncd *d, const struct ncd_channel *ch, struct nc_ctl_channel *info)
+channel_info(const struct ncd *d, const struct ncd_channel *ch, int slot,
+	     struct nc_ctl_channel *info)
 {
 	memset(info, 0, sizeof(*info));
 	info->id = ch->id;
@@ -66,6 +68,12 @@ channel_info(const struct ncd *d, const struct ncd_channel *ch, struct nc_ctl_ch
 		info->flags |= NC_CHANNEL_F_REGION;
 		info->region_ring = (uint32_t)ch->region_ring;
 	}
+	/* A consumer of a shared channel: its packets come on a ring of its own. */
+	for (uint32_t k = 0; ch->share != NULL && k < ch->share->n; k++)
+		if (ch->share->c[k].slot == slot) {
+			info->flags |= NC_CHANNEL_F_REGION;
+			info->region_ring = (uint32_t)ch->share->c[k].ring;
+		}
 	if (ch->can_tx) {
 		info->flags |= NC_CHANNEL_F_TX;
 		memcpy(info->tx_mac, d->ports[ch->port].mac.addr_bytes, sizeof(info->tx_mac));
@@ -83,6 +91,44 @@ reply_rings_full(struct ncd_conn *c, const struct nc_ctl_req *req, const struct 
 			 "such limit", rg->nrx);
 
 	return ctl_reply(c, req, -ENOSPC, why, (size_t)n);
+}
+
+static int attach_shared(struct ncd *d, struct ncd_conn *c, struct ncd_channel *ch, char *why,
+			 size_t len);
+
+/*
+ * A shared CHANNEL_CREATE whose rule and priority a shared channel of the
+ * same user has already: the connection joins it, as a socket joins its
+ * user's SO_REUSEPORT group, and is told of that channel (its name, not the
+ * one asked for). @return the reply's result, or 1: no such channel, make one.
+ */
+static int
+join_shared(struct ncd *d, struct ncd_conn *c, const struct nc_ctl_req *req,
+	    const struct ncd_channel_conf *cc)
+{
+	int32_t id = ncd_channel_same_rule(d, &cc->rule);
+	struct ncd_channel *ch = id >= 0 ? d->channels[id] : NULL;
+	struct nc_ctl_channel info;
+	char why[160];
+	int ret;
+
+	/* Another user's, a static one (attached by name), or one not shared: EBUSY as ever. */
+	if (ch == NULL || !ch->shared || ch->owner < 0 || ch->action != NC_ACTION_DELIVER ||
+	    !ctl_same_user(c, ch))
+		return 1;
+	/* Room among its own channels too: the channel passes to it if its maker goes first. */
+	if (ctl_conn_room(&c->attached, &c->cap_attached, c->nattached, 1, sizeof(c->attached[0])) ||
+	    ctl_conn_room(&c->channels, &c->cap_channels, c->nchannels, 1, sizeof(c->channels[0])))
+		return ctl_reply(c, req, -ENOMEM, NULL, 0);
+	ret = attach_shared(d, c, ch, why, sizeof(why));
+	if (ret != 0)
+		return ctl_reply(c, req, ret, why, strlen(why));
+	c->attached[c->nattached].id = (uint32_t)id;
+	c->attached[c->nattached++].gen = ch->dir->generation;
+	NCD_LOG_USER(INFO, c->cred.uid, "control: pid %d joined shared channel %s (%d), one of %u "
+		     "consumers", (int)c->cred.pid, ch->name, id, ch->share->n);
+	channel_info(d, ch, c->slot, &info);
+	return ctl_reply(c, req, 0, &info, sizeof(info));
 }
 
 static int
@@ -125,6 +171,19 @@ do_create(struct ncd *d, struct ncd_conn *c, const struct nc_ctl_req *req, const
 	if (!ctl_allowed(d, &c->cred, &cc.rule) ||
 	    (cc.action == NC_ACTION_NAT && !ctl_privileged(&c->cred)))
 		return ctl_reply(c, req, -EPERM, NULL, 0);
+	if (cc.shared) {
+		/* Shared among connections, each with a ring of its region: an isolated client's. */
+		if (cc.action != NC_ACTION_DELIVER || rg == NULL) {
+			int n = snprintf(why, sizeof(why), "a shared channel is a deliver channel of "
+					 "isolated clients: not a %s", rg == NULL ?
+					 "zero-copy client's" : "drop or NAT channel");
+
+			return ctl_reply(c, req, -EINVAL, why, (size_t)n);
+		}
+		ret = join_shared(d, c, req, &cc);
+		if (ret <= 0)
+			return ret;
+	}
 	if (ctl_conn_room(&c->channels, &c->cap_channels, c->nchannels, 1, sizeof(c->channels[0])))
 		return ctl_reply(c, req, -ENOMEM, NULL, 0);
 	if (!ctl_within_limit(d, &c->cred, LIM_CHANNELS, 1, why, sizeof(why)) ||
@@ -180,8 +239,10 @@ do_create(struct ncd *d, struct ncd_conn *c, const struct nc_ctl_req *req, const
 		int32_t o = ncd_channel_same_rule(d, &cc.rule);
 
 		if (o >= 0 && ncd_conn_sees(d, c, d->channels[o]))
-			snprintf(why, sizeof(why), "channel %s (%d) has the same rule and priority",
-				 d->channels[o]->name, o);
+			snprintf(why, sizeof(why), "channel %s (%d) has the same rule and priority%s",
+				 d->channels[o]->name, o, d->channels[o]->shared && !cc.shared &&
+				 ctl_same_user(c, d->channels[o]) ?
+				 "; it is shared: a channel created shared joins it" : "");
 		else
 			snprintf(why, sizeof(why), "%s has the same rule and priority",
 				 o >= 0 ? "a channel of another owner" : "another channel");
@@ -194,7 +255,7 @@ do_create(struct ncd *d, struct ncd_conn *c, const struct nc_ctl_req *req, const
 		     (int)c->cred.pid, cc.name, id);
 	ctl_owner_name(d->channels[id], why, sizeof(why));
 	ncd_log_shadowing(d, (uint32_t)id, why);
-	channel_info(d, d->channels[id], &info);
+	channel_info(d, d->channels[id], c->slot, &info);
 	return ctl_reply(c, req, 0, &info, sizeof(info));
 }
 
@@ -206,8 +267,7 @@ do_destroy(struct ncd *d, struct ncd_conn *c, const struct nc_ctl_req *req, cons
 
 	for (unsigned int i = 0; i < c->nchannels; i++)
 		if (c->channels[i] == m->id) {
-			ncd_channel_del(d, m->id);
-			c->channels[i] = c->channels[--c->nchannels];
+			ctl_release(d, c, i, false);
 			return ctl_reply(c, req, 0, NULL, 0);
 		}
 	/* A static channel it attached to: let go of it, and leave it. */
@@ -355,20 +415,14 @@ do_attach(struct ncd *d, struct ncd_conn *c, const struct nc_ctl_req *req, const
 			NCD_LOG_USER(INFO, c->cred.uid, "control: pid %d attached to channel %s (%d)",
 				     (int)c->cred.pid, ch->name, id);
 		}
-		channel_info(d, ch, &info);
-		/* A consumer of a shared channel: its packets come on a ring of its own. */
-		for (uint32_t k = 0; ch->share != NULL && k < ch->share->n; k++)
-			if (ch->share->c[k].slot == c->slot) {
-				info.flags |= NC_CHANNEL_F_REGION;
-				info.region_ring = (uint32_t)ch->share->c[k].ring;
-			}
+		channel_info(d, ch, c->slot, &info);
 		return ctl_reply(c, req, 0, &info, sizeof(info));
 	}
 	return ctl_reply(c, req, -ENOENT, NULL, 0);
 }
 
-/* The channel a request names, if the connection may use it: its own, or a static one it may
- * attach to. */
+/* The channel a request names, if the connection may use it: its own, one it shares, or a
+ * static one it may attach to. */
 static int
 usable_channel(const struct ncd *d, const struct ncd_conn *c, uint32_t id, struct ncd_channel **out)
 {
@@ -376,7 +430,8 @@ usable_channel(const struct ncd *d, const struct ncd_conn *c, uint32_t id, struc
 
 	if (ch == NULL || !ncd_conn_sees(d, c, ch))
 		return -ENOENT;
-	if (ch->owner != c->slot && (ch->owner >= 0 || !ctl_may_attach(ch, &c->cred)))
+	if (ch->owner != c->slot && !ncd_channel_consumes(ch, c->slot) &&
+	    (ch->owner >= 0 || !ctl_may_attach(ch, &c->cred)))
 		return -EPERM;
 	*out = ch;
 	return 0;
