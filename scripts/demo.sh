@@ -12,13 +12,28 @@
 # by a kernel socket, and port 7 by the kernel again once nc-echo has gone; then the
 # counters, with ncctl; then a restart of netchanneld, after which the host's addresses on
 # the new TAP come back by themselves. Bounded (well under a minute), tears everything down, safe to run
-# twice.
+# twice. With --installed, it runs the installed binaries (/usr/bin: the Debian packages, or
+# meson install) rather than building its own.
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
-scripts/setup.sh build >/dev/null
-ninja -C build >/dev/null
+if [ "${1:-}" = --installed ]; then
+	daemon=/usr/bin/netchanneld ncctl_bin=/usr/bin/ncctl nc_echo=/usr/bin/nc-echo
+	for b in "$daemon" "$ncctl_bin" "$nc_echo"; do
+		[ -x "$b" ] || { echo "demo: --installed: no $b" >&2; exit 1; }
+	done
+	# Only what the machine needs (hugepages); no build.
+	scripts/setup.sh build >/dev/null
+elif [ $# -gt 0 ]; then
+	echo "usage: scripts/demo.sh [--installed]" >&2
+	exit 2
+else
+	daemon=build/app/netchanneld/netchanneld ncctl_bin=build/app/ncctl/ncctl
+	nc_echo=build/app/examples/nc-echo
+	scripts/setup.sh build >/dev/null
+	ninja -C build >/dev/null
+fi
 
 bed=ncdemo
 work=$(mktemp -d /tmp/netchanneld-demo.XXXXXX)
@@ -34,19 +49,19 @@ cleanup() {
 	rm -f /dev/hugepages/${prefix}map_* "/run/netchanneld/host.$prefix.wire0.json"
 }
 trap cleanup EXIT
-[ -S "$sock" ] && ncctl_busy=$(build/app/ncctl/ncctl -s "$sock" -c help 2>/dev/null | head -1) &&
+[ -S "$sock" ] && ncctl_busy=$("$ncctl_bin" -s "$sock" -c help 2>/dev/null | head -1) &&
 	[ -n "$ncctl_busy" ] && { echo "demo: a netchanneld already serves $sock: stop it first" >&2; exit 1; }
 
 eval "$(scripts/testbed.sh up "$bed")"
 peer() { ip netns exec "$TB_PEER_NS" "$@"; }
 # (Background processes are started with ip netns exec itself, so that $! is their pid.)
-ncctl() { build/app/ncctl/ncctl -s "$sock" "$@"; }
+ncctl() { "$ncctl_bin" -s "$sock" "$@"; }
 
 echo "== test bed: namespace $TB_PEER_NS ($TB_PEER4, $TB_PEER6) -- veth -- $TB_HOST_NS"
 echo "== netchanneld on its embedded default config (netchanneld --default-config):"
 echo "   veth0 through net_af_xdp, the kernel behind TAP wire0 ($TB_HOST4, $TB_HOST6)"
 start_daemon() {   # netchanneld in the host's namespace, as pids[0]; waits until it runs
-	ip netns exec "$TB_HOST_NS" build/app/netchanneld/netchanneld >> "$work/daemon.log" 2>&1 &
+	ip netns exec "$TB_HOST_NS" "$daemon" >> "$work/daemon.log" 2>&1 &
 	pids[0]=$!
 	for _ in $(seq 100); do
 		grep -q "netchanneld: running" "$work/daemon.log" && return
@@ -97,7 +112,7 @@ print('   tcp   http://$TB_HOST4:8000/: HTTP', r.status, len(r.read()), 'bytes f
 ask 7 3
 
 echo "== nc-echo claims udp port 7 (a channel of its own, created at run time)"
-ip netns exec "$TB_HOST_NS" build/app/examples/nc-echo -s "$sock" --dport 7 > "$work/echo.log" 2>&1 &
+ip netns exec "$TB_HOST_NS" "$nc_echo" -s "$sock" --dport 7 > "$work/echo.log" 2>&1 &
 pids+=($!)
 for _ in $(seq 50); do grep -q echoing "$work/echo.log" && break; sleep 0.1; done
 sed 's/^/   /' "$work/echo.log"

@@ -20,7 +20,7 @@ shift || true
 # Fuzzing: clang and its libFuzzer runtime (scripts/fuzz.sh, build-fuzz). The ABI check
 # (scripts/check_abi.py): abigail-tools (abidw, abidiff). Unmodified applications on the
 # preload library (test_preload.py, bench.sh apps): socat, sockperf, knot, kdig, dnsperf, dig,
-# nsd.
+# nsd. The Debian packages (scripts/test_packages.sh): debhelper, dh-python, lintian.
 packages=(
 	libdpdk-dev dpdk dpdk-dev meson ninja-build pkg-config gcc libc6-dev libmnl-dev
 	libjansson-dev check libnuma-dev libpcap-dev libmicrohttpd-dev libxdp-dev libbpf-dev
@@ -28,6 +28,7 @@ packages=(
 	iputils-ping iperf3 ethtool prometheus hping3
 	socat sockperf knot knot-dnsutils dnsperf bind9-dnsutils nsd
 	clang libclang-rt-14-dev abigail-tools
+	build-essential debhelper dh-python lintian
 )
 
 missing=()

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
 # Set up, build and run every test suite: once in the normal build and once in
-# the ASan+UBSan build (SANITIZE=0 skips the latter), but the suite "slow" (the
-# classifier's cases at scale) in the normal build only; and, between the two,
+# the ASan+UBSan build (SANITIZE=0 skips the latter), but the suites "slow" (the
+# classifier's cases at scale) and "packages" (the Debian packages, built,
+# installed and purged: not defined there) in the normal build only; and, between the two,
 # each libFuzzer target for FUZZ_SECONDS (60) in build-fuzz, built with clang
 # (FUZZ=0 skips), two at once. The later builds compile while the normal
 # build's tests run, with the CPU those leave (SCHED_IDLE: a test's process

@@ -236,6 +236,9 @@ class Cli(T.DaemonCase):
         with open(os.path.join(T.SRC, "NEWS"), encoding="utf-8") as f:
             self.assertRegex(f.readline(),
                              rf"^netchanneld {re.escape(project)} \(\d{{4}}-\d\d-\d\d\)$")
+        # The Debian packages' version is the release (a native package).
+        with open(os.path.join(T.SRC, "debian/changelog"), encoding="utf-8") as f:
+            self.assertEqual(f.readline().split()[1], f"({project})")
         shm = int(re.search(r"#define NC_SHM_LAYOUT_VERSION (\d+)",
                             open(os.path.join(T.SRC, "include/nc_shm.h")).read()).group(1))
         region = int(re.search(r"#define NC_REGION_LAYOUT_VERSION (\d+)",
@@ -908,7 +911,8 @@ class Install(unittest.TestCase):
     def test_meson_install(self):
         """meson install into a DESTDIR: binaries, headers, libnetchannel and libnetchannel_zc
         with their pkg-config files (libnetchannel's names no DPDK), an example config that
-        checks, the systemd unit; then nc-echo's installed source builds against the installed
+        checks but for its NIC, the systemd unit (which needs a config the example is not);
+        then nc-echo's installed source builds against the installed
         pkg-config file and runs, and so does a program of the classifier's (libnctrie)."""
         d = tempfile.mkdtemp(prefix="ncd_install_")
         self.addCleanup(shutil.rmtree, d, ignore_errors=True)
@@ -922,7 +926,8 @@ class Install(unittest.TestCase):
         libdir = os.path.join(root, opt["libdir"])
         for f in ("bin/netchanneld", "bin/ncctl", "bin/nc-echo", "bin/nc-dump", "bin/nc-exporter",
                   "include/netchannel.h", "include/nc_trie.h", "include/nc_common.h",
-                  "etc/netchanneld/netchanneld.json", "lib/systemd/system/netchanneld.service",
+                  "etc/netchanneld/netchanneld.json.example",
+                  "lib/systemd/system/netchanneld.service",
                   "share/doc/netchanneld/examples/nc_echo.c",
                   "share/doc/netchanneld/examples/netchanneld-wire0.network",
                   "share/doc/netchanneld/docs/design.md", "share/man/man8/netchanneld.8",
@@ -932,7 +937,7 @@ class Install(unittest.TestCase):
                   "share/bash-completion/completions/netchanneld",
                   "bin/netchannel-run", "share/man/man1/netchannel-run.1",
                   "share/doc/netchanneld/docs/preload.md",
-                  os.path.join(opt["libdir"], "libnetchannel_preload.so")):
+                  os.path.join(opt["libdir"], "netchanneld/libnetchannel_preload.so")):
             self.assertTrue(os.path.exists(os.path.join(root, f)), f)
         # Only the public headers: the wire format is no one's to build against.
         self.assertEqual(sorted(os.listdir(os.path.join(root, "include"))),
@@ -946,14 +951,18 @@ class Install(unittest.TestCase):
         unit = open(os.path.join(root, "lib/systemd/system/netchanneld.service")).read()
         self.assertIn(f"ExecStart={opt['prefix']}/bin/netchanneld -c ${{NETCHANNELD_CONFIG}}", unit)
         self.assertIn(f"NETCHANNELD_CONFIG={opt['prefix']}/etc/netchanneld/netchanneld.json", unit)
+        # Without the config, the unit does not start: the example is not it.
+        self.assertIn(f"ConditionPathExists={opt['prefix']}/etc/netchanneld/netchanneld.json\n",
+                      unit)
+        self.assertFalse(os.path.exists(os.path.join(root, "etc/netchanneld/netchanneld.json")))
         self.assertIn(f"ExecStopPost=-{opt['prefix']}/bin/netchanneld -c ${{NETCHANNELD_CONFIG}} "
                       "--cleanup", unit)
         # /run/netchanneld outlives a stop: the TAPs' kept host configuration is there.
         self.assertIn("RuntimeDirectoryPreserve=yes", unit)
         env = dict(os.environ, LD_LIBRARY_PATH=libdir)
-        # The installed config is for a NIC this host lacks: its check says so, and only
+        # The installed example is for a NIC this host lacks: its check says so, and only
         # that; the vdev example checks.
-        etc = os.path.join(root, "etc/netchanneld/netchanneld.json")
+        etc = os.path.join(root, "etc/netchanneld/netchanneld.json.example")
         r = subprocess.run([os.path.join(root, "bin/netchanneld"), "-c", etc, "--check-config"],
                            capture_output=True, text=True, env=env)
         self.assertEqual(r.returncode, 2, r.stderr)

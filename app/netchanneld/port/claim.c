@@ -113,7 +113,7 @@ again:
 	/* Held until the process ends, or ncd_ports_unclaim(). The pid is for the message. */
 	n = snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
 	if (ftruncate(fd, 0) == 0 && pwrite(fd, pid, (size_t)n, 0) != n)
-		(void)ftruncate(fd, 0);
+		(void)!ftruncate(fd, 0);   /* the pid is only for a message: none beats half */
 	if (nheld < RTE_DIM(held)) {
 		held[nheld].fd = fd;
 		snprintf(held[nheld++].path, sizeof(held[0].path), "%s", path);
