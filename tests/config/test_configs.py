@@ -10,7 +10,8 @@ by a real start alike. "@CASEDIR@" in an input or an expected message stands for
 the case's directory.
 
 Every config in config/ passes --check-config where the host has what it names: the test
-bed's veth0 (default.json, nat.json), in a namespace of the test's; nic.json's NIC and
+bed's veth0 (default.json, nat.json) or a host's eth0 (host.json, the installed example), in
+a namespace of the test's; nic.json's NIC and
 lcores are no CI host's, and its check says so. The host checks (host_check.c) each have a
 case.
 """
@@ -66,13 +67,16 @@ class Configs(unittest.TestCase):
                         self.assertFalse(os.path.exists(f"/var/run/dpdk/{prefix}"))
 
     def netns(self, with_veth0):
-        """A network namespace of the test's, with a veth0 or without; its name."""
+        """A network namespace of the test's, with a veth0 and an eth0 or without; its name."""
         ns = f"ncdcfg{os.getpid()}{'v' if with_veth0 else 'n'}"
         subprocess.run(["ip", "netns", "add", ns], check=True)
         self.addCleanup(subprocess.run, ["ip", "netns", "del", ns])
         if with_veth0:
             subprocess.run(["ip", "-n", ns, "link", "add", "veth0", "type", "veth", "peer",
                             "name", "veth1"], check=True)
+            # host.json's port, a host's first.
+            subprocess.run(["ip", "-n", ns, "link", "add", "eth0", "type", "veth", "peer",
+                            "name", "eth1"], check=True)
         return ns
 
     def test_usage(self):
