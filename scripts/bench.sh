@@ -33,7 +33,7 @@
 #       second (20 each: median, p99, and p99 over poll's). Writes
 #       bench/results/idle.jsonl (scripts/bench_idle.py). --quick: 3 s, 5 each.
 #
-#   scripts/bench.sh apps [--quick]
+#   scripts/bench.sh apps [--quick] [--peer CMD --iface IFACE --addr ADDR [--host-ns NS]]
 #       On scripts/testbed.sh, the same unmodified applications on the kernel's
 #       sockets and under netchannel-run (the preload library) in the same run:
 #       sockperf throughput at 50k, 100k and 200k messages a second and the
@@ -41,7 +41,9 @@
 #       /proc/stat less the sender's own), sockperf ping-pong (median and p99
 #       latency), and dnsperf against knotd (queries a second, CPU per query).
 #       Appends to bench/results/apps.jsonl and draws bench/results/apps.png
-#       (scripts/bench_apps.py). 3 runs of 2 s each; --quick: 1 of 1 s.
+#       (scripts/bench_apps.py). 3 runs of 2 s each; --quick: 1 of 1 s. With
+#       --peer, a sender on another host through this host's port IFACE (ADDR),
+#       no test bed: --peer 'ssh root@sender' --iface eth1 --addr 192.0.2.1.
 #
 #   scripts/bench.sh datapath-idle [RUNS]
 #       miss and deliver-1 (scripts/bench_datapath.py) with workers[].idle adaptive
@@ -85,7 +87,7 @@ quick=${2:-}
 out=bench/results
 cb=${NC_CLASSBENCH_DIR:-$top/tests/data/classbench}
 
-usage() { echo "usage: scripts/bench.sh classifier [--quick|--report] | testbed [--quick] | apps [--quick] | idle [--quick] | datapath [--quick] | datapath-idle [RUNS] | datapath-ab REV [RUNS [CASES]]" >&2; exit 2; }
+usage() { echo "usage: scripts/bench.sh classifier [--quick|--report] | testbed [--quick] | apps [--quick] [--peer CMD --iface IFACE --addr ADDR] | idle [--quick] | datapath [--quick] | datapath-idle [RUNS] | datapath-ab REV [RUNS [CASES]]" >&2; exit 2; }
 
 classifier() {
 	local bench=build/app/bench/nctrie-bench json=$out/classifier.jsonl
@@ -360,9 +362,9 @@ apps)
 	ninja -C build >/dev/null
 	if [ "$quick" = --quick ]; then
 		/usr/bin/python3 scripts/bench_apps.py --runs 1 --seconds 1 \
-			--out /tmp/netchanneld-apps-quick.jsonl
+			--out /tmp/netchanneld-apps-quick.jsonl "${@:3}"
 	else
-		/usr/bin/python3 scripts/bench_apps.py
+		/usr/bin/python3 scripts/bench_apps.py "${@:2}"
 		apps_chart
 	fi
 	;;

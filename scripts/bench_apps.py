@@ -28,11 +28,21 @@ sleeps when idle (workers[].idle adaptive) unless --idle says otherwise.
 Each of --runs runs does every case in both modes, the kernel first (no XDP program on veth0
 then); medians over the runs, and the ratio netchannel/kernel of each run's figures. Appends
 one JSON object per case and mode to --out (bench/results/apps.jsonl) and prints a table.
+
+With a sender on another host, through a real port (--peer): no test bed. --peer is the
+command that runs a program on the sender (ssh root@sender), which has sockperf and dnsperf;
+--iface is this host's port, which netchanneld takes with net_af_xdp (a driver with XDP
+zero-copy gives the daemon the NIC's frames with no kernel copy) and the kernel has
+otherwise; --addr is its address, which the sender aims at; --host-ns the namespace the
+port is in (none: this process's). The cases, the modes, the pinning on this host and the
+CPU accounting are the same; the sender's CPU is its host's, and what this host spends on
+the ssh client is subtracted as the sender's own.
 """
 import argparse
 import json
 import os
 import re
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -55,7 +65,8 @@ APP_CPU, SENDER_CPU = "0", "1"
 
 
 def nsexec(ns, *cmd):
-    return ["ip", "netns", "exec", ns] + list(cmd)
+    """cmd in network namespace ns; in this process's when ns is None."""
+    return (["ip", "netns", "exec", ns] if ns is not None else []) + list(cmd)
 
 
 def run(cmd, **kw):
@@ -78,13 +89,24 @@ def cpu_of(p):
 
 
 class Bed:
-    def __init__(self, idle, worker_cpu):
-        out = run([TESTBED, "up", NAME]).stdout
-        self.env = dict(line.split("=", 1) for line in out.split())
-        self.host = self.env["TB_HOST_NS"]
-        self.peer = self.env["TB_PEER_NS"]
-        self.addr = self.env["TB_HOST4"]
-        run(nsexec(self.host, "ip", "addr", "add", "10.99.0.1/24", "dev", "veth0"))
+    """Where the cases run: the test bed (veth0 in its host namespace, the sender in its peer
+    namespace), or, with remote (a.peer), this host's port a.iface and a sender elsewhere."""
+
+    def __init__(self, idle, worker_cpu, remote=None):
+        self.testbed = remote is None
+        if self.testbed:
+            out = run([TESTBED, "up", NAME]).stdout
+            self.env = dict(line.split("=", 1) for line in out.split())
+            self.host = self.env["TB_HOST_NS"]
+            self.peer_cmd = ["ip", "netns", "exec", self.env["TB_PEER_NS"]]
+            self.addr = self.env["TB_HOST4"]
+            self.iface = "veth0"
+            run(nsexec(self.host, "ip", "addr", "add", "10.99.0.1/24", "dev", "veth0"))
+        else:
+            self.host = remote.host_ns
+            self.peer_cmd = shlex.split(remote.peer)
+            self.addr = remote.addr
+            self.iface = remote.iface
         self.work = tempfile.mkdtemp(prefix="ncd_bench_apps_")
         self.sock = os.path.join(self.work, "ncd.sock")
         self.prefix = f"ncdapps{os.getpid()}"
@@ -94,14 +116,15 @@ class Bed:
 
     def down(self):
         self.stop_daemon()
-        subprocess.run([TESTBED, "down", NAME], capture_output=True)
+        if self.testbed:
+            subprocess.run([TESTBED, "down", NAME], capture_output=True)
         shutil.rmtree(self.work, ignore_errors=True)
 
     def start_daemon(self):
         cfg = {"eal": ["--lcores", f"0@{APP_CPU},1@{self.worker_cpu}", "--no-pci",
                        "--log-level", "lib.eal:error", "--no-telemetry"],
                "mempool": {"mbufs": 16383, "cache": 256},
-               "ports": [{"name": "wire0", "device": "net_af_xdp0,iface=veth0",
+               "ports": [{"name": "wire0", "device": f"net_af_xdp0,iface={self.iface}",
                           "exception": {"mode": "xdp"}}],
                "workers": [{"lcore": 1, "idle": self.idle}],
                "control": {"socket": self.sock}}
@@ -124,9 +147,9 @@ class Bed:
             self.daemon.terminate()
             self.daemon.wait(30)
         self.daemon = None
-        # The kernel's cases run on veth0 as a host without netchanneld has it.
+        # The kernel's cases run on the port as a host without netchanneld has it.
         for mode in ("xdpgeneric", "xdpdrv"):
-            subprocess.run(nsexec(self.host, "ip", "link", "set", "veth0", mode, "off"),
+            subprocess.run(nsexec(self.host, "ip", "link", "set", self.iface, mode, "off"),
                            capture_output=True)
 
     def app(self, cmd, netchannel):
@@ -136,8 +159,8 @@ class Bed:
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
     def sender(self, *cmd):
-        return subprocess.Popen(nsexec(self.peer, "taskset", "-c", SENDER_CPU, "timeout", "-k",
-                                       "5", "60", *cmd),
+        return subprocess.Popen(self.peer_cmd + ["taskset", "-c", SENDER_CPU, "timeout", "-k",
+                                                 "5", "60", *cmd],
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
     def wait_bound(self, port, p):
@@ -262,15 +285,27 @@ def main():
                     help=f"the CPU of netchanneld's worker: the application's ({APP_CPU}, the "
                     f"default) or the sender's ({SENDER_CPU})")
     ap.add_argument("--out", default=os.path.join(TOP, "bench/results/apps.jsonl"))
+    ap.add_argument("--peer", help="a sender on another host: the command that runs a "
+                    "program there (ssh root@sender); with --iface and --addr, no test bed")
+    ap.add_argument("--iface", help="with --peer: this host's port, which netchanneld takes "
+                    "with net_af_xdp")
+    ap.add_argument("--addr", help="with --peer: the port's IPv4 address, which the sender "
+                    "aims at")
+    ap.add_argument("--host-ns", help="with --peer: the network namespace the port is in "
+                    "(default: this process's)")
     a = ap.parse_args()
+    if a.peer is not None and (a.iface is None or a.addr is None):
+        ap.error("--peer needs --iface and --addr")
+    if a.peer is None and (a.iface or a.addr or a.host_ns):
+        ap.error("--iface, --addr and --host-ns go with --peer (the test bed has its own)")
     rates = a.rates.split(",")
-    bed = Bed(a.idle, a.worker_cpu)
+    bed = Bed(a.idle, a.worker_cpu, a if a.peer is not None else None)
     knot_dir = os.path.join(bed.work, "knot")
     os.makedirs(os.path.join(knot_dir, "db"))
     with open(os.path.join(knot_dir, "example.test.zone"), "w") as f:
         f.write(ZONE)
     with open(os.path.join(knot_dir, "knot.conf"), "w") as f:
-        f.write(KNOT_CONF.format(d=knot_dir, listen=f"10.99.0.1@{DNS_PORT}", user=""))
+        f.write(KNOT_CONF.format(d=knot_dir, listen=f"{bed.addr}@{DNS_PORT}", user=""))
     queries = os.path.join(bed.work, "queries")
     with open(queries, "w") as f:
         f.write("www.example.test A\nwww.example.test AAAA\nexample.test SOA\n")
@@ -287,7 +322,7 @@ def main():
                 for case, fig in cases.items():
                     rows.append(dict(date=date, run=r + 1, mode=mode, case=case,
                                      seconds=a.seconds, idle=a.idle, worker_cpu=a.worker_cpu,
-                                     **fig))
+                                     port=bed.iface, sender=shlex.join(bed.peer_cmd), **fig))
     finally:
         bed.down()
     os.makedirs(os.path.dirname(a.out), exist_ok=True)
