@@ -52,8 +52,8 @@ with netchannel.Client(sys.argv[1]) as c:
 """ + TAKE
 
 # A member of a shared group (the Python package): creates channel argv[2] for udp port 6100,
-# shared if argv[3] is 1, asks for its eventfd and counters, and says its id (or why not); then
-# takes frames as CONSUMER does.
+# shared if argv[3] is 1, asks for its eventfd and counters, makes channel argv[4] for udp 6101
+# if given, and says its id (or why not); then takes frames as CONSUMER does.
 GROUP = """
 import json, netchannel, sys
 with netchannel.Client(sys.argv[1]) as c:
@@ -63,6 +63,8 @@ with netchannel.Client(sys.argv[1]) as c:
         print("refused", x.errno, x, flush=True)
         sys.exit(0)
     ch.fileno(), ch.stats()            # a member's eventfd and counters, as the maker's
+    if len(sys.argv) > 4:             # and a channel of its own, for udp 6101
+        own = c.create(sys.argv[4], 6101)
     print("created", ch.id, flush=True)
 """ + TAKE
 
@@ -553,11 +555,11 @@ class Isolated(T.DaemonCase):
         port = self.daemon.read_stats()["ports"][0]
         self.assertTrue(T.accounting_ok(port), port)
 
-    def member(self, name, shared=True):
-        """A client of uid 65534 making channel name for udp 6100 (shared), once it says how
-        that went: (the process, its line)."""
+    def member(self, name, shared=True, own=None):
+        """A client of uid 65534 making channel name for udp 6100 (shared), and channel own
+        for 6101 if given, once it says how that went: (the process, its line)."""
         p = subprocess.Popen(NOBODY + ["/usr/bin/python3", "-c", GROUP, self.sock, name,
-                                       "1" if shared else "0"],
+                                       "1" if shared else "0"] + ([own] if own else []),
                              stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT, text=True, env=T.package_env())
         self.procs.append(p)
@@ -577,7 +579,7 @@ class Isolated(T.DaemonCase):
         random.Random(7).shuffle(flows)
         self.start(self.frames(flows, "group"),
                    region={"rx_ring_size": 256, "rx_buffers": 512, "tx_ring_size": 64},
-                   control={"allow": [{"uid": 0}, {"uid": 65534, "dport": "6100"}]})
+                   control={"allow": [{"uid": 0}, {"uid": 65534, "dport": "6100-6101"}]})
         c = Ctl(self.sock)
         c.hello(flags=W.HELLO_F_CONTROL)
 
@@ -585,7 +587,8 @@ class Isolated(T.DaemonCase):
             status, body = c.cli(f"show channel {name}", CLI_F_JSON)
             return json.loads(body) if status == 0 else None
         a, la = self.member("ga")
-        b, lb = self.member("gb")
+        # b has a channel of its own too: the shared one passes to it beside that.
+        b, lb = self.member("gb", own="bown")
         self.assertTrue(la.startswith("created "), la)
         self.assertEqual(la, lb, "b joined a's channel")
         ch = show("ga")
@@ -609,9 +612,11 @@ class Isolated(T.DaemonCase):
         T.wait_until(lambda: (show("ga") or {}).get("owner", {}).get("pid") == b.pid,
                      timeout=10, what="the channel passing to b")
         self.assertEqual(len(show("ga")["consumers"]["attached"]), 1)
+        self.assertEqual(show("bown")["owner"]["pid"], b.pid)
         self.assertEqual(self.take(b, 4000), set(sports))
         self.finish(b)
-        T.wait_until(lambda: show("ga") is None, timeout=10, what="the channel gone with b")
+        T.wait_until(lambda: show("ga") is None and show("bown") is None, timeout=10,
+                     what="the channels gone with b")
         c.close()
         self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
         port = self.daemon.read_stats()["ports"][0]

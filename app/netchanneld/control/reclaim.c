@@ -246,7 +246,10 @@ ctl_release(struct ncd *d, struct ncd_conn *c, unsigned int k, bool gone)
 		for (unsigned int j = 0; h != NULL && j < h->nattached; j++) {
 			if (h->attached[j].id != id || h->attached[j].gen != ch->dir->generation)
 				continue;
-			/* Its room among h's own was made when it joined (join_shared()). */
+			/* Without room among h's own, the next member; without any, it goes. */
+			if (ctl_conn_room(&h->channels, &h->cap_channels, h->nchannels, 1,
+					  sizeof(h->channels[0])) != 0)
+				break;
 			h->attached[j] = h->attached[--h->nattached];
 			h->channels[h->nchannels++] = id;
 			ch->owner = h->slot;

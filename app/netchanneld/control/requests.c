@@ -116,9 +116,7 @@ join_shared(struct ncd *d, struct ncd_conn *c, const struct nc_ctl_req *req,
 	if (ch == NULL || !ch->shared || ch->owner < 0 || ch->action != NC_ACTION_DELIVER ||
 	    !ctl_same_user(c, ch))
 		return 1;
-	/* Room among its own channels too: the channel passes to it if its maker goes first. */
-	if (ctl_conn_room(&c->attached, &c->cap_attached, c->nattached, 1, sizeof(c->attached[0])) ||
-	    ctl_conn_room(&c->channels, &c->cap_channels, c->nchannels, 1, sizeof(c->channels[0])))
+	if (ctl_conn_room(&c->attached, &c->cap_attached, c->nattached, 1, sizeof(c->attached[0])))
 		return ctl_reply(c, req, -ENOMEM, NULL, 0);
 	ret = attach_shared(d, c, ch, why, sizeof(why));
 	if (ret != 0)
