@@ -70,7 +70,9 @@ done
 ok "built ${#packages[@]} packages"
 
 # lintian: errors and warnings fail; an override must carry its reason (a comment above it).
-if ! lintian --fail-on error,warning --info "$changes" >"$work/lintian.log" 2>&1; then
+# Its temporary files (mldbm-*, which it leaves) go in the work directory.
+mkdir -p "$work/tmp"
+if ! TMPDIR="$work/tmp" lintian --fail-on error,warning --info "$changes" >"$work/lintian.log" 2>&1; then
 	cat "$work/lintian.log" >&2
 	fail "lintian"
 fi
