@@ -237,6 +237,17 @@ int nc_trie_rule_matches(const struct nc_trie_rule *r, const struct nc_trie_key 
 int nc_trie_rules_overlap(const struct nc_trie_rule *a, const struct nc_trie_rule *b);
 
 /**
+ * Whether two valid rules are the same rule, priority included, as nc_trie_add()
+ * judges it (-EEXIST): the same keys match both (bits past a prefix's length,
+ * and a port's masked-off bits, do not count; a port match and the range it
+ * covers are the same).
+ *
+ * @return
+ *   1 if they are, 0 if not.
+ */
+int nc_trie_rules_same(const struct nc_trie_rule *a, const struct nc_trie_rule *b);
+
+/**
  * The ports a port match covers, as an inclusive range (ANY: 0..65535).
  *
  * @param p

@@ -207,6 +207,16 @@ nct_rule_same(const struct nc_trie_rule *a, const struct nc_trie_rule *b)
 	return true;
 }
 
+int
+nc_trie_rules_same(const struct nc_trie_rule *a, const struct nc_trie_rule *b)
+{
+	struct nc_trie_rule na, nb;
+
+	nct_rule_normalize(&na, a);
+	nct_rule_normalize(&nb, b);
+	return nct_rule_same(&na, &nb);
+}
+
 /* Split an inclusive range into the fewest aligned prefixes. */
 static unsigned int
 port_prefixes(const struct nc_trie_port *p, struct prefix *out)

@@ -1065,6 +1065,35 @@ START_TEST(rules_overlap)
 }
 END_TEST
 
+/*
+ * nc_trie_rules_same() says what nc_trie_add() says with -EEXIST: the same
+ * rule written another way (bits past a prefix, a port as a full mask) is
+ * the same; another priority, prefix or port is not.
+ */
+START_TEST(rules_same)
+{
+	struct nc_trie *t = mk(16);
+	struct nc_trie_rule r = R("192.0.2.0/24", NULL, IPPROTO_UDP, P(53, 53), 5);
+	struct nc_trie_rule host_bits = R("192.0.2.77/24", NULL, IPPROTO_UDP, PM(53, 0xffff), 5);
+	struct nc_trie_rule other_prio = R("192.0.2.0/24", NULL, IPPROTO_UDP, P(53, 53), 6);
+	struct nc_trie_rule other_len = R("192.0.2.0/25", NULL, IPPROTO_UDP, P(53, 53), 5);
+	struct nc_trie_rule other_port = R("192.0.2.0/24", NULL, IPPROTO_UDP, P(53, 54), 5);
+
+	ck_assert_int_eq(nc_trie_rules_same(&r, &r), 1);
+	ck_assert_int_eq(nc_trie_rules_same(&r, &host_bits), 1);
+	ck_assert_int_eq(nc_trie_rules_same(&host_bits, &r), 1);
+	ck_assert_int_eq(nc_trie_rules_same(&r, &other_prio), 0);
+	ck_assert_int_eq(nc_trie_rules_same(&r, &other_len), 0);
+	ck_assert_int_eq(nc_trie_rules_same(&r, &other_port), 0);
+	add_ok(t, r);
+	ck_assert_int_eq(nc_trie_add(t, &host_bits), -EEXIST);
+	add_ok(t, other_prio);
+	add_ok(t, other_len);
+	add_ok(t, other_port);
+	nc_trie_free(t);
+}
+END_TEST
+
 START_TEST(diff_100) { random_set(100, 600000, 0x1001); }
 END_TEST
 START_TEST(diff_1000) { random_set(1000, 300000, 0x1002); }
@@ -1686,6 +1715,7 @@ trie_suite(void)
 	tcase_add_test(tc, add_errors);
 	tcase_add_test(tc, dump_and_format);
 	tcase_add_test(tc, rules_overlap);
+	tcase_add_test(tc, rules_same);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("differential");

@@ -345,36 +345,12 @@ ncd_channel_shadowed(const struct ncd *d, const struct nc_trie_rule *r, uint32_t
 	return -1;
 }
 
-/* Whether the first len bits of prefixes a and b are the same (the rest is ignored). */
-static bool
-prefix_eq(const union nc_trie_addr *a, const union nc_trie_addr *b, uint8_t len)
-{
-	uint8_t whole = len / 8, rest = len % 8;
-
-	if (memcmp(a->a, b->a, whole) != 0)
-		return false;
-	return rest == 0 || ((a->a[whole] ^ b->a[whole]) & (uint8_t)(0xff << (8 - rest))) == 0;
-}
-
 int32_t
 ncd_channel_same_rule(const struct ncd *d, const struct nc_trie_rule *r)
 {
-	for (uint32_t id = 0; id < d->cfg.max_channels; id++) {
-		const struct ncd_channel *ch = d->channels[id];
-		const struct nc_trie_rule *o;
-
-		if (ch == NULL)
-			continue;
-		o = &ch->rule;
-		if (o->family == r->family && o->proto_mask == r->proto_mask &&
-		    (r->proto_mask == 0 || o->proto == r->proto) && o->dst_len == r->dst_len &&
-		    o->src_len == r->src_len && prefix_eq(&o->dst, &r->dst, r->dst_len) &&
-		    prefix_eq(&o->src, &r->src, r->src_len) &&
-		    memcmp(&o->dport, &r->dport, sizeof(o->dport)) == 0 &&
-		    memcmp(&o->sport, &r->sport, sizeof(o->sport)) == 0 &&
-		    o->priority == r->priority)
+	for (uint32_t id = 0; id < d->cfg.max_channels; id++)
+		if (d->channels[id] != NULL && nc_trie_rules_same(&d->channels[id]->rule, r))
 			return (int32_t)id;
-	}
 	return -1;
 }
 
