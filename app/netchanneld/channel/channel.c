@@ -220,29 +220,35 @@ share_publish(struct ncd *d, struct ncd_channel *ch, const struct ncd_share *nex
 	return 0;
 }
 
+/*
+ * A consumer of a shared channel of ring_size: the client in slot, on ring
+ * `ring` of its region rg, which it may fill up to the lesser of the two.
+ */
+static struct ncd_share_consumer
+share_consumer(struct ncd_region *rg, int ring, int slot, uint32_t ring_size)
+{
+	return (struct ncd_share_consumer){
+		.rg = rg, .ring = ring, .slot = slot, .efd = -1,
+		.limit = ncd_region_limit(rg, ring, ring_size),
+		.wakeup = &rg->rx[ring].c->want_wakeup };
+}
+
 int
 ncd_channel_share_join(struct ncd *d, struct ncd_channel *ch, struct ncd_region *rg, int slot)
 {
 	struct ncd_share next = { .n = 0 };
-	struct ncd_share_consumer *k;
 	int ring, ret;
 
+	if (ncd_channel_consumer(ch, slot) != NULL)
+		return -EALREADY;
 	if (ch->share != NULL)
 		next = *ch->share;
-	for (uint32_t i = 0; i < next.n; i++)
-		if (next.c[i].slot == slot)
-			return -EALREADY;
 	if (next.n == NCD_SHARE_MAX)
 		return -EBUSY;
 	ring = ncd_region_ring_take(rg, ch->id, ch->dir->generation);
 	if (ring < 0)
 		return ring;
-	k = &next.c[next.n++];
-	*k = (struct ncd_share_consumer){
-		.rg = rg, .ring = ring, .slot = slot, .efd = -1,
-		/* A static channel's ring_size may be over the region's: its ring is what it gets. */
-		.limit = ncd_region_limit(rg, ring, ch->dir->ring_size),
-		.wakeup = &rg->rx[ring].c->want_wakeup };
+	next.c[next.n++] = share_consumer(rg, ring, slot, ch->dir->ring_size);
 	ret = share_publish(d, ch, &next);
 	if (ret < 0)
 		ncd_region_ring_put(rg, ring);
@@ -281,15 +287,9 @@ ncd_channel_share_leave(struct ncd *d, struct ncd_channel *ch, int slot)
 int
 ncd_channel_share_eventfd(struct ncd_channel *ch, int slot)
 {
-	struct ncd_share *sh = ch->share;
+	struct ncd_share_consumer *k = ncd_channel_consumer(ch, slot);
 
-	for (uint32_t i = 0; sh != NULL && i < sh->n; i++) {
-		struct ncd_share_consumer *k = &sh->c[i];
-
-		if (k->slot == slot)
-			return ncd_eventfd_once(&k->efd, ch->name);
-	}
-	return -ENOENT;
+	return k != NULL ? ncd_eventfd_once(&k->efd, ch->name) : -ENOENT;
 }
 
 /* The channel is gone: each consumer's ring is given back (relabelled: ESTALE) and it wakes. */
@@ -595,10 +595,7 @@ rx_setup(struct ncd *d, struct ncd_channel *ch, const struct ncd_channel_conf *c
 			return -ENOMEM;
 		}
 		sh->n = 1;
-		sh->c[0] = (struct ncd_share_consumer){
-			.rg = region, .ring = ret, .slot = ch->owner, .efd = -1,
-			.limit = ncd_region_limit(region, ret, cc->ring_size),
-			.wakeup = &region->rx[ret].c->want_wakeup };
+		sh->c[0] = share_consumer(region, ret, ch->owner, cc->ring_size);
 		ch->share = sh;
 		return 0;
 	}

@@ -321,14 +321,17 @@ void ncd_channel_share_leave(struct ncd *d, struct ncd_channel *ch, int slot);
  */
 int ncd_channel_share_eventfd(struct ncd_channel *ch, int slot);
 
-/** Whether the connection in client slot `slot` is a consumer of shared channel ch (control thread). */
-static inline bool
-ncd_channel_consumes(const struct ncd_channel *ch, int slot)
+/**
+ * The connection in client slot `slot` as a consumer of shared channel ch (control
+ * thread). @return its entry, or NULL: it is none
+ */
+static inline struct ncd_share_consumer *
+ncd_channel_consumer(const struct ncd_channel *ch, int slot)
 {
 	for (uint32_t k = 0; ch->share != NULL && k < ch->share->n; k++)
 		if (ch->share->c[k].slot == slot)
-			return true;
-	return false;
+			return &ch->share->c[k];
+	return NULL;
 }
 
 /** Consumers a shared channel has now (control thread). */

@@ -231,6 +231,32 @@ ctl_detach(struct ncd *d, struct ncd_conn *c, unsigned int k)
 	c->attached[k] = c->attached[--c->nattached];
 }
 
+/*
+ * Shared channel ch (id) passes from c to h, a consumer that joined it: from
+ * h's attached channels to its own. @return false: h has no room for it
+ */
+static bool
+pass_to(struct ncd *d, struct ncd_conn *c, struct ncd_conn *h, struct ncd_channel *ch,
+	uint32_t id)
+{
+	unsigned int j;
+
+	for (j = 0; j < h->nattached; j++)
+		if (h->attached[j].id == id && h->attached[j].gen == ch->dir->generation)
+			break;
+	if (j == h->nattached ||
+	    ctl_conn_room(&h->channels, &h->cap_channels, h->nchannels, 1, sizeof(h->channels[0])))
+		return false;
+	h->attached[j] = h->attached[--h->nattached];
+	h->channels[h->nchannels++] = id;
+	ch->owner = h->slot;
+	ncd_channel_share_leave(d, ch, c->slot);
+	NCD_LOG_USER(INFO, c->cred.uid, "control: shared channel %s (%u) passes from pid %d to "
+		     "pid %d, one of %u consumers", ch->name, id, (int)c->cred.pid,
+		     (int)h->cred.pid, ch->share->n);
+	return true;
+}
+
 void
 ctl_release(struct ncd *d, struct ncd_conn *c, unsigned int k, bool gone)
 {
@@ -240,26 +266,11 @@ ctl_release(struct ncd *d, struct ncd_conn *c, unsigned int k, bool gone)
 				     ch->share : NULL;
 
 	c->channels[k] = c->channels[--c->nchannels];
-	for (uint32_t i = 0; sh != NULL && i < sh->n; i++) {
-		struct ncd_conn *h = sh->c[i].slot != c->slot ? ncd_ctl.slot_conn[sh->c[i].slot] : NULL;
-
-		for (unsigned int j = 0; h != NULL && j < h->nattached; j++) {
-			if (h->attached[j].id != id || h->attached[j].gen != ch->dir->generation)
-				continue;
-			/* Without room among h's own, the next member; without any, it goes. */
-			if (ctl_conn_room(&h->channels, &h->cap_channels, h->nchannels, 1,
-					  sizeof(h->channels[0])) != 0)
-				break;
-			h->attached[j] = h->attached[--h->nattached];
-			h->channels[h->nchannels++] = id;
-			ch->owner = h->slot;
-			ncd_channel_share_leave(d, ch, c->slot);
-			NCD_LOG_USER(INFO, c->cred.uid, "control: shared channel %s (%u) passes from "
-				     "pid %d to pid %d, one of %u consumers", ch->name, id,
-				     (int)c->cred.pid, (int)h->cred.pid, ch->share->n);
+	/* To the first other consumer with room for it; with none, it goes. */
+	for (uint32_t i = 0; sh != NULL && i < sh->n; i++)
+		if (sh->c[i].slot != c->slot && ncd_ctl.slot_conn[sh->c[i].slot] != NULL &&
+		    pass_to(d, c, ncd_ctl.slot_conn[sh->c[i].slot], ch, id))
 			return;
-		}
-	}
 	if (ch != NULL && gone)
 		ch->consumer_gone = true;
 	ncd_channel_del(d, id);

@@ -57,6 +57,8 @@ static void
 channel_info(const struct ncd *d, const struct ncd_channel *ch, int slot,
 	     struct nc_ctl_channel *info)
 {
+	const struct ncd_share_consumer *k;
+
 	memset(info, 0, sizeof(*info));
 	info->id = ch->id;
 	info->action = ch->action;
@@ -69,11 +71,10 @@ channel_info(const struct ncd *d, const struct ncd_channel *ch, int slot,
 		info->region_ring = (uint32_t)ch->region_ring;
 	}
 	/* A consumer of a shared channel: its packets come on a ring of its own. */
-	for (uint32_t k = 0; ch->share != NULL && k < ch->share->n; k++)
-		if (ch->share->c[k].slot == slot) {
-			info->flags |= NC_CHANNEL_F_REGION;
-			info->region_ring = (uint32_t)ch->share->c[k].ring;
-		}
+	if ((k = ncd_channel_consumer(ch, slot)) != NULL) {
+		info->flags |= NC_CHANNEL_F_REGION;
+		info->region_ring = (uint32_t)k->ring;
+	}
 	if (ch->can_tx) {
 		info->flags |= NC_CHANNEL_F_TX;
 		memcpy(info->tx_mac, d->ports[ch->port].mac.addr_bytes, sizeof(info->tx_mac));
@@ -93,8 +94,34 @@ reply_rings_full(struct ncd_conn *c, const struct nc_ctl_req *req, const struct 
 	return ctl_reply(c, req, -ENOSPC, why, (size_t)n);
 }
 
-static int attach_shared(struct ncd *d, struct ncd_conn *c, struct ncd_channel *ch, char *why,
-			 size_t len);
+/*
+ * One more consumer of a shared channel: isolated clients only (each gets
+ * its share in its own region; a zero-copy client would take from the
+ * channel's one ring). @return 0, or -errno with the reason in why ("" if none)
+ */
+static int
+attach_shared(struct ncd *d, struct ncd_conn *c, struct ncd_channel *ch, char *why, size_t len)
+{
+	int ret;
+
+	why[0] = '\0';
+	if (d->regions[c->slot] == NULL) {
+		snprintf(why, len, "channel %s is shared: its consumers are isolated clients, not "
+			 "zero-copy ones", ch->name);
+		return -EOPNOTSUPP;
+	}
+	ret = ncd_channel_share_join(d, ch, d->regions[c->slot], c->slot);
+	/* The first consumer gets what waited for one. */
+	if (ret == 0 && ch->share->n == 1)
+		ncd_region_hand_over(d, ch, ch->share->c[0].rg, ch->share->c[0].ring,
+				      ch->share->c[0].limit);
+	if (ret == -EBUSY)
+		snprintf(why, len, "channel %s is shared by %u consumers, the most it may be",
+			 ch->name, NCD_SHARE_MAX);
+	else if (ret == -EALREADY)
+		snprintf(why, len, "this connection is a consumer of channel %s already", ch->name);
+	return ret;
+}
 
 /*
  * A shared CHANNEL_CREATE whose rule and priority a shared channel of the
@@ -113,8 +140,7 @@ join_shared(struct ncd *d, struct ncd_conn *c, const struct nc_ctl_req *req,
 	int ret;
 
 	/* Another user's, a static one (attached by name), or one not shared: EBUSY as ever. */
-	if (ch == NULL || !ch->shared || ch->owner < 0 || ch->action != NC_ACTION_DELIVER ||
-	    !ctl_same_user(c, ch))
+	if (ch == NULL || !ch->shared || ch->owner < 0 || !ctl_same_user(c, ch))
 		return 1;
 	if (ctl_conn_room(&c->attached, &c->cap_attached, c->nattached, 1, sizeof(c->attached[0])))
 		return ctl_reply(c, req, -ENOMEM, NULL, 0);
@@ -322,35 +348,6 @@ do_meter(struct ncd *d, struct ncd_conn *c, const struct nc_ctl_req *req, const 
 	return ctl_reply(c, req, -ENOENT, NULL, 0);
 }
 
-/*
- * One more consumer of a shared channel: isolated clients only (each gets
- * its share in its own region; a zero-copy client would take from the
- * channel's one ring). @return 0, or -errno with the reason in why ("" if none)
- */
-static int
-attach_shared(struct ncd *d, struct ncd_conn *c, struct ncd_channel *ch, char *why, size_t len)
-{
-	int ret;
-
-	why[0] = '\0';
-	if (d->regions[c->slot] == NULL) {
-		snprintf(why, len, "channel %s is shared: its consumers are isolated clients, not "
-			 "zero-copy ones", ch->name);
-		return -EOPNOTSUPP;
-	}
-	ret = ncd_channel_share_join(d, ch, d->regions[c->slot], c->slot);
-	/* The first consumer gets what waited for one. */
-	if (ret == 0 && ch->share->n == 1)
-		ncd_region_hand_over(d, ch, ch->share->c[0].rg, ch->share->c[0].ring,
-				      ch->share->c[0].limit);
-	if (ret == -EBUSY)
-		snprintf(why, len, "channel %s is shared by %u consumers, the most it may be",
-			 ch->name, NCD_SHARE_MAX);
-	else if (ret == -EALREADY)
-		snprintf(why, len, "this connection is a consumer of channel %s already", ch->name);
-	return ret;
-}
-
 static int
 do_attach(struct ncd *d, struct ncd_conn *c, const struct nc_ctl_req *req, const void *body,
           uint32_t len __rte_unused)
@@ -428,7 +425,7 @@ usable_channel(const struct ncd *d, const struct ncd_conn *c, uint32_t id, struc
 
 	if (ch == NULL || !ncd_conn_sees(d, c, ch))
 		return -ENOENT;
-	if (ch->owner != c->slot && !ncd_channel_consumes(ch, c->slot) &&
+	if (ch->owner != c->slot && ncd_channel_consumer(ch, c->slot) == NULL &&
 	    (ch->owner >= 0 || !ctl_may_attach(ch, &c->cred)))
 		return -EPERM;
 	*out = ch;
