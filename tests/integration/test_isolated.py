@@ -571,15 +571,16 @@ class Isolated(T.DaemonCase):
     def test_shared_group_of_one_user(self):
         """Clients of one user (uid 65534) that each create a channel with the same match and
         priority, shared, share one channel, as sockets with SO_REUSEPORT do: each gets whole
-        flows, no flow reaches two, together every flow. Another user's, or one not shared,
-        is refused. When its maker goes, the channel passes to the other, which gets every
+        flows, no flow reaches two, together every flow. Another user's (root's, or another
+        unprivileged one's), or one not shared, is refused. When its maker goes, the channel passes to the other, which gets every
         flow; when the last goes, the channel goes."""
         sports = list(range(3000, 3016))
         flows = [("203.0.113.4", sp, 6100) for sp in sports] * 64
         random.Random(7).shuffle(flows)
         self.start(self.frames(flows, "group"),
                    region={"rx_ring_size": 256, "rx_buffers": 512, "tx_ring_size": 64},
-                   control={"allow": [{"uid": 0}, {"uid": 65534, "dport": "6100-6101"}]})
+                   control={"allow": [{"uid": 0}, {"uid": 65534, "dport": "6100-6101"},
+                                      {"uid": 65533, "dport": "6100"}]})
         c = Ctl(self.sock)
         c.hello(flags=W.HELLO_F_CONTROL)
 
@@ -607,6 +608,17 @@ class Isolated(T.DaemonCase):
                            input="", capture_output=True, text=True, timeout=30,
                            env=T.package_env())
         self.assertTrue(r.stdout.startswith(f"refused {errno.EBUSY} "), r.stdout + r.stderr)
+        # Another unprivileged user allowed the port, shared or not: the group is not its to
+        # join, nor its flows to take; the group stays as it was.
+        for shared in ("1", "0"):
+            r = subprocess.run(["setpriv", "--reuid=65533", "--regid=65534", "--clear-groups",
+                                "/usr/bin/python3", "-c", GROUP, self.sock, "other", shared],
+                               input="", capture_output=True, text=True, timeout=30,
+                               env=T.package_env())
+            self.assertTrue(r.stdout.startswith(f"refused {errno.EADDRINUSE} "),
+                            r.stdout + r.stderr)
+            self.assertIn("it would take the flows of a channel of another owner", r.stdout)
+        self.assertEqual(len(show("ga")["consumers"]["attached"]), 2)
         # Its maker goes: the channel is b's, with every flow.
         self.finish(a)
         T.wait_until(lambda: (show("ga") or {}).get("owner", {}).get("pid") == b.pid,
